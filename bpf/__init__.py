@@ -1,0 +1,1 @@
+"""BPF sources, compiled objects (*.bpf.o) and bpftrace scripts (*.bt)."""

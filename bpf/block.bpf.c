@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Block layer: what reached the device, charged to the file it serves.
+ *
+ * At issue the request's first bio tells whose data it is:
+ *  - a direct-IO bio (its end_io is iomap_dio_bio_end_io) points at the
+ *    iomap_dio, whose kiocb names the file, whoever submitted it (a
+ *    connection thread, an io_uring worker, libaio);
+ *  - a page-cache bio carries the file's pages, whose mapping names the
+ *    inode, so writeback by a kworker is charged to the file, not the kworker;
+ *  - anything else is classified (journal, metadata, swap, flush, discard,
+ *    unknown) instead of dropped.
+ * A file's IO is charged to the target process that touched it at the
+ * syscall layer (tracked_inodes); files no target touched are aggregated
+ * per device as "untracked". Latency is issue to final completion.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+struct rq_pending {
+	__u64 ts;
+	__u64 bytes;
+	struct io_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct request * */
+	__type(value, struct rq_pending);
+} rq_inflight SEC(".maps");
+
+struct submitter {
+	__u32 tgid;
+	__u32 tid;
+};
+
+/* bio -> the target thread that submitted it. A request is often dispatched
+ * from another task's context (plug flush, queue run), so the submitter must
+ * be caught when the bio is queued, not when the request is issued. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct bio * */
+	__type(value, struct submitter);
+} bio_submitter SEC(".maps");
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(ioattr_bio_queue, struct bio *bio)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct submitter s;
+	__u64 key = (__u64)bio;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	s.tgid = pid_tgid >> 32;
+	s.tid = owner_tid(bpf_get_current_task_btf(), (__u32)pid_tgid);
+	bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
+	return 0;
+}
+
+static __always_inline bool current_is_jbd2(void)
+{
+	char comm[5] = {};
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2';
+}
+
+/* Find the inode a data request serves; returns the kind it is. */
+static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inode_id *id, __u8 *api)
+{
+	*api = IOA_API_OTHER;
+	if (!bio)
+		return IOA_KIND_UNKNOWN;
+	if (cfg.dio_end_io_addr && (__u64)BPF_CORE_READ(bio, bi_end_io) == cfg.dio_end_io_addr) {
+		struct iomap_dio *dio = BPF_CORE_READ(bio, bi_private);
+		struct file *f = BPF_CORE_READ(dio, iocb, ki_filp);
+
+		*api = IOA_API_DIRECT;
+		if (file_inode_id(f, id))
+			return IOA_KIND_FILE;
+		return IOA_KIND_UNKNOWN;
+	}
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP)))
+		return IOA_KIND_SWAP;
+	if (current_is_jbd2())
+		return IOA_KIND_JOURNAL;
+	struct address_space *mapping = bio_first_mapping(bio);
+	if (mapping && inode_id_of(BPF_CORE_READ(mapping, host), id)) {
+		*api = IOA_API_BUFFERED;
+		if ((id->mode & S_IFMT) == S_IFREG)
+			return IOA_KIND_FILE;
+		return IOA_KIND_METADATA; /* block-device buffers, directories */
+	}
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		return IOA_KIND_METADATA;
+	return IOA_KIND_UNKNOWN;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(ioattr_rq_issue, struct request *rq)
+{
+	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
+	__u32 reqop = opf & 0xff;
+	struct rq_pending p = {};
+	struct submitter *sub = NULL;
+	struct bio *bio = BPF_CORE_READ(rq, bio);
+	__u64 bio_key = (__u64)bio;
+	struct inode_id id = {};
+	__u64 key = (__u64)rq;
+	__u8 api = IOA_API_OTHER;
+
+	p.key.layer = IOA_LAYER_BLOCK;
+	p.key.api = IOA_API_OTHER;
+	p.key.dev = request_dev(rq);
+	p.bytes = BPF_CORE_READ(rq, __data_len);
+	if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_READ)) {
+		p.key.op = IOA_OP_READ;
+	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_WRITE)) {
+		p.key.op = IOA_OP_WRITE;
+	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH)) {
+		p.key.op = IOA_OP_FSYNC;
+		p.key.kind = IOA_KIND_FLUSH;
+		p.bytes = 0;
+	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD) ||
+		   reqop == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE) ||
+		   reqop == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES)) {
+		p.key.op = IOA_OP_WRITE;
+		p.key.kind = IOA_KIND_DISCARD;
+		p.bytes = 0; /* no data moved */
+	} else {
+		return 0; /* zone management and driver-private requests */
+	}
+	if (bio) {
+		sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
+		if (sub) {
+			p.key.tgid = sub->tgid;
+			p.key.tid = sub->tid;
+			bpf_map_delete_elem(&bio_submitter, &bio_key);
+		}
+	}
+	if (p.key.kind == IOA_KIND_FILE) {
+		p.key.kind = classify_bio(bio, opf, &id, &api);
+		p.key.api = api;
+	}
+	if (p.key.kind == IOA_KIND_FILE) {
+		struct inode_key ik = { .dev = id.dev, .ino = id.ino };
+		__u32 *owner = bpf_map_lookup_elem(&tracked_inodes, &ik);
+
+		if (owner && *owner != p.key.tgid) {
+			/* writeback or readahead of a target's file done by someone else */
+			p.key.tgid = *owner;
+			p.key.tid = 0;
+		} else if (!owner && (!sub || p.key.op != IOA_OP_READ)) {
+			/* Reads of an untracked file submitted by a target are its own
+			 * (mmap faults, readahead); writes are other files' dirty pages
+			 * that happened to be written back from a target's context. */
+			p.key.kind = IOA_KIND_UNTRACKED;
+			p.key.tgid = 0;
+			p.key.tid = 0;
+		}
+		if (p.key.kind == IOA_KIND_FILE) {
+			p.key.ino = id.ino;
+			p.key.dev = id.dev;
+		}
+	}
+	p.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&rq_inflight, &key, &p, BPF_ANY))
+		count_drop(IOA_DROP_INFLIGHT_FULL);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
+
+	if (!p)
+		return 0;
+	/* a partial completion: wait for the one that finishes the request */
+	if (p->bytes && nr_bytes < BPF_CORE_READ(rq, __data_len))
+		return 0;
+	account(&p->key, p->bytes, bpf_ktime_get_ns() - p->ts, true);
+	bpf_map_delete_elem(&rq_inflight, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every place where ioattr depends on a kernel's internal layout or on the
+ * architecture lives here, behind CO-RE reads and existence checks, so a
+ * kernel difference is fixed in one file.
+ */
+#ifndef IOATTR_COMPAT_BPF_H
+#define IOATTR_COMPAT_BPF_H
+
+#include <bpf/bpf_core_read.h>
+#include "ioattr.h"
+
+#ifndef E2BIG
+#define E2BIG 7
+#endif
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+#define S_IFDIR 0040000
+
+/* ---- syscall numbers (x86_64) ---------------------------------------- */
+#if defined(__TARGET_ARCH_x86)
+#define NR_read 0
+#define NR_write 1
+#define NR_open 2
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_creat 85
+#define NR_io_getevents 208
+#define NR_io_submit 209
+#define NR_openat 257
+#define NR_sync_file_range 277
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_preadv2 327
+#define NR_pwritev2 328
+#define NR_io_pgetevents 333
+#define NR_openat2 437
+/* syscall arguments as the entry code saved them */
+#define SYSARG1(regs) ((regs)->di)
+#define SYSARG2(regs) ((regs)->si)
+#define SYSARG3(regs) ((regs)->dx)
+#define SYSARG4(regs) ((regs)->r10)
+#define SYSCALL_NR(regs) ((regs)->orig_ax)
+#else
+#error "ioattr's syscall probes currently know only x86_64 syscall numbers"
+#endif
+
+/* ---- files and inodes ------------------------------------------------- */
+
+/* The struct file behind fd in the current task, or NULL. */
+static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
+{
+	struct files_struct *files;
+	struct fdtable *fdt;
+	struct file **fds;
+	struct file *f = NULL;
+	unsigned int max;
+
+	if (fd < 0)
+		return NULL;
+	files = BPF_CORE_READ(task, files);
+	if (!files)
+		return NULL;
+	fdt = BPF_CORE_READ(files, fdt);
+	if (!fdt)
+		return NULL;
+	max = BPF_CORE_READ(fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+struct inode_id {
+	__u64 ino;
+	__u32 dev;
+	__u32 mode;
+};
+
+static __always_inline bool inode_id_of(struct inode *inode, struct inode_id *id)
+{
+	if (!inode)
+		return false;
+	id->ino = BPF_CORE_READ(inode, i_ino);
+	id->mode = BPF_CORE_READ(inode, i_mode);
+	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	return true;
+}
+
+static __always_inline bool file_inode_id(struct file *f, struct inode_id *id)
+{
+	if (!f)
+		return false;
+	return inode_id_of(BPF_CORE_READ(f, f_inode), id);
+}
+
+static __always_inline bool is_data_inode(__u32 mode)
+{
+	__u32 t = mode & S_IFMT;
+
+	return t == S_IFREG || t == S_IFBLK;
+}
+
+/* ---- tasks ------------------------------------------------------------------ */
+
+#define PF_IO_WORKER 0x00000010
+
+/* The thread an io_uring worker (iou-wrk-*) works for; tid itself otherwise.
+ * Workers are threads of the owner's process, so only the tid needs fixing. */
+static __always_inline __u32 owner_tid(struct task_struct *task, __u32 tid)
+{
+	struct io_worker *w;
+	__u32 owner;
+
+	if (!(BPF_CORE_READ(task, flags) & PF_IO_WORKER))
+		return tid;
+	if (!bpf_core_type_exists(struct io_worker))
+		return tid;
+	w = BPF_CORE_READ(task, worker_private);
+	if (!w)
+		return tid;
+	owner = BPF_CORE_READ(w, wq, task, pid);
+	return owner ? owner : tid;
+}
+
+/* ---- block requests ---------------------------------------------------- */
+
+/* dev_t of the partition (or whole disk) a request targets. */
+static __always_inline __u32 request_dev(struct request *rq)
+{
+	struct block_device *part = BPF_CORE_READ(rq, part);
+	struct gendisk *disk;
+
+	if (part)
+		return BPF_CORE_READ(part, bd_dev);
+	disk = BPF_CORE_READ(rq, q, disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+}
+
+/* The address_space of the first page a bio carries, following a large
+ * folio's tail page to its head; NULL for anonymous or unowned pages. */
+static __always_inline struct address_space *bio_first_mapping(struct bio *bio)
+{
+	struct bio_vec *vec = BPF_CORE_READ(bio, bi_io_vec);
+	unsigned int idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
+	struct page *page = NULL;
+	unsigned long head, mapping;
+
+	if (!vec)
+		return NULL;
+	bpf_probe_read_kernel(&page, sizeof(page), &vec[idx & 0xff].bv_page);
+	if (!page)
+		return NULL;
+	head = BPF_CORE_READ(page, compound_head);
+	if (head & 1)
+		page = (struct page *)(head - 1);
+	mapping = (unsigned long)BPF_CORE_READ(page, mapping);
+	if (!mapping || (mapping & 3)) /* anon, movable or KSM */
+		return NULL;
+	return (struct address_space *)mapping;
+}
+
+/* ---- io_uring ------------------------------------------------------------ */
+
+/* Map an io_uring opcode to an ioattr op; returns false for non-IO opcodes.
+ * Opcode values come from this kernel's BTF so renumbering can't bite. */
+static __always_inline bool uring_op(__u8 opcode, __u8 *op, __u8 *api)
+{
+	*api = IOA_API_IO_URING;
+	if (opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_READV) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_READ_FIXED) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_READ)) {
+		*op = IOA_OP_READ;
+		return true;
+	}
+	if (opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_WRITEV) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_WRITE_FIXED) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_WRITE)) {
+		*op = IOA_OP_WRITE;
+		return true;
+	}
+	if (opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_FSYNC) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_SYNC_FILE_RANGE)) {
+		*op = IOA_OP_FSYNC;
+		return true;
+	}
+	if (bpf_core_enum_value_exists(enum io_uring_op, IORING_OP_READV_FIXED) &&
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_READV_FIXED)) {
+		*op = IOA_OP_READ;
+		return true;
+	}
+	if (bpf_core_enum_value_exists(enum io_uring_op, IORING_OP_WRITEV_FIXED) &&
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_WRITEV_FIXED)) {
+		*op = IOA_OP_WRITE;
+		return true;
+	}
+	return false;
+}
+
+#endif /* IOATTR_COMPAT_BPF_H */

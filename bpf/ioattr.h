@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Key/value structs shared by every ioattr BPF object and mirrored in
+ * userspace by ioattr/collectors/abi.py. Change both together: the
+ * userspace mirror asserts the sizes at load time.
+ */
+#ifndef IOATTR_H
+#define IOATTR_H
+
+#define IOATTR_HIST_SLOTS 64   /* latency histogram: 2 slots per octave of ns */
+#define IOATTR_HIST_MIN_SHIFT 8 /* slot 0 holds everything below 2^8 ns */
+#define IOATTR_PATH_MAX 256
+
+/* Which layer saw the IO. */
+enum ioattr_layer {
+	IOA_LAYER_SYSCALL = 0,   /* what the process asked for (read/write families, libaio, io_uring) */
+	IOA_LAYER_BLOCK = 1,     /* what reached the device */
+	IOA_LAYER_PAGECACHE = 2, /* pages brought into the page cache by a miss */
+};
+
+enum ioattr_op {
+	IOA_OP_READ = 0,
+	IOA_OP_WRITE = 1,
+	IOA_OP_FSYNC = 2,
+};
+
+/* How the IO was issued (report dimension `api`). */
+enum ioattr_api {
+	IOA_API_SYNC = 0,      /* read/pread64/write/pwrite64 */
+	IOA_API_VECTOR = 1,    /* readv/preadv/preadv2/writev/pwritev/pwritev2 */
+	IOA_API_SYNCCALL = 2,  /* fsync/fdatasync/sync_file_range */
+	IOA_API_LIBAIO = 3,    /* io_submit .. io_getevents */
+	IOA_API_IO_URING = 4,  /* io_uring submission .. completion */
+	IOA_API_DIRECT = 5,    /* block: direct IO bio (iomap) */
+	IOA_API_BUFFERED = 6,  /* block: page-cache read or writeback */
+	IOA_API_READAHEAD = 7, /* pagecache: pages added by a read miss or readahead */
+	IOA_API_OTHER = 8,
+};
+
+/* What a block request served when it is not a tracked file's data. */
+enum ioattr_kind {
+	IOA_KIND_FILE = 0,      /* a regular file's data */
+	IOA_KIND_JOURNAL = 1,   /* filesystem journal (jbd2) */
+	IOA_KIND_METADATA = 2,  /* filesystem metadata (bdev buffers, directories, REQ_META) */
+	IOA_KIND_SWAP = 3,
+	IOA_KIND_UNKNOWN = 4,   /* pages we could not map to an owner */
+	IOA_KIND_UNTRACKED = 5, /* a file none of the targets touched */
+	IOA_KIND_DISCARD = 6,   /* discard / write-zeroes: no data moved */
+	IOA_KIND_FLUSH = 7,     /* cache flush requests */
+};
+
+enum ioattr_drop {
+	IOA_DROP_STATS_FULL = 0,    /* io_stats had no room for a new key */
+	IOA_DROP_INFLIGHT_FULL = 1, /* an async/in-flight table had no room */
+	IOA_DROP_EVENTS_FULL = 2,   /* ring buffer full: open event lost */
+	IOA_DROP_TRACKED_FULL = 3,  /* tracked_inodes had no room */
+	IOA_DROP_SLOTS = 4,
+};
+
+struct io_key {
+	__u32 tgid;   /* target process; 0 when unknown (block IO of untracked files) */
+	__u32 tid;    /* thread; 0 when unknown */
+	__u64 ino;
+	__u32 dev;    /* kernel dev_t (major << 20 | minor) of the filesystem or disk */
+	__u8 layer;   /* enum ioattr_layer */
+	__u8 op;      /* enum ioattr_op */
+	__u8 api;     /* enum ioattr_api */
+	__u8 kind;    /* enum ioattr_kind */
+};
+
+struct io_val {
+	__u64 count;
+	__u64 bytes;
+	__u64 lat_sum_ns;
+	__u64 hist[IOATTR_HIST_SLOTS];
+};
+
+struct inode_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
+/* The rare per-event stream (ring buffer `events`); `type` comes first. */
+enum ioattr_event_type {
+	IOA_EV_OPEN = 1, /* a target opened a regular file */
+	IOA_EV_TASK = 2, /* first IO seen from a thread: its name, before it can exit */
+};
+
+struct open_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__s32 fd;
+	__u64 ino;
+	__u32 dev;
+	__s32 dfd;
+	char path[IOATTR_PATH_MAX];
+};
+
+struct task_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__u32 pad;
+	char comm[16];
+};
+
+/* Read-only configuration, set by the loader before load. Every object has
+ * exactly this in .rodata so the loader can write it by one layout. */
+struct ioattr_config {
+	__u64 dio_end_io_addr; /* address of iomap_dio_bio_end_io, 0 if unknown */
+	__u32 self_tgid;       /* never trace ioattr itself */
+	__u8 follow_forks;     /* add children of targets to the target set */
+	__u8 trace_all;        /* every process is a target (testing/ad hoc) */
+	__u8 pad[2];
+};
+
+#endif /* IOATTR_H */

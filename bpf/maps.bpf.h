@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Maps shared by every probe set, and the helpers that update them.
+ * Each *.bpf.c object declares these; the loader creates them once and
+ * hands the same fds to every object it loads (bpf_map__reuse_fd), so
+ * all probe sets aggregate into one io_stats table.
+ */
+#ifndef IOATTR_MAPS_BPF_H
+#define IOATTR_MAPS_BPF_H
+
+#include "ioattr.h"
+
+#define MAX_TARGETS 4096
+#define MAX_STATS 65536
+#define MAX_TRACKED 65536
+
+const volatile struct ioattr_config cfg = {};
+
+/* tgid -> 1: the processes being traced. Maintained by userspace, and by
+ * targets.bpf.c when following forks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets SEC(".maps");
+
+/* The aggregate: cumulative per key; userspace computes per-interval deltas. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_STATS);
+	__type(key, struct io_key);
+	__type(value, struct io_val);
+} io_stats SEC(".maps");
+
+/* Files the targets did IO on -> owning tgid, so the block layer can charge
+ * writeback and readahead of those files to them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, struct inode_key);
+	__type(value, __u32);
+} tracked_inodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOA_DROP_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+/* An all-zero value to insert new io_stats keys without a 536-byte stack copy.
+ * Never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct io_val);
+} zero_val SEC(".maps");
+
+/* Per-thread state of the IO syscall in flight (task storage beats a tid hash). */
+struct task_io_state {
+	__u64 ts;
+	__u64 ino;
+	__u64 arg;   /* saved user pointer: io_getevents events, open filename */
+	__u32 dev;
+	__s32 fd;    /* open: dirfd */
+	__s32 nr;    /* syscall number in flight */
+	__u8 active;
+	__u8 op;
+	__u8 api;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_io_state);
+} task_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* Threads whose name was already sent to userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} named_tids SEC(".maps");
+
+static __always_inline void count_drop(__u32 reason)
+{
+	__u64 *v = bpf_map_lookup_elem(&drops, &reason);
+	if (v)
+		*v += 1; /* per-CPU: no atomics needed */
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	if (cfg.trace_all)
+		return tgid != cfg.self_tgid && tgid != 0;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* Index of the highest set bit; the BPF backend has no count-leading-zeros. */
+static __always_inline __u32 msb64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+/* Log-linear slot: two slots per power of two of nanoseconds. */
+static __always_inline __u32 hist_slot(__u64 ns)
+{
+	__u32 msb;
+	__u32 slot;
+
+	if (ns < (1ULL << IOATTR_HIST_MIN_SHIFT))
+		return 0;
+	msb = msb64(ns);
+	slot = (msb - IOATTR_HIST_MIN_SHIFT) * 2 + ((ns >> (msb - 1)) & 1) + 1;
+	if (slot >= IOATTR_HIST_SLOTS)
+		slot = IOATTR_HIST_SLOTS - 1;
+	return slot;
+}
+
+/* Send the current thread's name once, so a short-lived thread (an io_uring
+ * worker, a one-shot helper) still has a name after it exits. */
+static __always_inline void remember_comm(__u64 pid_tgid)
+{
+	__u32 tid = (__u32)pid_tgid, one = 1;
+	struct task_event *e;
+
+	if (bpf_map_update_elem(&named_tids, &tid, &one, BPF_NOEXIST))
+		return; /* already sent (or no room: userspace falls back to /proc) */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(IOA_DROP_EVENTS_FULL);
+		return;
+	}
+	e->type = IOA_EV_TASK;
+	e->tgid = pid_tgid >> 32;
+	e->tid = tid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 tgid)
+{
+	struct inode_key ik = { .dev = dev, .ino = ino };
+
+	if (bpf_map_lookup_elem(&tracked_inodes, &ik))
+		return;
+	if (bpf_map_update_elem(&tracked_inodes, &ik, &tgid, BPF_NOEXIST) == -E2BIG)
+		count_drop(IOA_DROP_TRACKED_FULL);
+}
+
+/* Add one operation to the aggregate. has_lat = 0 skips the histogram. */
+static __always_inline void account(struct io_key *k, __u64 bytes, __u64 lat_ns, bool has_lat)
+{
+	struct io_val *v = bpf_map_lookup_elem(&io_stats, k);
+
+	if (!v) {
+		__u32 zero = 0;
+		struct io_val *z = bpf_map_lookup_elem(&zero_val, &zero);
+		long err;
+
+		if (!z)
+			return;
+		err = bpf_map_update_elem(&io_stats, k, z, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			count_drop(IOA_DROP_STATS_FULL);
+			return;
+		}
+		if (k->layer == IOA_LAYER_SYSCALL && k->tgid)
+			track_inode(k->dev, k->ino, k->tgid);
+		if (k->tid) {
+			__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+			if ((__u32)pid_tgid == k->tid)
+				remember_comm(pid_tgid);
+		}
+		v = bpf_map_lookup_elem(&io_stats, k);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	if (bytes)
+		__sync_fetch_and_add(&v->bytes, bytes);
+	if (has_lat) {
+		/* the mask keeps the verifier sure of the bound (64 is a power of two) */
+		__u32 slot = hist_slot(lat_ns) & (IOATTR_HIST_SLOTS - 1);
+
+		__sync_fetch_and_add(&v->lat_sum_ns, lat_ns);
+		__sync_fetch_and_add(&v->hist[slot], 1);
+	}
+}
+
+#endif /* IOATTR_MAPS_BPF_H */

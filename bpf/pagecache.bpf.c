@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Page-cache misses per inode: folios added to a tracked file's page cache
+ * outside a write syscall (a buffered write that extends a file adds pages
+ * without reading anything, so those are not misses).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+#define PAGE_SHIFT 12
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, owner;
+	struct inode_key ik = {};
+	struct task_io_state *st;
+	__u32 *tracked;
+
+	ik.dev = BPF_CORE_READ(ctx, s_dev);
+	ik.ino = BPF_CORE_READ(ctx, i_ino);
+	tracked = bpf_map_lookup_elem(&tracked_inodes, &ik);
+	if (is_target(tgid)) {
+		owner = tgid;
+		tid = owner_tid(bpf_get_current_task_btf(), tid);
+	} else if (tracked) {
+		owner = *tracked;
+		tid = 0;
+	} else {
+		return 0;
+	}
+	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->active && st->op == IOA_OP_WRITE)
+		return 0;
+	struct io_key key = {
+		.tgid = owner, .tid = tid, .ino = ik.ino, .dev = ik.dev,
+		.layer = IOA_LAYER_PAGECACHE, .op = IOA_OP_READ, .api = IOA_API_READAHEAD,
+		.kind = IOA_KIND_FILE,
+	};
+	account(&key, (__u64)1 << (PAGE_SHIFT + BPF_CORE_READ(ctx, order)), 0, false);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

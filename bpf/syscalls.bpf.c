@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Syscall layer: what target processes asked of files.
+ *
+ * One tp_btf program pair on sys_enter/sys_exit covers the read/write
+ * families, fsync and friends, libaio (io_submit .. io_getevents) and
+ * opens. A switch on the syscall number runs first, so every other
+ * syscall on the host costs one compare; the target check comes next, so
+ * IO syscalls of untraced processes cost one hash lookup.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+#define MAX_AIO_BATCH 64
+#define MAX_AIO_EVENTS 128
+
+/* libaio's struct iocb as userspace lays it out on little-endian x86_64. */
+struct user_iocb {
+	__u64 aio_data;
+	__u32 aio_key;
+	__u32 aio_rw_flags;
+	__u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	__u32 aio_fildes;
+	__u64 aio_buf;
+	__u64 aio_nbytes;
+	__s64 aio_offset;
+	__u64 aio_reserved2;
+	__u32 aio_flags;
+	__u32 aio_resfd;
+};
+
+struct user_io_event {
+	__u64 data;
+	__u64 obj;
+	__s64 res;
+	__s64 res2;
+};
+
+enum { IOCB_PREAD = 0, IOCB_PWRITE = 1, IOCB_FSYNC = 2, IOCB_FDSYNC = 3, IOCB_PREADV = 7, IOCB_PWRITEV = 8 };
+
+struct aio_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 iocb; /* the iocb's userspace address, as io_getevents returns it in obj */
+};
+
+struct aio_pending {
+	__u64 ts;
+	__u64 ino;
+	__u32 dev;
+	__u32 tid;
+	__u8 op;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct aio_key);
+	__type(value, struct aio_pending);
+} aio_inflight SEC(".maps");
+
+/* Classify a syscall number; returns false for syscalls we ignore. */
+static __always_inline bool classify(long nr, __u8 *op, __u8 *api)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_pread64:
+		*op = IOA_OP_READ; *api = IOA_API_SYNC; return true;
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+		*op = IOA_OP_READ; *api = IOA_API_VECTOR; return true;
+	case NR_write:
+	case NR_pwrite64:
+		*op = IOA_OP_WRITE; *api = IOA_API_SYNC; return true;
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		*op = IOA_OP_WRITE; *api = IOA_API_VECTOR; return true;
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_sync_file_range:
+		*op = IOA_OP_FSYNC; *api = IOA_API_SYNCCALL; return true;
+	case NR_io_submit:
+	case NR_io_getevents:
+	case NR_io_pgetevents:
+		*op = IOA_OP_READ; *api = IOA_API_LIBAIO; return true;
+	case NR_open:
+	case NR_creat:
+	case NR_openat:
+	case NR_openat2:
+		*op = IOA_OP_READ; *api = IOA_API_OTHER; return true;
+	}
+	return false;
+}
+
+struct aio_submit_ctx {
+	struct task_struct *task;
+	__u64 iocbpp;
+	__u64 ts;
+	__u32 tgid;
+	__u32 tid;
+};
+
+/* One iocb of an io_submit batch: remember it until io_getevents reaps it. */
+static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
+{
+	struct user_iocb cb;
+	struct aio_key k = { .tgid = c->tgid };
+	struct aio_pending p = { .tid = c->tid, .ts = c->ts };
+	struct inode_id id;
+	__u64 ptr;
+
+	if (bpf_probe_read_user(&ptr, sizeof(ptr), (void *)(c->iocbpp + i * 8)))
+		return 1;
+	if (bpf_probe_read_user(&cb, sizeof(cb), (void *)ptr))
+		return 0;
+	switch (cb.aio_lio_opcode) {
+	case IOCB_PREAD:
+	case IOCB_PREADV:
+		p.op = IOA_OP_READ; break;
+	case IOCB_PWRITE:
+	case IOCB_PWRITEV:
+		p.op = IOA_OP_WRITE; break;
+	case IOCB_FSYNC:
+	case IOCB_FDSYNC:
+		p.op = IOA_OP_FSYNC; break;
+	default:
+		return 0;
+	}
+	if (!file_inode_id(fd_to_file(c->task, (int)cb.aio_fildes), &id) || !is_data_inode(id.mode))
+		return 0;
+	p.ino = id.ino;
+	p.dev = id.dev;
+	k.iocb = ptr;
+	if (bpf_map_update_elem(&aio_inflight, &k, &p, BPF_ANY))
+		count_drop(IOA_DROP_INFLIGHT_FULL);
+	return 0;
+}
+
+static __always_inline void aio_submit(struct task_struct *task, __u32 tgid, __u32 tid,
+				       long nr, __u64 iocbpp)
+{
+	struct aio_submit_ctx c = {
+		.task = task, .iocbpp = iocbpp, .ts = bpf_ktime_get_ns(), .tgid = tgid, .tid = tid,
+	};
+
+	if (nr <= 0)
+		return;
+	bpf_loop(nr < MAX_AIO_BATCH ? nr : MAX_AIO_BATCH, aio_submit_one, &c, 0);
+}
+
+struct aio_reap_ctx {
+	__u64 events;
+	__u64 now;
+	__u32 tgid;
+};
+
+/* One completed io_event: match it to its submission and account it. */
+static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
+{
+	struct user_io_event ev;
+	struct aio_key k = { .tgid = c->tgid };
+	struct aio_pending *p;
+
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(c->events + i * sizeof(ev))))
+		return 1;
+	k.iocb = ev.obj;
+	p = bpf_map_lookup_elem(&aio_inflight, &k);
+	if (!p)
+		return 0;
+	struct io_key key = {
+		.tgid = c->tgid, .tid = p->tid, .ino = p->ino, .dev = p->dev,
+		.layer = IOA_LAYER_SYSCALL, .op = p->op, .api = IOA_API_LIBAIO, .kind = IOA_KIND_FILE,
+	};
+	account(&key, ev.res > 0 && p->op != IOA_OP_FSYNC ? ev.res : 0, c->now - p->ts, true);
+	bpf_map_delete_elem(&aio_inflight, &k);
+	return 0;
+}
+
+static __always_inline void aio_reap(__u32 tgid, __u64 events, long n)
+{
+	struct aio_reap_ctx c = { .events = events, .now = bpf_ktime_get_ns(), .tgid = tgid };
+
+	bpf_loop(n < MAX_AIO_EVENTS ? n : MAX_AIO_EVENTS, aio_reap_one, &c, 0);
+}
+
+static __always_inline void emit_open(struct task_struct *task, struct task_io_state *st,
+				      __u32 tgid, __u32 tid, long fd)
+{
+	struct open_event *e;
+	struct inode_id id;
+
+	if (!file_inode_id(fd_to_file(task, (int)fd), &id) || (id.mode & S_IFMT) != S_IFREG)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(IOA_DROP_EVENTS_FULL);
+		return;
+	}
+	e->type = IOA_EV_OPEN;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->ino = id.ino;
+	e->dev = id.dev;
+	e->fd = (int)fd;
+	e->dfd = st->fd;
+	if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)st->arg) < 0)
+		e->path[0] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	struct task_io_state *st;
+	struct inode_id ino;
+	__u64 pid_tgid;
+	__u32 tgid;
+	__u8 op, api;
+
+	if (!classify(id, &op, &api))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	tgid = pid_tgid >> 32;
+	if (!is_target(tgid))
+		return 0;
+	task = bpf_get_current_task_btf();
+
+	if (id == NR_io_submit) {
+		aio_submit(task, tgid, (__u32)pid_tgid, (long)SYSARG2(regs), SYSARG3(regs));
+		return 0;
+	}
+	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	st->nr = id;
+	st->op = op;
+	st->api = api;
+	if (id == NR_io_getevents || id == NR_io_pgetevents) {
+		st->arg = SYSARG4(regs); /* struct io_event __user *events */
+		st->active = 1;
+		return 0;
+	}
+	if (id == NR_open || id == NR_creat) {
+		st->arg = SYSARG1(regs);
+		st->fd = -100; /* AT_FDCWD */
+		st->active = 1;
+		return 0;
+	}
+	if (id == NR_openat || id == NR_openat2) {
+		st->fd = (int)SYSARG1(regs);
+		st->arg = SYSARG2(regs);
+		st->active = 1;
+		return 0;
+	}
+	if (!file_inode_id(fd_to_file(task, (int)SYSARG1(regs)), &ino) || !is_data_inode(ino.mode)) {
+		st->active = 0;
+		return 0;
+	}
+	st->ino = ino.ino;
+	st->dev = ino.dev;
+	st->ts = bpf_ktime_get_ns();
+	st->active = 1;
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task;
+	struct task_io_state *st;
+	long nr = SYSCALL_NR(regs);
+	__u64 pid_tgid;
+	__u8 op, api;
+
+	if (!classify(nr, &op, &api) || nr == NR_io_submit)
+		return 0;
+	task = bpf_get_current_task_btf();
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (!st || !st->active)
+		return 0;
+	st->active = 0;
+	if (st->nr != nr)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+
+	if (st->api == IOA_API_LIBAIO) {
+		if (ret > 0)
+			aio_reap(pid_tgid >> 32, st->arg, ret);
+		return 0;
+	}
+	if (st->api == IOA_API_OTHER) {
+		if (ret >= 0)
+			emit_open(task, st, pid_tgid >> 32, (__u32)pid_tgid, ret);
+		return 0;
+	}
+	if (ret < 0) /* failed calls moved nothing; EAGAIN retries would inflate counts */
+		return 0;
+	struct io_key key = {
+		.tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid, .ino = st->ino, .dev = st->dev,
+		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
+	};
+	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

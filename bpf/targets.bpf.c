@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Target set maintenance in the kernel: when ioattr runs a command
+ * (`record -- CMD`), children forked by a target become targets at fork
+ * time, before they can do any IO. Userspace removes exited processes.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+#define TARGET_FOLLOWED 2
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid, ctgid, flag = TARGET_FOLLOWED;
+
+	if (!cfg.follow_forks)
+		return 0;
+	ptgid = parent->tgid;
+	ctgid = child->tgid;
+	if (ptgid == ctgid) /* a new thread: already covered by its tgid */
+		return 0;
+	if (!bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	bpf_map_update_elem(&targets, &ctgid, &flag, BPF_NOEXIST);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

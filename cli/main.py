@@ -1,0 +1,77 @@
+"""The `ioattr` command: dispatch to one module per subcommand.
+
+Every failure becomes one line on stderr and an exit code (0 ok, 1 runtime
+failure, 2 bad usage or unusable host); `--debug` adds the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from types import ModuleType
+
+from ioattr import __version__
+from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
+
+from ioattr.cli import doctor, record, report
+
+SUBCOMMANDS: dict[str, ModuleType] = {
+    "doctor": doctor,
+    "record": record,
+    "report": report,
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2), not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="ioattr", description="eBPF IO attribution for MySQL/MariaDB")
+    parser.add_argument("--version", action="version", version=f"ioattr {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and libbpf logs on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name, module in SUBCOMMANDS.items():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `record ... -- CMD ARGS`: everything after the first -- is the command, untouched
+    command: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, command = argv[:i], argv[i + 1:]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.wrapped_command = command
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if command and args.command != "record":
+        parser.error(f"'-- CMD' is only for record, not {args.command}")
+    try:
+        return int(SUBCOMMANDS[args.command].run(args) or 0)
+    except IoattrError as e:
+        print(f"ioattr {args.command}: {e}", file=sys.stderr)
+        if args.debug and e.detail:
+            print(e.detail, file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"ioattr {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: still one line unless --debug
+        if args.debug:
+            traceback.print_exc()
+        print(f"ioattr {args.command}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_RUNTIME
+
+
+if __name__ == "__main__":
+    sys.exit(main())

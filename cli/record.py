@@ -1,0 +1,53 @@
+"""`ioattr record`: attach to targets and write a recording (see ioattr.recorder)."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ioattr.collectors.probes import PROBE_SETS
+from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
+from ioattr.errors import UsageError
+from ioattr.recorder import RecordOptions, Recorder
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("record", help="attach to mysqld (or a command) and write a recording",
+                       description="Record IO attribution. Targets: --pid, --comm (default: every "
+                                   "mysqld/mariadbd), or '-- CMD ARGS' to run and follow a command.")
+    p.add_argument("-o", "--output", help="recording directory (default: ./ioattr-YYYYmmdd-HHMMSS)")
+    p.add_argument("--pid", type=int, action="append", default=[], help="trace this process (repeatable)")
+    p.add_argument("--comm", action="append", default=[], help="trace processes with this name (repeatable)")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds per aggregate row (default 1)")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument("--phase", default="main", help="name of the first phase (default main)")
+    p.add_argument("--chunk-seconds", type=float, default=10.0,
+                   help="seconds per Parquet chunk: a crash loses at most one (default 10)")
+    p.add_argument("--probes", help="comma-separated probe sets (default all): "
+                   + ", ".join(s.name for s in PROBE_SETS))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.interval <= 0 or args.interval > 3600:
+        raise UsageError("--interval must be between 0 and 3600 seconds")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be positive")
+    if args.chunk_seconds < args.interval:
+        raise UsageError("--chunk-seconds must be at least --interval")
+    sets = None
+    if args.probes:
+        sets = tuple(s.strip() for s in args.probes.split(",") if s.strip())
+        known = {s.name for s in PROBE_SETS}
+        bad = [s for s in sets if s not in known]
+        if bad:
+            raise UsageError(f"unknown probe set {bad[0]!r}; known: {', '.join(sorted(known))}")
+        if "syscalls" not in sets:
+            sets = ("syscalls",) + sets
+    spec = TargetSpec(pids=list(args.pid), comms=list(args.comm), command=list(args.wrapped_command))
+    if not spec.pids and not spec.comms:
+        # with `-- CMD`: the command's tree plus any mysqld/mariadbd it may talk to
+        spec.comms = list(DEFAULT_COMMS)
+    output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
+    opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
+                         phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets)
+    return Recorder(opts).run()

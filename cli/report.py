@@ -1,0 +1,68 @@
+"""`ioattr report`: tables, JSON or CSV of a recording, grouped by dimensions."""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+
+from ioattr.dimensions import DIMENSIONS
+from ioattr.errors import UsageError
+from ioattr.reader import Recording
+from ioattr.report import LAYERS, ReportRequest, build_report
+from ioattr.render import render_table
+
+FORMATS = ("table", "json", "csv")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="break a recording down by file, thread, op, ...")
+    p.add_argument("recording")
+    p.add_argument("--by", default="file", help="dimensions, comma-separated: " + ",".join(DIMENSIONS))
+    p.add_argument("--phase", help="only this phase")
+    p.add_argument("--layer", help="only this layer: " + "|".join(LAYERS))
+    p.add_argument("--top", type=int, help="only the N biggest rows (by bytes)")
+    p.add_argument("--format", default="table", help="|".join(FORMATS))
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.format not in FORMATS:
+        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
+    if args.top is not None and args.top <= 0:
+        raise UsageError("--top must be a positive number")
+    rec = Recording(args.recording)
+    report = build_report(rec, ReportRequest(by=args.by.split(","), phase=args.phase,
+                                             layer=args.layer, top=args.top))
+    if args.format == "json":
+        text = json.dumps(report, indent=2) + "\n"
+    elif args.format == "csv":
+        text = to_csv(report)
+    else:
+        text = render_table(report, args.by.split(","))
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def to_csv(report: dict) -> str:
+    buf = io.StringIO()
+    rows = report["rows"]
+    if not rows:
+        return ""
+    fields = [k for k in rows[0] if k != "latency_us"] + ["latency_p50_us", "latency_p99_us"]
+    w = csv.DictWriter(buf, fieldnames=fields)
+    w.writeheader()
+    for r in rows:
+        out = {k: v for k, v in r.items() if k != "latency_us"}
+        out["latency_p50_us"] = r["latency_us"]["p50"]
+        out["latency_p99_us"] = r["latency_us"]["p99"]
+        w.writerow(out)
+    return buf.getvalue()

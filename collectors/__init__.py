@@ -1,0 +1,1 @@
+"""Collectors: the libbpf loader, probe drains, target and name tracking."""

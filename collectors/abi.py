@@ -1,0 +1,119 @@
+"""Userspace mirror of bpf/ioattr.h: the structs the BPF side writes and the
+enum values it uses. Sizes are checked against the loaded maps so a header
+change without a matching change here fails loudly at load time."""
+from __future__ import annotations
+
+import ctypes
+import enum
+
+import numpy as np
+
+HIST_SLOTS = 64
+HIST_MIN_SHIFT = 8
+PATH_MAX = 256
+
+
+class Layer(enum.IntEnum):
+    SYSCALL = 0
+    BLOCK = 1
+    PAGECACHE = 2
+
+
+class Op(enum.IntEnum):
+    READ = 0
+    WRITE = 1
+    FSYNC = 2
+
+
+class Api(enum.IntEnum):
+    SYNC = 0
+    VECTOR = 1
+    SYNCCALL = 2
+    LIBAIO = 3
+    IO_URING = 4
+    DIRECT = 5
+    BUFFERED = 6
+    READAHEAD = 7
+    OTHER = 8
+
+
+class Kind(enum.IntEnum):
+    FILE = 0
+    JOURNAL = 1
+    METADATA = 2
+    SWAP = 3
+    UNKNOWN = 4
+    UNTRACKED = 5
+    DISCARD = 6
+    FLUSH = 7
+
+
+class Drop(enum.IntEnum):
+    STATS_FULL = 0
+    INFLIGHT_FULL = 1
+    EVENTS_FULL = 2
+    TRACKED_FULL = 3
+
+
+DROP_SLOTS = 4
+
+
+class IoKey(ctypes.Structure):
+    _fields_ = [("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("ino", ctypes.c_uint64),
+                ("dev", ctypes.c_uint32), ("layer", ctypes.c_uint8), ("op", ctypes.c_uint8),
+                ("api", ctypes.c_uint8), ("kind", ctypes.c_uint8)]
+
+
+class IoVal(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
+                ("lat_sum_ns", ctypes.c_uint64), ("hist", ctypes.c_uint64 * HIST_SLOTS)]
+
+
+EV_OPEN = 1
+EV_TASK = 2
+
+
+class OpenEvent(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_uint32), ("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32),
+                ("fd", ctypes.c_int32), ("ino", ctypes.c_uint64), ("dev", ctypes.c_uint32),
+                ("dfd", ctypes.c_int32), ("path", ctypes.c_char * PATH_MAX)]
+
+
+class TaskEvent(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_uint32), ("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32),
+                ("pad", ctypes.c_uint32), ("comm", ctypes.c_char * 16)]
+
+
+class Config(ctypes.Structure):
+    _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
+                ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
+                ("pad", ctypes.c_uint8 * 2)]
+
+
+# numpy views of the same layouts, for decoding batch drains without a Python loop per field
+IO_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("tid", "<u4"), ("ino", "<u8"), ("dev", "<u4"),
+                         ("layer", "u1"), ("op", "u1"), ("api", "u1"), ("kind", "u1")])
+IO_VAL_DTYPE = np.dtype([("count", "<u8"), ("bytes", "<u8"), ("lat_sum_ns", "<u8"),
+                         ("hist", "<u8", (HIST_SLOTS,))])
+
+assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 24
+assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
+assert ctypes.sizeof(Config) == 16
+assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
+assert ctypes.sizeof(TaskEvent) == 32
+
+
+def kernel_dev(major: int, minor: int) -> int:
+    """Encode a device the way the kernel's dev_t does (MINORBITS = 20)."""
+    return (major << 20) | minor
+
+
+def dev_major_minor(dev: int) -> tuple[int, int]:
+    return dev >> 20, dev & 0xFFFFF
+
+
+def kernel_dev_of_stat(st_dev: int) -> int:
+    """Convert a stat() st_dev (glibc encoding) to the kernel's encoding."""
+    import os
+
+    return kernel_dev(os.major(st_dev), os.minor(st_dev))

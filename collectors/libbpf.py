@@ -1,0 +1,375 @@
+"""A thin ctypes binding over the system libbpf (Debian's libbpf1).
+
+Only what ioattr needs: open an object, set read-only config and share
+maps before load, load, attach, drain maps in batches, and consume a ring
+buffer. Nothing is pinned: every program and link lives in this process's
+file descriptors, so the kernel detaches all of it when the process exits,
+however it exits (including kill -9).
+
+libbpf's own diagnostics (verifier logs included) are captured into a
+buffer instead of being printed, so callers can show one clear line and
+keep the detail for `--verbose`.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+from typing import Callable, Iterator
+
+c_void_p = ctypes.c_void_p
+c_int = ctypes.c_int
+c_uint = ctypes.c_uint
+c_char_p = ctypes.c_char_p
+c_size_t = ctypes.c_size_t
+c_uint32 = ctypes.c_uint32
+c_uint64 = ctypes.c_uint64
+
+
+class LibbpfError(RuntimeError):
+    """A libbpf call failed; `errno` is the positive error number."""
+
+    def __init__(self, what: str, err: int, log: str = "") -> None:
+        self.errno = abs(err)
+        self.log = log
+        super().__init__(f"{what}: {os.strerror(self.errno)}")
+
+
+def _load_library() -> ctypes.CDLL:
+    for name in ("libbpf.so.1", ctypes.util.find_library("bpf") or ""):
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name, use_errno=True)
+        except OSError:
+            continue
+    raise LibbpfError("cannot load libbpf.so.1 (install the libbpf1 package)", errno.ENOENT)
+
+
+_lib: ctypes.CDLL | None = None
+_libc = ctypes.CDLL(None, use_errno=True)
+_log_lines: list[str] = []
+
+_PRINT_FN = ctypes.CFUNCTYPE(c_int, c_int, c_char_p, c_void_p)
+
+
+@_PRINT_FN
+def _capture_print(level: int, fmt: bytes, va_list: int) -> int:
+    buf = ctypes.create_string_buffer(4096)
+    _libc.vsnprintf(buf, ctypes.sizeof(buf), fmt, c_void_p(va_list))
+    _log_lines.append(buf.value.decode(errors="replace"))
+    if len(_log_lines) > 2000:
+        del _log_lines[:1000]
+    return 0
+
+
+def take_log() -> str:
+    """Return and clear what libbpf said since the last call."""
+    text = "".join(_log_lines)
+    _log_lines.clear()
+    return text
+
+
+def lib() -> ctypes.CDLL:
+    """The libbpf CDLL with prototypes declared (loaded on first use)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    L = _load_library()
+    protos: dict[str, tuple[object, list[object]]] = {
+        "libbpf_major_version": (c_uint32, []),
+        "libbpf_minor_version": (c_uint32, []),
+        "libbpf_set_print": (c_void_p, [_PRINT_FN]),
+        "bpf_object__open_file": (c_void_p, [c_char_p, c_void_p]),
+        "bpf_object__load": (c_int, [c_void_p]),
+        "bpf_object__close": (None, [c_void_p]),
+        "bpf_object__next_map": (c_void_p, [c_void_p, c_void_p]),
+        "bpf_object__next_program": (c_void_p, [c_void_p, c_void_p]),
+        "bpf_map__name": (c_char_p, [c_void_p]),
+        "bpf_map__fd": (c_int, [c_void_p]),
+        "bpf_map__reuse_fd": (c_int, [c_void_p, c_int]),
+        "bpf_map__initial_value": (c_void_p, [c_void_p, ctypes.POINTER(c_size_t)]),
+        "bpf_map__set_max_entries": (c_int, [c_void_p, c_uint32]),
+        "bpf_map__key_size": (c_uint32, [c_void_p]),
+        "bpf_map__value_size": (c_uint32, [c_void_p]),
+        "bpf_program__name": (c_char_p, [c_void_p]),
+        "bpf_program__section_name": (c_char_p, [c_void_p]),
+        "bpf_program__set_autoload": (c_int, [c_void_p, ctypes.c_bool]),
+        "bpf_program__autoload": (ctypes.c_bool, [c_void_p]),
+        "bpf_program__fd": (c_int, [c_void_p]),
+        "bpf_program__attach": (c_void_p, [c_void_p]),
+        "bpf_program__attach_uprobe_opts": (c_void_p, [c_void_p, c_int, c_char_p, c_size_t, c_void_p]),
+        "bpf_link__destroy": (c_int, [c_void_p]),
+        "bpf_map_lookup_batch": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_void_p,
+                                         ctypes.POINTER(c_uint32), c_void_p]),
+        "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
+        "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
+        "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
+        "bpf_map_get_next_key": (c_int, [c_int, c_void_p, c_void_p]),
+        "bpf_enable_stats": (c_int, [c_int]),
+        "ring_buffer__new": (c_void_p, [c_int, c_void_p, c_void_p, c_void_p]),
+        "ring_buffer__consume": (c_int, [c_void_p]),
+        "ring_buffer__poll": (c_int, [c_void_p, c_int]),
+        "ring_buffer__free": (None, [c_void_p]),
+    }
+    for name, (restype, argtypes) in protos.items():
+        fn = getattr(L, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    L.libbpf_set_print(_capture_print)
+    _lib = L
+    return L
+
+
+def version() -> tuple[int, int]:
+    L = lib()
+    return int(L.libbpf_major_version()), int(L.libbpf_minor_version())
+
+
+def _check_ptr(ptr: int | None, what: str) -> int:
+    if not ptr:
+        raise LibbpfError(what, ctypes.get_errno() or errno.EINVAL, take_log())
+    # libbpf >= 1.0 returns NULL on error; older ERR_PTR values are small negatives
+    if ptr > 0xFFFFFFFFFFFFF000:
+        raise LibbpfError(what, ptr - (1 << 64), take_log())
+    return ptr
+
+
+class Map:
+    """A BPF map of a loaded (or about to be loaded) object."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+        self.name = lib().bpf_map__name(ptr).decode()
+
+    @property
+    def fd(self) -> int:
+        return int(lib().bpf_map__fd(self.ptr))
+
+    @property
+    def key_size(self) -> int:
+        return int(lib().bpf_map__key_size(self.ptr))
+
+    @property
+    def value_size(self) -> int:
+        return int(lib().bpf_map__value_size(self.ptr))
+
+    def reuse_fd(self, fd: int) -> None:
+        err = lib().bpf_map__reuse_fd(self.ptr, fd)
+        if err:
+            raise LibbpfError(f"share map {self.name}", err, take_log())
+
+    def set_max_entries(self, n: int) -> None:
+        err = lib().bpf_map__set_max_entries(self.ptr, n)
+        if err:
+            raise LibbpfError(f"resize map {self.name}", err, take_log())
+
+    def initial_value(self) -> tuple[int, int]:
+        """Address and size of a global-data map's contents (before load)."""
+        size = c_size_t(0)
+        addr = lib().bpf_map__initial_value(self.ptr, ctypes.byref(size))
+        if not addr:
+            raise LibbpfError(f"initial value of {self.name}", errno.EINVAL)
+        return int(addr), int(size.value)
+
+
+def map_update(fd: int, key: ctypes.Structure | ctypes._SimpleCData, value: object, flags: int = 0) -> None:
+    err = lib().bpf_map_update_elem(fd, ctypes.byref(key), ctypes.byref(value), flags)  # type: ignore[arg-type]
+    if err:
+        raise LibbpfError("map update", ctypes.get_errno() or err)
+
+
+def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
+    """Delete a key; False when it was not there."""
+    err = lib().bpf_map_delete_elem(fd, ctypes.byref(key))
+    if err:
+        e = ctypes.get_errno() or abs(err)
+        if e == errno.ENOENT:
+            return False
+        raise LibbpfError("map delete", e)
+    return True
+
+
+def map_lookup(fd: int, key: object, value: object) -> bool:
+    err = lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+    return err == 0
+
+
+def map_keys(fd: int, key_type: type) -> Iterator[object]:
+    """Iterate a map's keys (for small maps; big ones use lookup_batch)."""
+    prev = None
+    while True:
+        nxt = key_type()
+        err = lib().bpf_map_get_next_key(fd, ctypes.byref(prev) if prev is not None else None,
+                                         ctypes.byref(nxt))
+        if err:
+            return
+        yield nxt
+        prev = nxt
+
+
+def lookup_batch(fd: int, key_size: int, value_size: int, max_entries: int,
+                 chunk: int = 4096) -> tuple[bytes, bytes, int]:
+    """Read a whole hash map in batches: (keys, values, count) as raw bytes.
+
+    Uses BPF_MAP_LOOKUP_BATCH (~1 µs per entry) instead of one syscall per key.
+    """
+    L = lib()
+    keys = ctypes.create_string_buffer(key_size * max_entries)
+    vals = ctypes.create_string_buffer(value_size * max_entries)
+    out_batch = c_uint64(0)
+    in_batch = c_uint64(0)
+    total = 0
+    first = True
+    while total < max_entries:
+        count = c_uint32(min(chunk, max_entries - total))
+        err = L.bpf_map_lookup_batch(
+            fd,
+            None if first else ctypes.byref(in_batch),
+            ctypes.byref(out_batch),
+            ctypes.byref(keys, total * key_size),
+            ctypes.byref(vals, total * value_size),
+            ctypes.byref(count),
+            None,
+        )
+        e = ctypes.get_errno() if err else 0
+        total += int(count.value)
+        if err:
+            if e == errno.ENOENT:
+                break
+            if e == errno.ENOSPC and count.value == 0:
+                # a bucket holds more than `chunk` entries: retry with room for all
+                chunk = max_entries
+                continue
+            raise LibbpfError("map lookup_batch", e or abs(err))
+        in_batch.value = out_batch.value
+        first = False
+    return keys.raw[: total * key_size], vals.raw[: total * value_size], total
+
+
+class Program:
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+        self.name = lib().bpf_program__name(ptr).decode()
+        self.section = lib().bpf_program__section_name(ptr).decode()
+
+    def set_autoload(self, on: bool) -> None:
+        lib().bpf_program__set_autoload(self.ptr, on)
+
+    @property
+    def autoload(self) -> bool:
+        return bool(lib().bpf_program__autoload(self.ptr))
+
+    @property
+    def fd(self) -> int:
+        return int(lib().bpf_program__fd(self.ptr))
+
+    def attach(self) -> "Link":
+        """Attach by section name (tracepoint/, tp_btf/, raw_tp/ ...)."""
+        ptr = lib().bpf_program__attach(self.ptr)
+        return Link(_check_ptr(ptr, f"attach {self.name} ({self.section})"))
+
+    def attach_uprobe(self, pid: int, binary: str, func_offset: int, retprobe: bool = False) -> "Link":
+        class UprobeOpts(ctypes.Structure):
+            _fields_ = [("sz", c_size_t), ("ref_ctr_offset", c_size_t), ("bpf_cookie", c_uint64),
+                        ("retprobe", ctypes.c_bool), ("func_name", c_char_p), ("attach_mode", c_int)]
+
+        opts = UprobeOpts(sz=ctypes.sizeof(UprobeOpts), retprobe=retprobe)
+        ptr = lib().bpf_program__attach_uprobe_opts(self.ptr, pid, binary.encode(), func_offset,
+                                                    ctypes.byref(opts))
+        return Link(_check_ptr(ptr, f"attach uprobe {self.name} at {binary}+{func_offset:#x}"))
+
+
+class Link:
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def destroy(self) -> None:
+        if self.ptr:
+            lib().bpf_link__destroy(self.ptr)
+            self.ptr = 0
+
+
+class Object:
+    """One BPF ELF object: open, configure, load, attach, close."""
+
+    def __init__(self, path: str) -> None:
+        L = lib()
+        take_log()
+        ptr = L.bpf_object__open_file(path.encode(), None)
+        self.ptr = _check_ptr(ptr, f"open {path}")
+        self.path = path
+        self.links: list[Link] = []
+
+    def maps(self) -> list[Map]:
+        out, prev = [], None
+        while True:
+            prev = lib().bpf_object__next_map(self.ptr, prev)
+            if not prev:
+                return out
+            out.append(Map(prev))
+
+    def map(self, name: str) -> Map:
+        for m in self.maps():
+            if m.name == name:
+                return m
+        raise KeyError(f"{self.path} has no map {name}")
+
+    def programs(self) -> list[Program]:
+        out, prev = [], None
+        while True:
+            prev = lib().bpf_object__next_program(self.ptr, prev)
+            if not prev:
+                return out
+            out.append(Program(prev))
+
+    def load(self) -> None:
+        take_log()
+        err = lib().bpf_object__load(self.ptr)
+        if err:
+            raise LibbpfError(f"load {os.path.basename(self.path)}", err, take_log())
+
+    def close(self) -> None:
+        for link in self.links:
+            link.destroy()
+        self.links.clear()
+        if self.ptr:
+            lib().bpf_object__close(self.ptr)
+            self.ptr = 0
+
+
+SAMPLE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t)
+
+
+class RingBuffer:
+    """Consumer of a BPF ring buffer; `handler` gets each record's bytes."""
+
+    def __init__(self, map_fd: int, handler: Callable[[bytes], None]) -> None:
+        def _cb(_ctx: int, data: int, size: int) -> int:
+            try:
+                handler(ctypes.string_at(data, size))
+            except Exception:  # never let a handler error unwind through C
+                return 0
+            return 0
+
+        self._cb = SAMPLE_FN(_cb)
+        ptr = lib().ring_buffer__new(map_fd, self._cb, None, None)
+        self.ptr = _check_ptr(ptr, "ring buffer")
+
+    def consume(self) -> int:
+        return int(lib().ring_buffer__consume(self.ptr))
+
+    def poll(self, timeout_ms: int) -> int:
+        return int(lib().ring_buffer__poll(self.ptr, timeout_ms))
+
+    def free(self) -> None:
+        if self.ptr:
+            lib().ring_buffer__free(self.ptr)
+            self.ptr = 0
+
+
+def enable_run_time_stats() -> int | None:
+    """Turn on kernel BPF run-time accounting; returns an fd to keep open, or None."""
+    fd = lib().bpf_enable_stats(0)  # BPF_STATS_RUN_TIME
+    return int(fd) if fd >= 0 else None

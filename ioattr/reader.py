@@ -1,0 +1,92 @@
+"""Open a recording for reading: its meta.json and its IO chunks as a DuckDB view.
+
+Works on a recording that is still being written (chunks appear
+atomically), and on one whose writer was killed (meta.json then says
+"recording" and the last chunk in progress is simply absent). A chunk that
+is not a complete Parquet file is left out with a warning, never fatal.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ioattr.errors import UsageError
+from ioattr.recording import IO_SCHEMA
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def _complete_parquet(path: Path) -> bool:
+    try:
+        size = path.stat().st_size
+        if size < 12:
+            return False
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(-4, 2)
+            tail = f.read(4)
+        return head == PARQUET_MAGIC and tail == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+class Recording:
+    def __init__(self, path: str | Path, warn=lambda m: print(f"ioattr: warning: {m}", file=sys.stderr)) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "meta.json"
+        if not self.path.exists():
+            raise UsageError(f"no such recording: {self.path}")
+        if not meta_path.exists():
+            raise UsageError(f"not an ioattr recording (no meta.json): {self.path}")
+        try:
+            self.meta: dict[str, Any] = json.loads(meta_path.read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(f"unreadable recording metadata {meta_path}: {e}") from e
+        if not isinstance(self.meta, dict) or "phases" not in self.meta:
+            raise UsageError(f"not an ioattr recording (bad meta.json): {self.path}")
+        self.con = duckdb.connect(":memory:")
+        chunks = sorted((self.path / "io").glob("chunk-*.parquet"))
+        good = [c for c in chunks if _complete_parquet(c)]
+        for bad in sorted(set(chunks) - set(good)):
+            warn(f"skipping damaged chunk {bad}")
+        self.chunk_count = len(good)
+        if good:
+            files = ", ".join("'" + str(c).replace("'", "''") + "'" for c in good)
+            self.con.execute(f"CREATE VIEW io AS SELECT * FROM read_parquet([{files}])")
+        else:
+            cols = ", ".join(f"{f.name} {_duck_type(f.type)}" for f in IO_SCHEMA)
+            self.con.execute(f"CREATE TABLE io ({cols})")
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
+        return self.con.execute(sql, params or []).fetchall()
+
+    def phases(self) -> list[dict[str, Any]]:
+        return [{"name": p["name"], "start": p["start"], "end": p.get("end")} for p in self.meta["phases"]]
+
+    def phase_names(self) -> list[str]:
+        return [p["name"] for p in self.meta["phases"]]
+
+    def require_phase(self, name: str) -> None:
+        if name not in self.phase_names():
+            raise UsageError(f"unknown phase {name!r}; this recording has: {', '.join(self.phase_names())}")
+
+    def dropped_total(self) -> int:
+        return int(sum(int(v) for v in (self.meta.get("dropped") or {}).values()))
+
+
+def _duck_type(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if t == pa.uint64():
+        return "UBIGINT"
+    if t == pa.int32():
+        return "INTEGER"
+    return "BIGINT"

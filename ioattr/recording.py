@@ -1,0 +1,181 @@
+"""The recording: one directory, readable with plain SQL.
+
+    REC/meta.json              tool version, host, kernel, targets, phases, drops, status
+    REC/io/chunk-NNNNNN.parquet  per-interval IO aggregates (immutable once written)
+
+Chunks are written to a temporary name and renamed, so a reader (report on
+a recording still being written) never sees half a file and a crash loses
+at most the chunk being built. meta.json is replaced the same way.
+Everything is created owner-only (0700 directories, 0600 files): a
+recording names files, queries and processes of the traced host.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ioattr import __version__
+from ioattr.collectors.abi import HIST_SLOTS
+from ioattr.errors import UsageError
+
+FORMAT = "ioattr-recording/1"
+HIST_COLUMNS = [f"h{i:02d}" for i in range(HIST_SLOTS)]
+
+IO_SCHEMA = pa.schema(
+    [
+        ("ts_start", pa.float64()),
+        ("ts_end", pa.float64()),
+        ("phase", pa.string()),
+        ("layer", pa.string()),
+        ("op", pa.string()),
+        ("api", pa.string()),
+        ("kind", pa.string()),
+        ("pid", pa.int32()),
+        ("tid", pa.int32()),
+        ("process", pa.string()),
+        ("thread", pa.string()),
+        ("dev", pa.string()),
+        ("device", pa.string()),
+        ("ino", pa.uint64()),
+        ("file", pa.string()),
+        ("count", pa.int64()),
+        ("bytes", pa.int64()),
+        ("lat_sum_ns", pa.int64()),
+    ]
+    + [(c, pa.int64()) for c in HIST_COLUMNS]
+)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def prepare_output_dir(path: Path) -> None:
+    """Create an empty, owner-only recording directory or refuse clearly."""
+    if path.exists():
+        if not path.is_dir():
+            raise UsageError(f"output {path} exists and is not a directory")
+        if (path / "meta.json").exists():
+            raise UsageError(f"output {path} already holds a recording; choose another -o")
+        if any(path.iterdir()):
+            raise UsageError(f"output directory {path} is not empty")
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+        (path / "io").mkdir(mode=0o700, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"cannot write the recording at {path}: {e.strerror}") from e
+
+
+@dataclass
+class Phase:
+    name: str
+    start: float
+    end: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "start": self.start, "end": self.end}
+
+
+@dataclass
+class RecordingWriter:
+    path: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    chunk_no: int = 0
+
+    @classmethod
+    def create(cls, path: Path, *, targets: list[str], interval: float, phase: str,
+               probe_sets: list[str], degraded: dict[str, str]) -> "RecordingWriter":
+        prepare_output_dir(path)
+        now = time.time()
+        meta = {
+            "format": FORMAT,
+            "tool": "ioattr",
+            "tool_version": __version__,
+            "host": socket.gethostname(),
+            "kernel": platform.release(),
+            "started": now,
+            "ended": None,
+            "status": "recording",
+            "interval": interval,
+            "targets": targets,
+            "probe_sets": probe_sets,
+            "degraded": degraded,
+            "phases": [Phase(phase, now).as_dict()],
+            "chunks": 0,
+            "dropped": {},
+            "notes": [],
+        }
+        w = cls(path, meta)
+        w.write_meta()
+        return w
+
+    @property
+    def current_phase(self) -> str:
+        return self.meta["phases"][-1]["name"]
+
+    def write_meta(self) -> None:
+        _write_private(self.path / "meta.json", json.dumps(self.meta, indent=2).encode())
+
+    def note(self, text: str) -> None:
+        """Something the reader of the recording should know (a target exited...)."""
+        self.meta["notes"].append({"time": time.time(), "text": text})
+        self.write_meta()
+
+    def start_phase(self, name: str, at: float | None = None) -> None:
+        at = time.time() if at is None else at
+        self.meta["phases"][-1]["end"] = at
+        self.meta["phases"].append(Phase(name, at).as_dict())
+        self.write_meta()
+
+    def add_columns(self, columns: dict[str, Any]) -> None:
+        """Buffer one interval's rows, given column-wise (lists or numpy arrays)."""
+        arrays = [pa.array(columns[f.name], type=f.type) for f in IO_SCHEMA]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=IO_SCHEMA)
+        if batch.num_rows:
+            self.batches.append(batch)
+
+    def flush(self, dropped: dict[str, int] | None = None) -> None:
+        """Write buffered rows as one immutable chunk."""
+        if dropped is not None:
+            self.meta["dropped"] = dropped
+        if self.batches:
+            self.chunk_no += 1
+            table = pa.Table.from_batches(self.batches, schema=IO_SCHEMA)
+            final = self.path / "io" / f"chunk-{self.chunk_no:06d}.parquet"
+            tmp = final.with_name(final.name + ".tmp")
+            pq.write_table(table, tmp, compression="zstd")
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, final)
+            self.batches = []
+            self.meta["chunks"] = self.chunk_no
+        self.write_meta()
+
+    def close(self, status: str = "complete") -> None:
+        self.flush()
+        now = time.time()
+        self.meta["ended"] = now
+        self.meta["status"] = status
+        if self.meta["phases"][-1]["end"] is None:
+            self.meta["phases"][-1]["end"] = now
+        self.write_meta()
