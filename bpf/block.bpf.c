@@ -156,10 +156,11 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			/* writeback or readahead of a target's file done by someone else */
 			p.key.tgid = *owner;
 			p.key.tid = 0;
-		} else if (!owner && (!sub || p.key.op != IOA_OP_READ)) {
-			/* Reads of an untracked file submitted by a target are its own
-			 * (mmap faults, readahead); writes are other files' dirty pages
-			 * that happened to be written back from a target's context. */
+		} else if (!owner && (!sub || (p.key.op == IOA_OP_WRITE && api == IOA_API_BUFFERED))) {
+			/* Direct IO and reads submitted by a target are its own, even
+			 * before the syscall layer has seen the file complete an IO;
+			 * buffered writeback of a file no target touched is someone
+			 * else's dirty pages written from a target's context. */
 			p.key.kind = IOA_KIND_UNTRACKED;
 			p.key.tgid = 0;
 			p.key.tid = 0;

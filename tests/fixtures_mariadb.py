@@ -1,0 +1,175 @@
+"""pytest plugin: private MariaDB servers for tests, and a guard against leftovers.
+
+Loaded from tests/conftest.py (``pytest_plugins``).  Fixtures:
+
+``mariadb`` (session)
+    One started :class:`ioattr.sandbox.PrivateMariaDB` (32M buffer pool,
+    O_DIRECT, performance_schema file instruments on) shared by the whole run
+    and stopped at session end.  Starting a server costs about a second, so
+    tests that only need *a* server share this one.  Do not restart or
+    reconfigure it; use ``mariadb_factory`` for that.
+
+``mariadb_factory`` (function)
+    ``mariadb_factory(**kwargs) -> PrivateMariaDB``: a started server of the
+    test's own, with any ``PrivateMariaDB`` keyword arguments
+    (``buffer_pool="8M"``, ``extra_options={...}``...).  Every server it made
+    is stopped when the test ends.
+
+Guard (autouse)
+    After every test, any process this pytest process started that is still
+    alive -- a forgotten ``PrivateMariaDB``, a sysbench, a recorder -- makes the
+    test fail.  The leftovers are stopped first, by their pid, so one careless
+    test does not poison the rest of the run.  At session end the same check
+    runs once more after the session fixtures are gone.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Callable, Iterator
+
+import pytest
+
+from ioattr.sandbox import PrivateMariaDB, live_servers
+from tests.conftest import need_root, need_tool
+
+# Servers meant to outlive a single test (the session fixture's).
+_SESSION_SERVERS: list[PrivateMariaDB] = []
+
+
+def _need_mariadb() -> None:
+    need_root()  # mariadbd/mariadb-install-db --user=root, unix_socket auth as root
+    need_tool("mariadbd")
+    need_tool("mariadb-install-db")
+
+
+def _descendants(root: int | None = None) -> dict[int, str]:
+    """Live (non-zombie) descendants of ``root`` (default: this process): pid -> comm."""
+    root = os.getpid() if root is None else root
+    parent_of: dict[int, int] = {}
+    comm: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # exited meanwhile
+        close = stat.rindex(b")")
+        fields = stat[close + 2:].split()
+        if fields[0] == b"Z":
+            continue
+        pid = int(entry)
+        parent_of[pid] = int(fields[1])
+        comm[pid] = stat[stat.index(b"(") + 1: close].decode(errors="replace")
+    found: dict[int, str] = {}
+    frontier = {root}
+    while frontier:
+        children = {p for p, pp in parent_of.items() if pp in frontier and p not in found}
+        for p in children:
+            found[p] = comm[p]
+        frontier = children
+    return found
+
+
+def _allowed_pids() -> set[int]:
+    """Pids of the session servers (and their children) that may outlive a test."""
+    allowed: set[int] = set()
+    for server in _SESSION_SERVERS:
+        if server.pid is not None:
+            allowed.add(server.pid)
+            allowed.update(_descendants(server.pid))
+    return allowed
+
+
+def _reap_leftovers() -> list[str]:
+    """Stop every leftover server and kill other leftover descendants; describe them."""
+    leftovers: list[str] = []
+    for server in live_servers():
+        if server in _SESSION_SERVERS:
+            continue
+        leftovers.append(f"unstopped PrivateMariaDB (mariadbd pid {server.pid}, {server.basedir})")
+        server.stop(timeout=10)
+    stray = {p: c for p, c in _descendants().items() if p not in _allowed_pids()}
+    for pid, comm in stray.items():
+        leftovers.append(f"{comm} pid {pid}")
+        try:
+            os.kill(pid, signal.SIGKILL)  # our own descendant, by pid
+        except ProcessLookupError:
+            pass
+    # Reap killed children of ours so they do not linger as zombies.
+    deadline = time.monotonic() + 5
+    for pid in stray:
+        while time.monotonic() < deadline:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                break  # not our direct child, or already reaped
+            if done:
+                break
+            time.sleep(0.02)
+    return leftovers
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes() -> Iterator[None]:
+    """Fail a test that leaves a process (server, sysbench, ...) running."""
+    yield
+    leftovers = _reap_leftovers()
+    if leftovers:
+        pytest.fail(
+            "test left processes running (now stopped): " + ", ".join(leftovers),
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[PrivateMariaDB]:
+    """A private MariaDB shared by the session (32M buffer pool, O_DIRECT, P_S on)."""
+    _need_mariadb()
+    server = PrivateMariaDB(buffer_pool="32M", flush_method="O_DIRECT", performance_schema=True)
+    _SESSION_SERVERS.append(server)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        _SESSION_SERVERS.remove(server)
+
+
+@pytest.fixture
+def mariadb_factory() -> Iterator[Callable[..., PrivateMariaDB]]:
+    """Make started private servers with custom options; all stopped after the test."""
+    _need_mariadb()
+    made: list[PrivateMariaDB] = []
+
+    def make(**kwargs: object) -> PrivateMariaDB:
+        server = PrivateMariaDB(**kwargs)  # type: ignore[arg-type]
+        made.append(server)
+        return server.start()
+
+    try:
+        yield make
+    finally:
+        errors: list[BaseException] = []
+        for server in reversed(made):
+            try:
+                server.stop()
+            except BaseException as e:  # noqa: BLE001 - stop the others first
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After all fixtures are torn down nothing we started may still run."""
+    _SESSION_SERVERS.clear()
+    leftovers = _reap_leftovers()
+    if leftovers:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        msg = "processes left running at session end (now stopped): " + ", ".join(leftovers)
+        if reporter is not None:
+            reporter.write_line(msg, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
