@@ -13,9 +13,10 @@ from types import ModuleType
 from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
-from ioattr.cli import doctor, record, report
+from ioattr.cli import demo, doctor, record, report
 
 SUBCOMMANDS: dict[str, ModuleType] = {
+    "demo": demo,
     "doctor": doctor,
     "record": record,
     "report": report,

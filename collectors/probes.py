@@ -29,15 +29,27 @@ class ProbeSet:
     name: str
     purpose: str
     required: bool
+    tracepoints: tuple[str, ...]  # category:name, checked in tracefs before loading
 
 
 PROBE_SETS: tuple[ProbeSet, ...] = (
-    ProbeSet("syscalls", "read/write/fsync families, libaio, opens (tp_btf sys_enter/sys_exit)", True),
-    ProbeSet("targets", "follow forks of traced commands (tp_btf sched_process_fork)", False),
-    ProbeSet("uring", "io_uring submissions and completions (io_uring tracepoints)", False),
-    ProbeSet("block", "block requests charged to files (tp_btf block_rq_issue/complete)", False),
-    ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False),
+    ProbeSet("syscalls", "read/write/fsync families, libaio, opens (tp_btf sys_enter/sys_exit)", True,
+             ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")),
+    ProbeSet("targets", "follow forks of traced commands (tp_btf sched_process_fork)", False,
+             ("sched:sched_process_fork",)),
+    ProbeSet("uring", "io_uring submissions and completions (io_uring tracepoints)", False,
+             ("io_uring:io_uring_submit_req", "io_uring:io_uring_complete")),
+    ProbeSet("block", "block requests charged to files (tp_btf block_rq_issue/complete)", False,
+             ("block:block_bio_queue", "block:block_rq_issue", "block:block_rq_complete")),
+    ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False,
+             ("filemap:mm_filemap_add_to_page_cache",)),
 )
+
+
+def missing_tracepoints(spec: ProbeSet) -> list[str]:
+    from ioattr.collectors.features import tracepoint_exists
+
+    return [tp for tp in spec.tracepoints if not tracepoint_exists(*tp.split(":", 1))]
 
 
 def bpf_object_dir() -> Path:
@@ -141,6 +153,14 @@ class ProbeSession:
     def open(self) -> None:
         for spec in PROBE_SETS:
             if spec.name not in self.wanted:
+                continue
+            missing = missing_tracepoints(spec)
+            if missing:
+                why = f"tracepoint {missing[0]} is missing on this kernel"
+                if spec.required:
+                    self.close()
+                    raise HostError(f"cannot trace {spec.purpose}: {why}")
+                self.degraded[spec.name] = f"{spec.purpose}: not available ({why})"
                 continue
             try:
                 self.loaded.append(self._load_one(spec))

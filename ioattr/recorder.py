@@ -40,6 +40,7 @@ class RecordOptions:
     duration: float | None = None
     phase: str = "main"
     chunk_seconds: float = 10.0
+    discard_command_output: bool = False
     probe_sets: tuple[str, ...] | None = None
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
@@ -115,6 +116,10 @@ class Recorder:
                 os.close(w)
                 os.read(r, 1)
                 os.close(r)
+                if self.opts.discard_command_output:
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, 1)
+                    os.close(null)
                 os.execvp(cmd[0], cmd)
             except OSError as e:
                 print(f"ioattr: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)

@@ -36,7 +36,11 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
                       f"{r['count']:,}", human_bytes(r["bytes"]),
                       _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
     buf = io.StringIO()
-    console = Console(file=buf, width=width or 160, force_terminal=False, color_system=None)
+    if width is None:
+        import shutil
+
+        width = max(100, shutil.get_terminal_size((160, 24)).columns)
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     console.print(table)
     if report.get("dropped"):
         console.print(f"dropped: {report['dropped']} events (a BPF map was full; see meta.json)")
