@@ -91,6 +91,7 @@ def lib() -> ctypes.CDLL:
         "bpf_map__reuse_fd": (c_int, [c_void_p, c_int]),
         "bpf_map__initial_value": (c_void_p, [c_void_p, ctypes.POINTER(c_size_t)]),
         "bpf_map__set_max_entries": (c_int, [c_void_p, c_uint32]),
+        "bpf_map__set_autocreate": (c_int, [c_void_p, ctypes.c_bool]),
         "bpf_map__key_size": (c_uint32, [c_void_p]),
         "bpf_map__value_size": (c_uint32, [c_void_p]),
         "bpf_program__name": (c_char_p, [c_void_p]),
@@ -99,6 +100,7 @@ def lib() -> ctypes.CDLL:
         "bpf_program__autoload": (ctypes.c_bool, [c_void_p]),
         "bpf_program__fd": (c_int, [c_void_p]),
         "bpf_program__attach": (c_void_p, [c_void_p]),
+        "bpf_program__attach_tracepoint": (c_void_p, [c_void_p, c_char_p, c_char_p]),
         "bpf_program__attach_uprobe_opts": (c_void_p, [c_void_p, c_int, c_char_p, c_size_t, c_void_p]),
         "bpf_link__destroy": (c_int, [c_void_p]),
         "bpf_map_lookup_batch": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_void_p,
@@ -164,6 +166,12 @@ class Map:
         err = lib().bpf_map__set_max_entries(self.ptr, n)
         if err:
             raise LibbpfError(f"resize map {self.name}", err, take_log())
+
+    def set_autocreate(self, on: bool) -> None:
+        """Whether load() creates this map (False for maps of programs left out)."""
+        err = lib().bpf_map__set_autocreate(self.ptr, on)
+        if err:
+            raise LibbpfError(f"autocreate map {self.name}", err, take_log())
 
     def initial_value(self) -> tuple[int, int]:
         """Address and size of a global-data map's contents (before load)."""
@@ -269,6 +277,11 @@ class Program:
         """Attach by section name (tracepoint/, tp_btf/, raw_tp/ ...)."""
         ptr = lib().bpf_program__attach(self.ptr)
         return Link(_check_ptr(ptr, f"attach {self.name} ({self.section})"))
+
+    def attach_tracepoint(self, category: str, event: str) -> "Link":
+        """Attach to a named tracepoint, whatever the program's section says."""
+        ptr = lib().bpf_program__attach_tracepoint(self.ptr, category.encode(), event.encode())
+        return Link(_check_ptr(ptr, f"attach to tracepoint {category}:{event}"))
 
     def attach_uprobe(self, pid: int, binary: str, func_offset: int, retprobe: bool = False) -> "Link":
         class UprobeOpts(ctypes.Structure):

@@ -1,0 +1,25 @@
+"""`ioattr doctor`: what works on this host, what is missing, and why."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ioattr.doctor import run_checks, render_checks
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check what this host can trace")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = run_checks()
+    if args.json:
+        sys.stdout.write(json.dumps(checks, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_checks(checks))
+    if not checks["usable"]:
+        print(f"ioattr doctor: {checks.get('verdict', 'this host cannot run ioattr')}", file=sys.stderr)
+        return 2
+    return 0
