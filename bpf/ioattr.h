@@ -54,18 +54,83 @@ enum ioattr_drop {
 	IOA_DROP_INFLIGHT_FULL = 1, /* an async/in-flight table had no room */
 	IOA_DROP_EVENTS_FULL = 2,   /* ring buffer full: open event lost */
 	IOA_DROP_TRACKED_FULL = 3,  /* tracked_inodes had no room */
-	IOA_DROP_SLOTS = 4,
+	IOA_DROP_PAGES_FULL = 4,    /* page_stats had no room for a new key */
+	IOA_DROP_PAGES_CUT = 5,     /* an IO had more pages than one probe classifies */
+	IOA_DROP_SLOTS = 6,
+};
+
+/* Where in query processing a thread is (set by the stage uprobes). */
+enum ioattr_stage {
+	IOA_STAGE_UNKNOWN = 0,    /* stage probes not attached */
+	IOA_STAGE_BACKGROUND = 1, /* not inside a client statement */
+	IOA_STAGE_PARSE = 2,
+	IOA_STAGE_OPTIMIZE = 3,
+	IOA_STAGE_EXECUTE = 4,
+	IOA_STAGE_COMMIT = 5,
 };
 
 struct io_key {
 	__u32 tgid;   /* target process; 0 when unknown (block IO of untracked files) */
 	__u32 tid;    /* thread; 0 when unknown */
 	__u64 ino;
+	__u64 digest; /* normalized statement digest; 0 when none/unknown */
 	__u32 dev;    /* kernel dev_t (major << 20 | minor) of the filesystem or disk */
 	__u8 layer;   /* enum ioattr_layer */
 	__u8 op;      /* enum ioattr_op */
 	__u8 api;     /* enum ioattr_api */
 	__u8 kind;    /* enum ioattr_kind */
+	__u8 stage;   /* enum ioattr_stage */
+	__u8 pad[7];
+};
+
+/* InnoDB file classes (report dimension file_class). */
+enum ioattr_file_class {
+	IOA_FC_OTHER = 0,
+	IOA_FC_TABLESPACE = 1,
+	IOA_FC_SYSTEM = 2,
+	IOA_FC_UNDO = 3,
+	IOA_FC_REDO = 4,
+	IOA_FC_BINLOG = 5,
+	IOA_FC_RELAY = 6,
+	IOA_FC_DOUBLEWRITE = 7,
+	IOA_FC_TMP = 8,
+};
+
+/* userspace -> BPF: an InnoDB page file of a target server (map innodb_files) */
+struct innodb_file {
+	__u32 space_id;
+	__u8 page_shift;  /* log2 of the physical page size */
+	__u8 file_class;  /* enum ioattr_file_class */
+	__u8 encrypted;   /* pages are encrypted: their index id can't be read */
+	__u8 pad;
+	__u32 dblwr_lo;   /* system tablespace: doublewrite pages [lo, hi) */
+	__u32 dblwr_hi;
+};
+
+#define IOA_PAGE_F_MISMATCH 1   /* header's space/page is not where it was read */
+#define IOA_PAGE_F_UNREADABLE 2 /* the header could not be read */
+#define IOA_PAGE_F_ENCRYPTED 4
+#define IOA_LEVEL_NONE 0xff
+
+/* One class of InnoDB pages read or written (map page_stats). */
+struct page_key {
+	__u64 index_id;
+	__u64 digest;
+	__u32 tgid;
+	__u32 tid;
+	__u32 space_id;
+	__u16 page_type;  /* FIL_PAGE_TYPE as found */
+	__u8 level;       /* PAGE_LEVEL (0 = leaf), IOA_LEVEL_NONE when not an index page */
+	__u8 op;
+	__u8 api;
+	__u8 stage;
+	__u8 file_class;
+	__u8 flags;       /* IOA_PAGE_F_* */
+};
+
+struct page_val {
+	__u64 pages;
+	__u64 bytes;
 };
 
 struct io_val {
@@ -85,6 +150,7 @@ struct inode_key {
 enum ioattr_event_type {
 	IOA_EV_OPEN = 1, /* a target opened a regular file */
 	IOA_EV_TASK = 2, /* first IO seen from a thread: its name, before it can exit */
+	IOA_EV_EXEC = 3, /* a target exec'd: its new name replaces the old one */
 };
 
 struct open_event {
@@ -113,7 +179,8 @@ struct ioattr_config {
 	__u32 self_tgid;       /* never trace ioattr itself */
 	__u8 follow_forks;     /* add children of targets to the target set */
 	__u8 trace_all;        /* every process is a target (testing/ad hoc) */
-	__u8 pad[2];
+	__u8 innodb_pages;     /* classify InnoDB pages of innodb_files */
+	__u8 pad;
 };
 
 #endif /* IOATTR_H */

@@ -62,14 +62,16 @@ struct {
 struct task_io_state {
 	__u64 ts;
 	__u64 ino;
-	__u64 arg;   /* saved user pointer: io_getevents events, open filename */
+	__u64 arg;    /* saved user pointer: io_getevents events, open filename, IO buffer */
+	__u64 pos;    /* file offset of a pread/pwrite */
+	__u64 digest; /* statement digest, set by the stage uprobes */
 	__u32 dev;
-	__s32 fd;    /* open: dirfd */
-	__s32 nr;    /* syscall number in flight */
+	__s32 fd;     /* open: dirfd */
+	__s32 nr;     /* syscall number in flight */
 	__u8 active;
 	__u8 op;
 	__u8 api;
-	__u8 pad;
+	__u8 stage;   /* enum ioattr_stage, set by the stage uprobes */
 };
 
 struct {

@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include "compat.bpf.h"
 #include "maps.bpf.h"
+#include "innodb.bpf.h"
 
 #define MAX_AIO_BATCH 64
 #define MAX_AIO_EVENTS 128
@@ -51,9 +52,13 @@ struct aio_key {
 struct aio_pending {
 	__u64 ts;
 	__u64 ino;
+	__u64 buf;
+	__u64 pos;
+	__u64 digest;
 	__u32 dev;
 	__u32 tid;
 	__u8 op;
+	__u8 stage;
 };
 
 struct {
@@ -102,16 +107,31 @@ struct aio_submit_ctx {
 	struct task_struct *task;
 	__u64 iocbpp;
 	__u64 ts;
+	__u64 digest;
 	__u32 tgid;
 	__u32 tid;
+	__u8 stage;
 };
+
+/* The page-classification template for an IO of this thread. */
+static __always_inline void page_tmpl(struct page_key *k, __u32 tgid, __u32 tid, __u8 op, __u8 api,
+				      __u8 stage, __u64 digest)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	k->tgid = tgid;
+	k->tid = tid;
+	k->op = op;
+	k->api = api;
+	k->stage = stage;
+	k->digest = digest;
+}
 
 /* One iocb of an io_submit batch: remember it until io_getevents reaps it. */
 static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 {
 	struct user_iocb cb;
 	struct aio_key k = { .tgid = c->tgid };
-	struct aio_pending p = { .tid = c->tid, .ts = c->ts };
+	struct aio_pending p = { .tid = c->tid, .ts = c->ts, .stage = c->stage, .digest = c->digest };
 	struct inode_id id;
 	__u64 ptr;
 
@@ -136,7 +156,20 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 		return 0;
 	p.ino = id.ino;
 	p.dev = id.dev;
+	p.buf = cb.aio_buf;
+	p.pos = cb.aio_offset;
 	k.iocb = ptr;
+	if (p.op == IOA_OP_WRITE && cb.aio_lio_opcode == IOCB_PWRITE) {
+		/* writes are classified at submission: the buffer holds the pages now */
+		struct innodb_file *f = innodb_file_of(id.dev, id.ino);
+
+		if (f) {
+			struct page_key t;
+
+			page_tmpl(&t, c->tgid, c->tid, IOA_OP_WRITE, IOA_API_LIBAIO, c->stage, c->digest);
+			classify_pages(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
+		}
+	}
 	if (bpf_map_update_elem(&aio_inflight, &k, &p, BPF_ANY))
 		count_drop(IOA_DROP_INFLIGHT_FULL);
 	return 0;
@@ -145,9 +178,15 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 static __always_inline void aio_submit(struct task_struct *task, __u32 tgid, __u32 tid,
 				       long nr, __u64 iocbpp)
 {
+	struct task_io_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 	struct aio_submit_ctx c = {
 		.task = task, .iocbpp = iocbpp, .ts = bpf_ktime_get_ns(), .tgid = tgid, .tid = tid,
 	};
+
+	if (st) {
+		c.stage = st->stage;
+		c.digest = st->digest;
+	}
 
 	if (nr <= 0)
 		return;
@@ -176,8 +215,19 @@ static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
 	struct io_key key = {
 		.tgid = c->tgid, .tid = p->tid, .ino = p->ino, .dev = p->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = p->op, .api = IOA_API_LIBAIO, .kind = IOA_KIND_FILE,
+		.stage = p->stage, .digest = p->digest,
 	};
 	account(&key, ev.res > 0 && p->op != IOA_OP_FSYNC ? ev.res : 0, c->now - p->ts, true);
+	if (p->op == IOA_OP_READ && ev.res > 0) {
+		struct innodb_file *f = innodb_file_of(p->dev, p->ino);
+
+		if (f) {
+			struct page_key t;
+
+			page_tmpl(&t, c->tgid, p->tid, IOA_OP_READ, IOA_API_LIBAIO, p->stage, p->digest);
+			classify_pages(&t, f, p->buf, ev.res, p->pos);
+		}
+	}
 	bpf_map_delete_elem(&aio_inflight, &k);
 	return 0;
 }
@@ -259,12 +309,21 @@ int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
 		st->active = 1;
 		return 0;
 	}
-	if (!file_inode_id(fd_to_file(task, (int)SYSARG1(regs)), &ino) || !is_data_inode(ino.mode)) {
+	struct file *file = fd_to_file(task, (int)SYSARG1(regs));
+
+	if (!file_inode_id(file, &ino) || !is_data_inode(ino.mode)) {
 		st->active = 0;
 		return 0;
 	}
 	st->ino = ino.ino;
 	st->dev = ino.dev;
+	st->arg = SYSARG2(regs); /* the buffer (or iovec array) */
+	if (cfg.innodb_pages) {
+		if (id == NR_pread64 || id == NR_pwrite64)
+			st->pos = SYSARG4(regs);
+		else if (id == NR_read || id == NR_write)
+			st->pos = BPF_CORE_READ(file, f_pos);
+	}
 	st->ts = bpf_ktime_get_ns();
 	st->active = 1;
 	return 0;
@@ -305,8 +364,20 @@ int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
 	struct io_key key = {
 		.tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid, .ino = st->ino, .dev = st->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
+		.stage = st->stage, .digest = st->digest,
 	};
 	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
+	if (ret > 0 && st->api == IOA_API_SYNC) {
+		struct innodb_file *f = innodb_file_of(st->dev, st->ino);
+
+		if (f) {
+			struct page_key t;
+
+			page_tmpl(&t, pid_tgid >> 32, (__u32)pid_tgid, st->op, IOA_API_SYNC, st->stage,
+				  st->digest);
+			classify_pages(&t, f, st->arg, ret, st->pos);
+		}
+	}
 	return 0;
 }
 

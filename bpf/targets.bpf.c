@@ -29,4 +29,30 @@ int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* A target's name changes at exec (a wrapped command starts life as a copy of
+ * ioattr): say so, or a short-lived command keeps the name it had before. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ioattr_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, one = 1;
+	struct task_event *e;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	bpf_map_update_elem(&named_tids, &tid, &one, BPF_ANY);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(IOA_DROP_EVENTS_FULL);
+		return 0;
+	}
+	e->type = IOA_EV_EXEC;
+	e->tgid = pid_tgid >> 32;
+	e->tid = tid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

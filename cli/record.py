@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
+from ioattr.collectors.engine import EngineOptions
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
@@ -25,6 +27,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="seconds per Parquet chunk: a crash loses at most one (default 10)")
     p.add_argument("--probes", help="comma-separated probe sets (default all): "
                    + ", ".join(s.name for s in PROBE_SETS))
+    p.add_argument("--no-innodb-pages", action="store_true",
+                   help="don't classify InnoDB pages (index, level, page type)")
+    add_engine_arguments(p)
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """How to reach the server for names, roles and counters (never a password in argv)."""
+    g = p.add_argument_group("server connection (password: option file or MYSQL_PWD)")
+    g.add_argument("--mysql-defaults-file", help="client option file ([client] section)")
+    g.add_argument("--mysql-socket", help="unix socket (default: found from the server process)")
+    g.add_argument("--mysql-host", help="host (default: the socket)")
+    g.add_argument("--mysql-port", type=int, help="TCP port")
+    g.add_argument("--mysql-user", help="user (default root)")
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    if args.mysql_defaults_file and not os.access(args.mysql_defaults_file, os.R_OK):
+        raise UsageError(f"cannot read option file {args.mysql_defaults_file}")
+    return EngineOptions(defaults_file=args.mysql_defaults_file, socket=args.mysql_socket,
+                         host=args.mysql_host, port=args.mysql_port, user=args.mysql_user)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,5 +71,6 @@ def run(args: argparse.Namespace) -> int:
         spec.comms = list(DEFAULT_COMMS)
     output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
-                         phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets)
+                         phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
+                         innodb_pages=not args.no_innodb_pages, engine=engine_options(args))
     return Recorder(opts).run()

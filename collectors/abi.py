@@ -53,15 +53,55 @@ class Drop(enum.IntEnum):
     INFLIGHT_FULL = 1
     EVENTS_FULL = 2
     TRACKED_FULL = 3
+    PAGES_FULL = 4
+    PAGES_CUT = 5
 
 
-DROP_SLOTS = 4
+DROP_SLOTS = 6
+
+
+class Stage(enum.IntEnum):
+    UNKNOWN = 0
+    BACKGROUND = 1
+    PARSE = 2
+    OPTIMIZE = 3
+    EXECUTE = 4
+    COMMIT = 5
+
+
+class FileClass(enum.IntEnum):
+    OTHER = 0
+    TABLESPACE = 1
+    SYSTEM_TABLESPACE = 2
+    UNDO = 3
+    REDO_LOG = 4
+    BINLOG = 5
+    RELAY_LOG = 6
+    DOUBLEWRITE = 7
+    TMP = 8
+
+
+PAGE_F_MISMATCH = 1
+PAGE_F_UNREADABLE = 2
+PAGE_F_ENCRYPTED = 4
+LEVEL_NONE = 0xFF
 
 
 class IoKey(ctypes.Structure):
     _fields_ = [("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("ino", ctypes.c_uint64),
-                ("dev", ctypes.c_uint32), ("layer", ctypes.c_uint8), ("op", ctypes.c_uint8),
-                ("api", ctypes.c_uint8), ("kind", ctypes.c_uint8)]
+                ("digest", ctypes.c_uint64), ("dev", ctypes.c_uint32), ("layer", ctypes.c_uint8),
+                ("op", ctypes.c_uint8), ("api", ctypes.c_uint8), ("kind", ctypes.c_uint8),
+                ("stage", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 7)]
+
+
+class InnodbFile(ctypes.Structure):
+    _fields_ = [("space_id", ctypes.c_uint32), ("page_shift", ctypes.c_uint8),
+                ("file_class", ctypes.c_uint8), ("encrypted", ctypes.c_uint8), ("pad", ctypes.c_uint8),
+                ("dblwr_lo", ctypes.c_uint32), ("dblwr_hi", ctypes.c_uint32)]
+
+
+class InodeKey(ctypes.Structure):
+    _fields_ = [("dev", ctypes.c_uint32), ("pad", ctypes.c_uint32), ("ino", ctypes.c_uint64)]
 
 
 class IoVal(ctypes.Structure):
@@ -71,6 +111,7 @@ class IoVal(ctypes.Structure):
 
 EV_OPEN = 1
 EV_TASK = 2
+EV_EXEC = 3
 
 
 class OpenEvent(ctypes.Structure):
@@ -87,16 +128,25 @@ class TaskEvent(ctypes.Structure):
 class Config(ctypes.Structure):
     _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
-                ("pad", ctypes.c_uint8 * 2)]
+                ("innodb_pages", ctypes.c_uint8), ("pad", ctypes.c_uint8)]
 
 
 # numpy views of the same layouts, for decoding batch drains without a Python loop per field
-IO_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("tid", "<u4"), ("ino", "<u8"), ("dev", "<u4"),
-                         ("layer", "u1"), ("op", "u1"), ("api", "u1"), ("kind", "u1")])
+IO_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("tid", "<u4"), ("ino", "<u8"), ("digest", "<u8"),
+                         ("dev", "<u4"), ("layer", "u1"), ("op", "u1"), ("api", "u1"), ("kind", "u1"),
+                         ("stage", "u1"), ("pad", "u1", (7,))])
 IO_VAL_DTYPE = np.dtype([("count", "<u8"), ("bytes", "<u8"), ("lat_sum_ns", "<u8"),
                          ("hist", "<u8", (HIST_SLOTS,))])
 
-assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 24
+PAGE_KEY_DTYPE = np.dtype([("index_id", "<u8"), ("digest", "<u8"), ("tgid", "<u4"), ("tid", "<u4"),
+                           ("space_id", "<u4"), ("page_type", "<u2"), ("level", "u1"), ("op", "u1"),
+                           ("api", "u1"), ("stage", "u1"), ("file_class", "u1"), ("flags", "u1"),
+                           ("pad", "<u4")])
+PAGE_VAL_DTYPE = np.dtype([("pages", "<u8"), ("bytes", "<u8")])
+
+assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
+assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
+assert ctypes.sizeof(InnodbFile) == 16
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
 assert ctypes.sizeof(Config) == 16
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX

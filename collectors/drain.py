@@ -23,37 +23,58 @@ from ioattr.collectors import libbpf
 
 @dataclass
 class Deltas:
-    """One interval's changes: parallel arrays, one row per key that moved."""
+    """One interval's changes: one row per key that moved."""
 
-    keys: np.ndarray    # IO_KEY_DTYPE
-    count: np.ndarray   # uint64
-    bytes: np.ndarray   # uint64
-    lat_sum_ns: np.ndarray
-    hist: np.ndarray    # (n, HIST_SLOTS) uint64
+    keys: np.ndarray     # the map's key dtype
+    values: np.ndarray   # the map's value dtype, holding differences
     map_entries: int
     drain_seconds: float
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
 
+    # io_stats conveniences
+    @property
+    def count(self) -> np.ndarray:
+        return self.values["count"]
 
-class StatsDrainer:
-    def __init__(self, map_fd: int, max_entries: int, *, idle_intervals: int = 30,
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.values["bytes"]
+
+    @property
+    def lat_sum_ns(self) -> np.ndarray:
+        return self.values["lat_sum_ns"]
+
+    @property
+    def hist(self) -> np.ndarray:
+        return self.values["hist"]
+
+
+class MapDrainer:
+    """Per-interval deltas of one cumulative hash map (io_stats, page_stats)."""
+
+    def __init__(self, map_fd: int, key_dtype: np.dtype, val_dtype: np.dtype, max_entries: int, *,
+                 moved_fields: tuple[str, ...] = ("count", "bytes"), idle_intervals: int = 30,
                  gc_fill: float = 0.7) -> None:
         self.fd = map_fd
+        self.key_dtype = key_dtype
+        self.val_dtype = val_dtype
+        self.raw_key = np.dtype(f"V{key_dtype.itemsize}")
         self.max_entries = max_entries
+        self.moved_fields = moved_fields
         self.idle_intervals = idle_intervals
         self.gc_fill = gc_fill
-        self._prev_keys = np.empty(0, dtype="V24")
-        self._prev_vals = np.empty(0, dtype=abi.IO_VAL_DTYPE)
+        self._prev_keys = np.empty(0, dtype=self.raw_key)
+        self._prev_vals = np.empty(0, dtype=val_dtype)
         self._idle = np.empty(0, dtype=np.int64)
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
-        """The map's current contents: (keys as V24, values)."""
-        kraw, vraw, n = libbpf.lookup_batch(self.fd, abi.IO_KEY_DTYPE.itemsize,
-                                            abi.IO_VAL_DTYPE.itemsize, self.max_entries)
-        keys = np.frombuffer(kraw, dtype="V24", count=n)
-        vals = np.frombuffer(vraw, dtype=abi.IO_VAL_DTYPE, count=n)
+        """The map's current contents: (keys as raw bytes, values)."""
+        kraw, vraw, n = libbpf.lookup_batch(self.fd, self.key_dtype.itemsize, self.val_dtype.itemsize,
+                                            self.max_entries)
+        keys = np.frombuffer(kraw, dtype=self.raw_key, count=n)
+        vals = np.frombuffer(vraw, dtype=self.val_dtype, count=n)
         return keys, vals
 
     def drain(self) -> Deltas:
@@ -62,32 +83,25 @@ class StatsDrainer:
         order = np.argsort(keys, kind="stable")
         keys, vals = keys[order], vals[order]
 
-        count = vals["count"].copy()
-        nbytes = vals["bytes"].copy()
-        lat = vals["lat_sum_ns"].copy()
-        hist = vals["hist"].copy()
+        delta = vals.copy()
         idle = np.zeros(len(keys), dtype=np.int64)
         if len(self._prev_keys) and len(keys):
             idx = np.searchsorted(self._prev_keys, keys)
             idx_c = np.minimum(idx, len(self._prev_keys) - 1)
             seen = self._prev_keys[idx_c] == keys
-            p = self._prev_vals[idx_c[seen]]
-            count[seen] -= p["count"]
-            nbytes[seen] -= p["bytes"]
-            lat[seen] -= p["lat_sum_ns"]
-            hist[seen] -= p["hist"]
+            prev = self._prev_vals[idx_c[seen]]
+            for name in self.val_dtype.names:
+                delta[name][seen] -= prev[name]
             idle[seen] = self._idle[idx_c[seen]]
-        moved = (count != 0) | (nbytes != 0)
+        moved = np.zeros(len(keys), dtype=bool)
+        for name in self.moved_fields:
+            moved |= delta[name] != 0
         idle = np.where(moved, 0, idle + 1)
 
         self._prev_keys, self._prev_vals, self._idle = keys, vals, idle
         self._collect_idle()
-        return Deltas(
-            keys=keys[moved].view(abi.IO_KEY_DTYPE).reshape(-1) if moved.any()
-            else np.empty(0, dtype=abi.IO_KEY_DTYPE),
-            count=count[moved], bytes=nbytes[moved], lat_sum_ns=lat[moved], hist=hist[moved],
-            map_entries=len(keys), drain_seconds=time.monotonic() - t0,
-        )
+        return Deltas(keys=keys[moved].view(self.key_dtype).reshape(-1), values=delta[moved],
+                      map_entries=len(keys), drain_seconds=time.monotonic() - t0)
 
     def _collect_idle(self) -> None:
         if len(self._prev_keys) < self.gc_fill * self.max_entries:
@@ -96,13 +110,22 @@ class StatsDrainer:
         if not len(stale):
             return
         for i in stale:
-            key = abi.IoKey.from_buffer_copy(self._prev_keys[i].tobytes())
+            key = (ctypes.c_char * self.key_dtype.itemsize).from_buffer_copy(self._prev_keys[i].tobytes())
             libbpf.map_delete(self.fd, key)
         keep = np.ones(len(self._prev_keys), dtype=bool)
         keep[stale] = False
         self._prev_keys = self._prev_keys[keep]
         self._prev_vals = self._prev_vals[keep]
         self._idle = self._idle[keep]
+
+
+def io_stats_drainer(map_fd: int, max_entries: int) -> MapDrainer:
+    return MapDrainer(map_fd, abi.IO_KEY_DTYPE, abi.IO_VAL_DTYPE, max_entries)
+
+
+def page_stats_drainer(map_fd: int, max_entries: int = 65536) -> MapDrainer:
+    return MapDrainer(map_fd, abi.PAGE_KEY_DTYPE, abi.PAGE_VAL_DTYPE, max_entries,
+                      moved_fields=("pages", "bytes"))
 
 
 def read_drops(map_fd: int) -> dict[str, int]:

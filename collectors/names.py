@@ -157,8 +157,13 @@ class TaskNames:
                 self.threads[tid] = name
         return self.threads.get(tid)
 
-    def on_task_event(self, pid: int, tid: int, comm: str) -> None:
-        """The kernel's word on a thread's name at its first IO."""
+    def on_task_event(self, pid: int, tid: int, comm: str, renamed: bool = False) -> None:
+        """The kernel's word on a thread's name at its first IO, or at exec (renamed)."""
+        if renamed:
+            self.threads[tid] = comm
+            if pid == tid:
+                self.procs[pid] = comm
+            return
         self.threads.setdefault(tid, comm)
         if pid == tid:
             self.procs.setdefault(pid, comm)

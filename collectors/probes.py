@@ -21,7 +21,7 @@ from ioattr.collectors import libbpf
 from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
-               "named_tids")
+               "named_tids", "innodb_files", "page_stats", "hdr_scratch")
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class ProbeSet:
 PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("syscalls", "read/write/fsync families, libaio, opens (tp_btf sys_enter/sys_exit)", True,
              ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")),
-    ProbeSet("targets", "follow forks of traced commands (tp_btf sched_process_fork)", False,
-             ("sched:sched_process_fork",)),
+    ProbeSet("targets", "follow forks and execs of traced commands (tp_btf sched_process_fork/exec)",
+             False, ("sched:sched_process_fork", "sched:sched_process_exec")),
     ProbeSet("uring", "io_uring submissions and completions (io_uring tracepoints)", False,
              ("io_uring:io_uring_submit_req", "io_uring:io_uring_complete")),
     ProbeSet("block", "block requests charged to files (tp_btf block_rq_issue/complete)", False,
@@ -91,11 +91,12 @@ class ProbeSession:
     """
 
     def __init__(self, sets: tuple[str, ...] | None = None, *, follow_forks: bool = False,
-                 trace_all: bool = False, max_stats: int = 65536) -> None:
+                 trace_all: bool = False, max_stats: int = 65536, innodb_pages: bool = False) -> None:
         self.wanted = sets or tuple(p.name for p in PROBE_SETS)
         self.follow_forks = follow_forks
         self.trace_all = trace_all
         self.max_stats = max_stats
+        self.innodb_pages = innodb_pages
         self.loaded: list[LoadedSet] = []
         self.degraded: dict[str, str] = {}
         self.shared_fds: dict[str, int] = {}
@@ -114,6 +115,7 @@ class ProbeSession:
         cfg.self_tgid = os.getpid()
         cfg.follow_forks = int(self.follow_forks)
         cfg.trace_all = int(self.trace_all)
+        cfg.innodb_pages = int(self.innodb_pages)
         return cfg
 
     def _write_config(self, obj: libbpf.Object) -> None:

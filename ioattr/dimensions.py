@@ -1,33 +1,48 @@
 """The report dimensions: what each is called and how it is computed from
-the recording's columns. Unknowns stay NULL (JSON null), never a guess."""
+the recording's tables. File-level dimensions come from the io table;
+InnoDB page dimensions (index, level, page_type) from the pages table, which
+also carries the thread-level ones. Unknowns stay NULL, never a guess."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ioattr.errors import UsageError
 
+_PROCESS = "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END"
+_THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"
+_QUERY = "CASE WHEN digest IS NULL THEN NULL ELSE coalesce(query, printf('digest:%016x', digest)) END"
+
 
 @dataclass(frozen=True)
 class Dimension:
     name: str
-    sql: str
+    io_sql: str | None      # expression over the io table, None if it has no such thing
+    pages_sql: str | None   # expression over the pages table
     help: str
 
 
 _DIMS = [
-    Dimension("file", "file", "file path; [journal]/[metadata]/... for block IO that is not file data"),
-    Dimension("inode", "ino", "inode number"),
-    Dimension("device", "device", "device (filesystem device at the syscall layer, disk at the block layer)"),
-    Dimension("process", "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END",
-              "process as name[pid]"),
-    Dimension("thread", "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END",
-              "thread as name[tid]"),
-    Dimension("op", "op", "read, write or fsync"),
-    Dimension("layer", "layer", "syscall, block or pagecache"),
-    Dimension("api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
-    Dimension("phase", "phase", "benchmark phase"),
+    Dimension("file", "file", "file", "file path; [journal]/[metadata]/... for block IO that is not file data"),
+    Dimension("inode", "ino", None, "inode number"),
+    Dimension("device", "device", None, "device (filesystem device at the syscall layer, disk at the block layer)"),
+    Dimension("process", _PROCESS, _PROCESS, "process as name[pid]"),
+    Dimension("thread", _THREAD, _THREAD, "thread as name[tid]"),
+    Dimension("role", "role", "role", "the thread's job: connection, page_cleaner, innodb_worker, ..."),
+    Dimension("op", "op", "op", "read, write or fsync"),
+    Dimension("layer", "layer", "'syscall'", "syscall, block or pagecache"),
+    Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
+    Dimension("file_class", "file_class", "file_class",
+              "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, other"),
+    Dimension("index", None, "index", "InnoDB index as schema.table.INDEX"),
+    Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
+              "B-tree level: leaf or non_leaf"),
+    Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),
+    Dimension("stage", "stage", "stage", "where in query processing: parse, optimize, execute, commit, background"),
+    Dimension("query", _QUERY, _QUERY, "normalized statement (literals stripped)"),
+    Dimension("phase", "phase", "phase", "benchmark phase"),
 ]
 DIMENSIONS: dict[str, Dimension] = {d.name: d for d in _DIMS}
+PAGE_ONLY = {d.name for d in _DIMS if d.io_sql is None}
 
 
 def parse_dimensions(spec: list[str] | str | None) -> list[str]:
@@ -46,3 +61,14 @@ def parse_dimensions(spec: list[str] | str | None) -> list[str]:
         if d not in seen:
             seen.append(d)
     return seen
+
+
+def table_for(dims: list[str]) -> str:
+    """The table a set of dimensions is answered from, or a usage error if none has them all."""
+    if not any(d in PAGE_ONLY for d in dims):
+        return "io"
+    missing = [d for d in dims if DIMENSIONS[d].pages_sql is None]
+    if missing:
+        raise UsageError(f"{missing[0]} can't be combined with {', '.join(sorted(set(dims) & PAGE_ONLY))}: "
+                         "page classes are counted per InnoDB page, not per inode or device")
+    return "pages"

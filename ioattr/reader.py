@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from ioattr.errors import UsageError
-from ioattr.recording import IO_SCHEMA
+from ioattr.recording import TABLES
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -49,17 +49,21 @@ class Recording:
         if not isinstance(self.meta, dict) or "phases" not in self.meta:
             raise UsageError(f"not an ioattr recording (bad meta.json): {self.path}")
         self.con = duckdb.connect(":memory:")
-        chunks = sorted((self.path / "io").glob("chunk-*.parquet"))
-        good = [c for c in chunks if _complete_parquet(c)]
-        for bad in sorted(set(chunks) - set(good)):
-            warn(f"skipping damaged chunk {bad}")
-        self.chunk_count = len(good)
-        if good:
-            files = ", ".join("'" + str(c).replace("'", "''") + "'" for c in good)
-            self.con.execute(f"CREATE VIEW io AS SELECT * FROM read_parquet([{files}])")
-        else:
-            cols = ", ".join(f"{f.name} {_duck_type(f.type)}" for f in IO_SCHEMA)
-            self.con.execute(f"CREATE TABLE io ({cols})")
+        self.chunk_counts: dict[str, int] = {}
+        for table, schema in TABLES.items():
+            chunks = sorted((self.path / table).glob("chunk-*.parquet"))
+            good = [c for c in chunks if _complete_parquet(c)]
+            for bad in sorted(set(chunks) - set(good)):
+                warn(f"skipping damaged chunk {bad}")
+            self.chunk_counts[table] = len(good)
+            if good:
+                files = ", ".join("'" + str(c).replace("'", "''") + "'" for c in good)
+                self.con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
+                                 f"union_by_name = true)")
+            else:
+                cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
+                self.con.execute(f"CREATE TABLE {table} ({cols})")
+        self.chunk_count = self.chunk_counts.get("io", 0)
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()

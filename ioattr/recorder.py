@@ -1,10 +1,11 @@
 """`ioattr record`'s engine: attach, drain each interval, write the recording.
 
-The loop wakes every 100 ms to consume the (rare) open-event stream while
-the file is still open, and every interval to drain io_stats into one
-batch of rows. Chunks are flushed every `chunk_seconds`. Stopping (signal,
---duration, the wrapped command exiting) always ends with a final drain
-and a complete meta.json, so nothing already counted is lost.
+The loop wakes every 100 ms to consume the (rare) event stream (opens,
+thread names) while files are still open, and every interval to drain
+io_stats and page_stats into one batch of rows each. Chunks are flushed
+every `chunk_seconds`. Stopping (signal, --duration, the wrapped command
+exiting) always ends with a final drain and a complete meta.json, so
+nothing already counted is lost.
 """
 from __future__ import annotations
 
@@ -18,18 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from ioattr.collectors import abi
-from ioattr.collectors.drain import Deltas, StatsDrainer, read_drops
+from ioattr.collectors import abi, features
+from ioattr.collectors.drain import MapDrainer, io_stats_drainer, page_stats_drainer, read_drops
+from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.innodb_files import InnodbFileMap, classify_path, PAGE_FILE_CLASSES
 from ioattr.collectors.libbpf import RingBuffer
-from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
+from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import ProbeSession
 from ioattr.collectors.targets import TargetSpec, TargetTracker
-from ioattr.collectors import features
 from ioattr.errors import UsageError
-from ioattr.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
-from ioattr.recording import HIST_COLUMNS, RecordingWriter
+from ioattr.recording import RecordingWriter
+from ioattr.rows import IoRows, Naming, PageRows
 
 
 @dataclass
@@ -40,56 +40,11 @@ class RecordOptions:
     duration: float | None = None
     phase: str = "main"
     chunk_seconds: float = 10.0
-    discard_command_output: bool = False
     probe_sets: tuple[str, ...] | None = None
+    innodb_pages: bool = True
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    discard_command_output: bool = False
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
-
-
-class RowBuilder:
-    """Turns drained deltas into recording columns, naming what it can."""
-
-    def __init__(self) -> None:
-        self.files = FileNames()
-        self.devices = DeviceNames()
-        self.tasks = TaskNames()
-
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
-        self.tasks.new_interval()
-        k = d.keys
-        n = len(d)
-        pids = k["tgid"].astype(np.int64)
-        tids = k["tid"].astype(np.int64)
-        file_col: list[str | None] = []
-        for i in range(n):
-            kind = int(k["kind"][i])
-            if kind in KIND_FILE_LABELS:
-                file_col.append(KIND_FILE_LABELS[kind])
-            else:
-                file_col.append(self.files.lookup(int(k["dev"][i]), int(k["ino"][i]), int(pids[i])))
-        cols: dict[str, object] = {
-            "ts_start": [ts_start] * n,
-            "ts_end": [ts_end] * n,
-            "phase": [phase] * n,
-            "layer": [LAYER_NAMES[int(x)] for x in k["layer"]],
-            "op": [OP_NAMES[int(x)] for x in k["op"]],
-            "api": [API_NAMES.get(int(x), "other") for x in k["api"]],
-            "kind": [KIND_NAMES.get(int(x), "unknown") for x in k["kind"]],
-            "pid": [int(p) if p else None for p in pids],
-            "tid": [int(t) if t else None for t in tids],
-            "process": [self.tasks.process(int(p)) if p else None for p in pids],
-            "thread": [self.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
-            "dev": ["%d:%d" % abi.dev_major_minor(int(x)) for x in k["dev"]],
-            "device": [self.devices.lookup(int(x)) for x in k["dev"]],
-            "ino": [int(x) if x else None for x in k["ino"]],
-            "file": file_col,
-            "count": d.count.astype(np.int64),
-            "bytes": d.bytes.astype(np.int64),
-            "lat_sum_ns": d.lat_sum_ns.astype(np.int64),
-        }
-        hist = d.hist.astype(np.int64)
-        for i, name in enumerate(HIST_COLUMNS):
-            cols[name] = hist[:, i] if n else np.empty(0, dtype=np.int64)
-        return cols
 
 
 class Recorder:
@@ -98,7 +53,11 @@ class Recorder:
         self.stop_reason: str | None = None
         self.child_pid: int | None = None
         self.child_status: int | None = None
-        self.rows = RowBuilder()
+        self.naming = Naming()
+        self.io_rows = IoRows(self.naming)
+        self.page_rows = PageRows(self.naming)
+        self._new_page_file = False
+        self._last_tick = time.time()
 
     # -- lifecycle ---------------------------------------------------------
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -135,25 +94,26 @@ class Recorder:
         barrier_fd = None
         prev_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with ProbeSession(o.probe_sets, follow_forks=bool(o.targets.command)) as probes:
-                for name, why in probes.degraded.items():
+            with ProbeSession(o.probe_sets, follow_forks=bool(o.targets.command),
+                              innodb_pages=o.innodb_pages) as probes:
+                for why in probes.degraded.values():
                     o.log(f"degraded: {why}")
                 writer = RecordingWriter.create(
                     o.output, targets=writer_targets, interval=o.interval, phase=o.phase,
                     probe_sets=probes.active_sets, degraded=probes.degraded)
+                writer.meta["innodb_pages"] = o.innodb_pages
+                self.file_map = InnodbFileMap(probes.map_fd("innodb_files") if o.innodb_pages else None)
                 tracker = TargetTracker(o.targets, probes.map_fd("targets"))
                 if o.targets.command:
                     self.child_pid, barrier_fd = self._spawn_command()
                     o.targets.pids.append(self.child_pid)
                 new, _ = tracker.refresh()
-                for pid in new:
-                    if pid == self.child_pid:
-                        continue  # not exec'd yet: its names would be ours
-                    self.rows.files.scan_process(pid)
-                    self.rows.tasks.remember_threads(pid)
+                self._welcome(new, writer)
                 events = RingBuffer(probes.map_fd("events"), self._on_event)
-                drainer = StatsDrainer(probes.map_fd("io_stats"), probes.max_stats)
-                drainer.drain()  # baseline: what happened before we start counting
+                io_drain = io_stats_drainer(probes.map_fd("io_stats"), probes.max_stats)
+                page_drain = page_stats_drainer(probes.map_fd("page_stats"))
+                io_drain.drain()  # baseline: what happened before we start counting
+                page_drain.drain()
                 if barrier_fd is not None:
                     os.write(barrier_fd, b"g")
                     os.close(barrier_fd)
@@ -161,12 +121,15 @@ class Recorder:
                 o.log(f"recording {', '.join(writer_targets)} -> {o.output} "
                       f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
-                    self._loop(probes, tracker, events, drainer, writer)
+                    self._loop(probes, tracker, events, io_drain, page_drain, writer)
                 finally:
                     events.consume()
-                    self._drain_into(drainer, writer, self._last_tick, time.time())
+                    self._drain_into(io_drain, page_drain, writer, self._last_tick, time.time())
                     writer.flush(read_drops(probes.map_fd("drops")))
                     events.free()
+                    self._describe_servers(writer)
+                    for ctx in self.naming.servers.values():
+                        ctx.close()
                     writer.close("complete")
         finally:
             for s, h in prev_handlers.items():
@@ -181,21 +144,61 @@ class Recorder:
             return 1
         return 0
 
+    # -- targets and servers ---------------------------------------------------
+    def _welcome(self, pids: list[int], writer: RecordingWriter) -> None:
+        """Learn what we can about new targets while they are alive."""
+        for pid in pids:
+            if pid == self.child_pid:
+                continue  # not exec'd yet: its names would be ours
+            self.naming.files.scan_process(pid)
+            self.naming.tasks.remember_threads(pid)
+            if is_server(pid) and pid not in self.naming.servers:
+                ctx = ServerContext(pid, self.opts.engine, self.file_map)
+                ctx.connect()
+                if ctx.engine_error:
+                    self.opts.log(f"server {pid}: {ctx.engine_error}; index names and thread roles "
+                                  "will be missing, file-level attribution continues")
+                ctx.refresh()
+                for err in (ctx.names.error, ctx.roles.error):
+                    if err:
+                        self.opts.log(f"server {pid}: {err}")
+                self.naming.servers[pid] = ctx
+                self._describe_servers(writer)
+
+    def _describe_servers(self, writer: RecordingWriter) -> None:
+        writer.meta["servers"] = [ctx.describe() for ctx in self.naming.servers.values()]
+        writer.write_meta()
+
     # -- the loop -------------------------------------------------------------
     def _on_event(self, data: bytes) -> None:
         """One record of the rare event stream: an open, or a thread's name."""
         kind = int.from_bytes(data[:4], "little")
         if kind == abi.EV_OPEN and len(data) >= ctypes.sizeof(abi.OpenEvent):
-            self.rows.files.on_open(abi.OpenEvent.from_buffer_copy(data))
-        elif kind == abi.EV_TASK and len(data) >= ctypes.sizeof(abi.TaskEvent):
+            ev = abi.OpenEvent.from_buffer_copy(data)
+            self.naming.files.on_open(ev)
+            name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
+            if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
+                self._new_page_file = True
+        elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
             ev = abi.TaskEvent.from_buffer_copy(data)
-            self.rows.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"))
+            self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
+                                            renamed=kind == abi.EV_EXEC)
 
-    def _drain_into(self, drainer: StatsDrainer, writer: RecordingWriter, t0: float, t1: float) -> int:
-        d = drainer.drain()
+    def _refresh_servers(self) -> None:
+        for pid, ctx in list(self.naming.servers.items()):
+            ctx.refresh(new_files=self._new_page_file, unknown_index=True, unknown_thread=True)
+        self._new_page_file = False
+
+    def _drain_into(self, io_drain: MapDrainer, page_drain: MapDrainer, writer: RecordingWriter,
+                    t0: float, t1: float) -> None:
+        d = io_drain.drain()
+        p = page_drain.drain()
+        if len(p):
+            self._refresh_servers()  # names for index ids first seen in this interval
         if len(d):
-            writer.add_columns(self.rows.columns(d, t0, t1, writer.current_phase))
-        return len(d)
+            writer.add_columns(self.io_rows.columns(d, t0, t1, writer.current_phase), "io")
+        if len(p):
+            writer.add_columns(self.page_rows.columns(p, t0, t1, writer.current_phase), "pages")
 
     def _child_exited(self) -> bool:
         if self.child_pid is None:
@@ -207,7 +210,7 @@ class Recorder:
         return True
 
     def _loop(self, probes: ProbeSession, tracker: TargetTracker, events: RingBuffer,
-              drainer: StatsDrainer, writer: RecordingWriter) -> None:
+              io_drain: MapDrainer, page_drain: MapDrainer, writer: RecordingWriter) -> None:
         o = self.opts
         start = time.time()
         self._last_tick = start
@@ -218,6 +221,8 @@ class Recorder:
             # process), so epoll never fires: consume on our own clock
             time.sleep(0.1)
             events.consume()
+            if self._new_page_file:
+                self._refresh_servers()  # register new tablespaces before their first reads
             now = time.time()
             if self._child_exited():
                 self.stop_reason = "command exited"
@@ -228,22 +233,24 @@ class Recorder:
                 return
             if now < next_tick:
                 continue
-            self._drain_into(drainer, writer, self._last_tick, now)
+            self._drain_into(io_drain, page_drain, writer, self._last_tick, now)
             self._last_tick = now
             next_tick += o.interval
             if next_tick < now:
                 next_tick = now + o.interval
             new, gone = tracker.refresh()
+            self._welcome(new, writer)
             for pid in new:
-                self.rows.files.scan_process(pid)
-                self.rows.tasks.remember_threads(pid)
-                if pid != self.child_pid and tracker.ever and o.targets.comms:
-                    writer.note(f"target {self.rows.tasks.process(pid)}[{pid}] appeared")
+                if pid != self.child_pid and o.targets.comms and tracker.ever:
+                    writer.note(f"target {self.naming.tasks.process(pid)}[{pid}] appeared")
             for pid in gone:
                 if pid in o.targets.pids or o.targets.comms:
-                    writer.note(f"target {self.rows.tasks.procs.get(pid, '?')}[{pid}] exited")
+                    writer.note(f"target {self.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
+                ctx = self.naming.servers.pop(pid, None)
+                if ctx:
+                    ctx.close()
             for pid in tracker.current:
-                self.rows.tasks.remember_threads(pid)
+                self.naming.tasks.remember_threads(pid)
             if now >= next_flush:
                 writer.flush(read_drops(probes.map_fd("drops")))
                 next_flush = now + o.chunk_seconds

@@ -1,7 +1,8 @@
 """The recording: one directory, readable with plain SQL.
 
-    REC/meta.json              tool version, host, kernel, targets, phases, drops, status
-    REC/io/chunk-NNNNNN.parquet  per-interval IO aggregates (immutable once written)
+    REC/meta.json                   tool version, host, kernel, targets, phases, drops, status
+    REC/io/chunk-NNNNNN.parquet     per-interval IO aggregates (immutable once written)
+    REC/pages/chunk-NNNNNN.parquet  per-interval InnoDB page classes (index, level, page type)
 
 Chunks are written to a temporary name and renamed, so a reader (report on
 a recording still being written) never sees half a file and a crash loses
@@ -43,6 +44,11 @@ IO_SCHEMA = pa.schema(
         ("tid", pa.int32()),
         ("process", pa.string()),
         ("thread", pa.string()),
+        ("role", pa.string()),
+        ("stage", pa.string()),
+        ("digest", pa.uint64()),
+        ("query", pa.string()),
+        ("file_class", pa.string()),
         ("dev", pa.string()),
         ("device", pa.string()),
         ("ino", pa.uint64()),
@@ -53,6 +59,37 @@ IO_SCHEMA = pa.schema(
     ]
     + [(c, pa.int64()) for c in HIST_COLUMNS]
 )
+
+
+PAGES_SCHEMA = pa.schema(
+    [
+        ("ts_start", pa.float64()),
+        ("ts_end", pa.float64()),
+        ("phase", pa.string()),
+        ("op", pa.string()),
+        ("api", pa.string()),
+        ("pid", pa.int32()),
+        ("tid", pa.int32()),
+        ("process", pa.string()),
+        ("thread", pa.string()),
+        ("role", pa.string()),
+        ("stage", pa.string()),
+        ("digest", pa.uint64()),
+        ("query", pa.string()),
+        ("space_id", pa.int64()),
+        ("file", pa.string()),
+        ("file_class", pa.string()),
+        ("index_id", pa.uint64()),
+        ("index", pa.string()),
+        ("level", pa.int32()),
+        ("page_type", pa.string()),
+        ("flags", pa.string()),
+        ("pages", pa.int64()),
+        ("bytes", pa.int64()),
+    ]
+)
+
+TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA}
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -78,7 +115,8 @@ def prepare_output_dir(path: Path) -> None:
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(path, 0o700)
-        (path / "io").mkdir(mode=0o700, exist_ok=True)
+        for table in TABLES:
+            (path / table).mkdir(mode=0o700, exist_ok=True)
         probe = path / ".write-test"
         probe.write_bytes(b"")
         probe.unlink()
@@ -100,7 +138,7 @@ class Phase:
 class RecordingWriter:
     path: Path
     meta: dict[str, Any] = field(default_factory=dict)
-    batches: list[pa.RecordBatch] = field(default_factory=list)
+    batches: dict[str, list[pa.RecordBatch]] = field(default_factory=dict)
     chunk_no: int = 0
 
     @classmethod
@@ -148,26 +186,30 @@ class RecordingWriter:
         self.meta["phases"].append(Phase(name, at).as_dict())
         self.write_meta()
 
-    def add_columns(self, columns: dict[str, Any]) -> None:
-        """Buffer one interval's rows, given column-wise (lists or numpy arrays)."""
-        arrays = [pa.array(columns[f.name], type=f.type) for f in IO_SCHEMA]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=IO_SCHEMA)
+    def add_columns(self, columns: dict[str, Any], table: str = "io") -> None:
+        """Buffer one interval's rows of a table, given column-wise (lists or numpy arrays)."""
+        schema = TABLES[table]
+        arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
         if batch.num_rows:
-            self.batches.append(batch)
+            self.batches.setdefault(table, []).append(batch)
 
     def flush(self, dropped: dict[str, int] | None = None) -> None:
         """Write buffered rows as one immutable chunk."""
         if dropped is not None:
             self.meta["dropped"] = dropped
-        if self.batches:
+        if any(self.batches.values()):
             self.chunk_no += 1
-            table = pa.Table.from_batches(self.batches, schema=IO_SCHEMA)
-            final = self.path / "io" / f"chunk-{self.chunk_no:06d}.parquet"
-            tmp = final.with_name(final.name + ".tmp")
-            pq.write_table(table, tmp, compression="zstd")
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, final)
-            self.batches = []
+            for name, batches in self.batches.items():
+                if not batches:
+                    continue
+                table = pa.Table.from_batches(batches, schema=TABLES[name])
+                final = self.path / name / f"chunk-{self.chunk_no:06d}.parquet"
+                tmp = final.with_name(final.name + ".tmp")
+                pq.write_table(table, tmp, compression="zstd")
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, final)
+            self.batches = {}
             self.meta["chunks"] = self.chunk_no
         self.write_meta()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioattr.dimensions import DIMENSIONS, parse_dimensions
+from ioattr.dimensions import DIMENSIONS, parse_dimensions, table_for
 from ioattr.hist import latency_us
 from ioattr.reader import Recording
 from ioattr.recording import HIST_COLUMNS
@@ -32,18 +32,24 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         raise UsageError(f"unknown layer {req.layer!r}; choose one of {', '.join(LAYERS)}")
     if req.phase is not None:
         rec.require_phase(req.phase)
+    table = table_for(dims)
     group = [d for d in dims if d not in ("layer", "op")] + ["layer", "op"]
-    select = ", ".join(f"{DIMENSIONS[d].sql} AS {d}" for d in group)
-    sums = ", ".join(f"sum({c})::BIGINT" for c in HIST_COLUMNS)
+    expr = {d: (DIMENSIONS[d].io_sql if table == "io" else DIMENSIONS[d].pages_sql) for d in group}
+    select = ", ".join(f"{expr[d]} AS {d}" for d in group)
+    if table == "io":
+        measures = "sum(count)::BIGINT AS n, sum(bytes)::BIGINT AS b, " + ", ".join(
+            f"sum({c})::BIGINT" for c in HIST_COLUMNS)
+    else:
+        measures = "sum(pages)::BIGINT AS n, sum(bytes)::BIGINT AS b"
     where, params = [], []
     if req.phase is not None:
         where.append("phase = ?")
         params.append(req.phase)
     if req.layer is not None:
-        where.append("layer = ?")
+        where.append(f"{expr['layer']} = ?")
         params.append(req.layer)
-    sql = (f"SELECT {select}, sum(count)::BIGINT AS n, sum(bytes)::BIGINT AS b, {sums} "
-           f"FROM io {'WHERE ' + ' AND '.join(where) if where else ''} "
+    sql = (f"SELECT {select}, {measures} FROM {table} "
+           f"{'WHERE ' + ' AND '.join(where) if where else ''} "
            f"GROUP BY ALL ORDER BY b DESC, n DESC")
     rows = []
     for rec_row in rec.query(sql, params):
@@ -52,13 +58,16 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         hist = rec_row[len(group) + 2:]
         row = {d: values[d] for d in dims if d not in ("layer", "op")}
         row.update({"layer": values["layer"], "op": values["op"], "count": int(n), "bytes": int(b),
-                    "latency_us": latency_us(hist)})
+                    "latency_us": latency_us(hist) if hist else {"p50": None, "p99": None}})
         rows.append(row)
     if req.top is not None:
         rows = rows[: req.top]
-    return {
+    out = {
         "recording": str(rec.path),
         "phases": rec.phases(),
         "rows": rows,
         "dropped": rec.dropped_total(),
     }
+    if table == "pages":
+        out["unit"] = "pages"  # count is InnoDB pages, not IO operations
+    return out

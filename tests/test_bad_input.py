@@ -78,7 +78,7 @@ def test_missing_required_tracepoint(tmp_path: Path) -> None:
 def test_missing_optional_tracepoint_degrades_with_a_message(tmp_path: Path) -> None:
     need_root()
     fake = _fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
-                                                 "sched:sched_process_fork"])
+                                                 "sched:sched_process_fork", "sched:sched_process_exec"])
     env = dict(os.environ, IOATTR_TRACEFS=str(fake))
     rec = tmp_path / "r"
     r = ioattr("record", "--pid", "1", "-o", str(rec), "--", "dd", "if=/dev/zero", f"of={tmp_path / 'f'}",

@@ -1,0 +1,133 @@
+"""A connection to the traced server, for names, roles and engine counters.
+
+Credentials never go through argv or into a recording: use an option file
+(--mysql-defaults-file), the MYSQL_PWD environment variable, or a unix
+socket with socket authentication (as root, on the server's own socket,
+which is found from the target process when not given). Failing to connect
+is not fatal: file-level attribution goes on and the reason is reported.
+"""
+from __future__ import annotations
+
+import configparser
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+
+@dataclass
+class EngineOptions:
+    defaults_file: str | None = None
+    socket: str | None = None
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+
+
+class EngineError(Exception):
+    pass
+
+
+def server_sockets(pid: int) -> list[str]:
+    """Unix socket paths the process is listening on (from /proc/net/unix)."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        return []
+    paths = []
+    try:
+        with open(f"/proc/{pid}/net/unix") as f:
+            next(f, None)
+            for line in f:
+                parts = line.split()
+                # Num RefCount Protocol Flags Type St Inode Path; St 01 = listening (unconnected)
+                if len(parts) >= 8 and parts[6] in inodes and parts[7].startswith("/") and parts[5] == "01":
+                    paths.append(parts[7])
+    except OSError:
+        pass
+    return sorted(set(paths))
+
+
+def _read_defaults_file(path: str) -> dict[str, str]:
+    cp = configparser.ConfigParser(allow_no_value=True, strict=False, interpolation=None)
+    try:
+        with open(path) as f:
+            cp.read_string(f.read())
+    except (OSError, configparser.Error) as e:
+        raise EngineError(f"cannot read option file {path}: {e}") from e
+    out: dict[str, str] = {}
+    for section in ("client", "mysql", "mariadb", "client-mariadb"):
+        if cp.has_section(section):
+            out.update({k.replace("-", "_"): v for k, v in cp.items(section) if v is not None})
+    return out
+
+
+class EngineConnection:
+    def __init__(self, opts: EngineOptions, target_pid: int | None = None) -> None:
+        self.opts = opts
+        self.target_pid = target_pid
+        self.conn: Any = None
+        self.flavor = "unknown"  # "mariadb" | "mysql"
+        self.version = ""
+
+    def connect(self) -> None:
+        kw: dict[str, Any] = {"autocommit": True, "connect_timeout": 5, "read_timeout": 30}
+        o = self.opts
+        if o.defaults_file:
+            conf = _read_defaults_file(o.defaults_file)
+            for key in ("socket", "host", "user", "password"):
+                if key in conf:
+                    kw["unix_socket" if key == "socket" else key] = conf[key]
+            if "port" in conf:
+                kw["port"] = int(conf["port"])
+        if o.socket:
+            kw["unix_socket"] = o.socket
+        if o.host:
+            kw["host"] = o.host
+        if o.port:
+            kw["port"] = o.port
+        if o.user:
+            kw["user"] = o.user
+        if "password" not in kw and os.environ.get("MYSQL_PWD"):
+            kw["password"] = os.environ["MYSQL_PWD"]
+        if "unix_socket" not in kw and "host" not in kw and self.target_pid:
+            socks = server_sockets(self.target_pid)
+            if socks:
+                kw["unix_socket"] = socks[0]
+        if "unix_socket" not in kw and "host" not in kw:
+            raise EngineError("no server socket found; give --mysql-socket or --mysql-defaults-file")
+        kw.setdefault("user", "root")
+        try:
+            self.conn = pymysql.connect(**kw)
+        except pymysql.MySQLError as e:
+            where = kw.get("unix_socket") or f"{kw.get('host')}:{kw.get('port', 3306)}"
+            # the error text from the server never contains the password
+            raise EngineError(f"cannot connect to {where} as {kw['user']}: {e.args[-1]}") from e
+        self.version = str(self.query("SELECT VERSION()")[0][0])
+        self.flavor = "mariadb" if "mariadb" in self.version.lower() else "mysql"
+
+    def query(self, sql: str, params: Any = None) -> list[tuple]:
+        if self.conn is None:
+            raise EngineError("not connected")
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+        except pymysql.MySQLError as e:
+            raise EngineError(f"{sql.split()[0]} failed: {e.args[-1]}") from e
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+            self.conn = None

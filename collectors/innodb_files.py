@@ -1,0 +1,193 @@
+"""InnoDB's files of a running server: what each one is, and its page geometry.
+
+Every file the server has open (/proc/PID/fd) gets a file_class from its
+name; page files (tablespaces, the system tablespace, undo and temporary
+tablespaces) also get their space id and page size from page 0 and, for
+the system tablespace, the doublewrite area from the TRX_SYS page. Page
+files are registered in the BPF map `innodb_files`, which is what turns
+page classification on for them. Re-synced as files come and go (CREATE,
+DROP and ALTER TABLE all change inodes).
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+
+from ioattr.collectors import abi, libbpf
+
+FC = abi.FileClass
+FC_NAMES = {
+    FC.OTHER: "other", FC.TABLESPACE: "tablespace", FC.SYSTEM_TABLESPACE: "system_tablespace",
+    FC.UNDO: "undo", FC.REDO_LOG: "redo_log", FC.BINLOG: "binlog", FC.RELAY_LOG: "relay_log",
+    FC.DOUBLEWRITE: "doublewrite", FC.TMP: "tmp",
+}
+PAGE_FILE_CLASSES = (FC.TABLESPACE, FC.SYSTEM_TABLESPACE, FC.UNDO, FC.TMP)
+
+_BINLOG_RE = re.compile(r".*-bin\.\d{6}$|.*/binlog\.\d{6}$")
+_RELAY_RE = re.compile(r".*relay-bin\.\d{6}$|.*relay-log\.\d{6}$")
+_UNDO_RE = re.compile(r".*/undo\d{3}$")
+_SYSTEM_RE = re.compile(r".*/ibdata\d+$")
+_REDO_RE = re.compile(r".*/(ib_logfile\d+|#ib_redo\d+)$")
+_TEMP_TS_RE = re.compile(r".*/ibtmp\d+$")
+
+TRX_SYS_PAGE = 5
+DBLWR_MAGIC = 536853855
+
+
+def classify_path(path: str) -> FC:
+    """The file_class a server file has by its name (None-safe: unknown is 'other')."""
+    if not path:
+        return FC.OTHER
+    p = path.removesuffix(" (deleted)")
+    base = os.path.basename(p)
+    if _REDO_RE.match(p):
+        return FC.REDO_LOG
+    if _SYSTEM_RE.match(p):
+        return FC.SYSTEM_TABLESPACE
+    if _UNDO_RE.match(p):
+        return FC.UNDO
+    if _TEMP_TS_RE.match(p) or base.startswith("#sql") or path.startswith("[anonymous tmpfile"):
+        return FC.TMP
+    if p.endswith(".ibd"):
+        return FC.TABLESPACE
+    if _RELAY_RE.match(p):
+        return FC.RELAY_LOG
+    if _BINLOG_RE.match(p):
+        return FC.BINLOG
+    return FC.OTHER
+
+
+def page_size_from_flags(flags: int) -> int:
+    """Physical page size from FSP_SPACE_FLAGS (MariaDB full_crc32 or the classic layout)."""
+    if flags & 0x10:  # full_crc32 marker: page ssize in the low 4 bits
+        ssize = flags & 0xF
+    else:
+        zip_ssize = (flags >> 1) & 0xF
+        if zip_ssize:  # ROW_FORMAT=COMPRESSED: the physical page is the zip size
+            return 512 << zip_ssize
+        ssize = (flags >> 6) & 0xF
+    return 512 << ssize if ssize else 16384
+
+
+@dataclass
+class PageFile:
+    path: str
+    dev: int
+    ino: int
+    file_class: FC
+    space_id: int
+    page_size: int
+    dblwr: tuple[int, int] = (0, 0)
+    encrypted: bool = False
+
+
+def read_page_geometry(path: str) -> tuple[int, int] | None:
+    """(space id, page size) from page 0's FSP header, or None if unreadable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return None
+    if len(head) < 58:
+        return None
+    space_id = struct.unpack_from(">I", head, 38)[0]
+    flags = struct.unpack_from(">I", head, 54)[0]
+    return space_id, page_size_from_flags(flags)
+
+
+def read_doublewrite_range(path: str, page_size: int) -> tuple[int, int]:
+    """[first, end) page numbers of the doublewrite area in the system tablespace."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(TRX_SYS_PAGE * page_size)
+            page = f.read(page_size)
+    except OSError:
+        return 0, 0
+    if len(page) < page_size:
+        return 0, 0
+    base = page_size - 200  # TRX_SYS_DOUBLEWRITE
+    magic, block1, block2 = struct.unpack_from(">III", page, base + 10)
+    if magic != DBLWR_MAGIC or not block1 or not block2:
+        return 0, 0
+    extent = max(1, (1 << 20) // page_size) if page_size <= 16384 else 64
+    return min(block1, block2), max(block1, block2) + extent
+
+
+def open_files(pid: int) -> list[tuple[str, int, int]]:
+    """(path, kernel dev, inode) of every regular file pid has open."""
+    out = []
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return out
+    for fd in fds:
+        link = f"{fd_dir}/{fd}"
+        try:
+            target = os.readlink(link)
+            st = os.stat(link)
+        except OSError:
+            continue
+        if not target.startswith("/"):
+            continue
+        out.append((target, abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
+    return out
+
+
+class InnodbFileMap:
+    """Keeps the BPF map innodb_files equal to the page files targets have open."""
+
+    def __init__(self, map_fd: int | None) -> None:
+        self.fd = map_fd
+        self.files: dict[tuple[int, int], PageFile] = {}
+        self.encrypted_spaces: set[int] = set()
+
+    def file_class_of(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        return FC_NAMES[classify_path(path)]
+
+    def sync(self, pid: int) -> list[PageFile]:
+        """Register new page files of pid; returns the ones added."""
+        added = []
+        for path, dev, ino in open_files(pid):
+            if (dev, ino) in self.files:
+                continue
+            fc = classify_path(path)
+            if fc not in PAGE_FILE_CLASSES:
+                continue
+            geo = read_page_geometry(path.removesuffix(" (deleted)"))
+            if geo is None:
+                continue
+            space_id, page_size = geo
+            dblwr = read_doublewrite_range(path, page_size) if fc == FC.SYSTEM_TABLESPACE else (0, 0)
+            pf = PageFile(path, dev, ino, fc, space_id, page_size, dblwr,
+                          encrypted=space_id in self.encrypted_spaces)
+            self.files[(dev, ino)] = pf
+            self._install(pf)
+            added.append(pf)
+        return added
+
+    def mark_encrypted(self, space_ids: set[int]) -> None:
+        """Spaces the server reports encrypted: their pages are counted as encrypted."""
+        self.encrypted_spaces = set(space_ids)
+        for pf in self.files.values():
+            if pf.space_id in space_ids and not pf.encrypted:
+                pf.encrypted = True
+                self._install(pf)
+
+    def _install(self, pf: PageFile) -> None:
+        if self.fd is None:
+            return
+        key = abi.InodeKey(dev=pf.dev, ino=pf.ino)
+        val = abi.InnodbFile(space_id=pf.space_id, page_shift=pf.page_size.bit_length() - 1,
+                             file_class=int(pf.file_class), encrypted=int(pf.encrypted),
+                             dblwr_lo=pf.dblwr[0], dblwr_hi=pf.dblwr[1])
+        libbpf.map_update(self.fd, key, val)
+
+    def space_paths(self) -> dict[int, str]:
+        """space id -> path, for naming page rows."""
+        return {pf.space_id: pf.path for pf in self.files.values()}
+

@@ -1,0 +1,89 @@
+"""Names for InnoDB ids: index id -> schema.table.INDEX, page type -> name.
+
+MariaDB lists indexes in INFORMATION_SCHEMA.INNODB_SYS_INDEXES/_TABLES,
+MySQL 8 in INNODB_INDEXES/INNODB_TABLES; both give a table as
+"schema/table" (partitions as "schema/table#P#p0", names in the
+filename-safe @NNNN encoding), decoded here. The change-buffer tree has a
+fixed id. Unknown ids stay unknown (None), never guessed.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from ioattr.collectors.engine import EngineConnection, EngineError
+
+IBUF_INDEX_ID = 0xFFFFFFFF00000000
+CHANGE_BUFFER = "innodb_system.change_buffer"
+
+MARIADB_QUERY = (
+    "SELECT i.INDEX_ID, i.NAME, t.NAME, i.SPACE FROM INFORMATION_SCHEMA.INNODB_SYS_INDEXES i "
+    "JOIN INFORMATION_SCHEMA.INNODB_SYS_TABLES t ON i.TABLE_ID = t.TABLE_ID")
+MYSQL8_QUERY = (
+    "SELECT i.INDEX_ID, i.NAME, t.NAME, i.SPACE FROM INFORMATION_SCHEMA.INNODB_INDEXES i "
+    "JOIN INFORMATION_SCHEMA.INNODB_TABLES t ON i.TABLE_ID = t.TABLE_ID")
+
+COMMON_PAGE_TYPES = {
+    0: "allocated", 2: "undo_log", 3: "inode", 4: "ibuf_free_list", 5: "ibuf_bitmap", 6: "system",
+    7: "trx_system", 8: "fsp_hdr", 9: "xdes", 10: "blob", 11: "zblob", 12: "zblob2",
+    17855: "index", 17854: "rtree",
+}
+MARIADB_PAGE_TYPES = {18: "instant", 34354: "page_compressed", 37401: "page_compressed_encrypted"}
+MYSQL8_PAGE_TYPES = {
+    14: "compressed", 15: "encrypted", 16: "compressed_encrypted", 17: "encrypted_rtree",
+    18: "sdi_blob", 19: "sdi_zblob", 20: "legacy_doublewrite", 21: "rseg_array", 22: "lob_index",
+    23: "lob_data", 24: "lob_first", 25: "zlob_first", 26: "zlob_data", 27: "zlob_index",
+    28: "zlob_frag", 29: "zlob_frag_entry", 17853: "sdi",
+}
+INDEX_PAGE_TYPES = {17855, 17854, 18}  # 18 = MariaDB's instant-ALTER root, an index page too
+
+_ENC = re.compile(r"@([0-9a-fA-F]{4})")
+
+
+def decode_name(s: str) -> str:
+    """Undo the filename-safe @NNNN encoding of identifiers."""
+    return _ENC.sub(lambda m: chr(int(m.group(1), 16)), s)
+
+
+def index_display_name(table: str, index: str) -> str:
+    """'db/t#P#p0' + 'k_1' -> 'db.t#p0.k_1' (the partition, if any, stays with the table)."""
+    schema, _, tbl = table.partition("/")
+    parts = re.split(r"#[Pp]#", tbl, maxsplit=1)
+    part = ""
+    if len(parts) > 1:
+        part = "#" + decode_name(re.sub(r"#[Ss][Pp]#", "/", parts[1]))
+    return f"{decode_name(schema)}.{decode_name(parts[0])}{part}.{decode_name(index)}"
+
+
+def page_type_name(page_type: int, flavor: str = "mariadb") -> str:
+    if page_type in COMMON_PAGE_TYPES:
+        return COMMON_PAGE_TYPES[page_type]
+    extra = MYSQL8_PAGE_TYPES if flavor == "mysql" else MARIADB_PAGE_TYPES
+    return extra.get(page_type, f"type_{page_type}")
+
+
+class IndexNames:
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {IBUF_INDEX_ID: CHANGE_BUFFER}
+        self.table_of_space: dict[int, str] = {}
+        self.error: str | None = None
+
+    def load_rows(self, rows: Iterable[tuple]) -> None:
+        """(index_id, index_name, 'schema/table', space) rows from either server flavor."""
+        for index_id, index_name, table, space in rows:
+            self.names[int(index_id)] = index_display_name(str(table), str(index_name))
+            if space is not None:
+                self.table_of_space.setdefault(int(space), str(table))
+
+    def refresh(self, engine: EngineConnection) -> bool:
+        query = MYSQL8_QUERY if engine.flavor == "mysql" else MARIADB_QUERY
+        try:
+            self.load_rows(engine.query(query))
+            self.error = None
+            return True
+        except EngineError as e:
+            self.error = f"index names unavailable: {e}"
+            return False
+
+    def lookup(self, index_id: int) -> str | None:
+        return self.names.get(index_id)

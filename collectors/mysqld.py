@@ -1,0 +1,99 @@
+"""What ioattr knows about each traced MySQL/MariaDB server.
+
+One ServerContext per server process: its InnoDB files (registered for
+page classification), index names, thread roles and the engine connection
+they come from. Everything here is refreshed off the hot path, at most once
+per interval, and only as often as something can have changed. When the
+connection fails, page classification still works (ids instead of names)
+and so does file-level attribution; the reason is kept for meta.json.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ioattr.collectors.engine import EngineConnection, EngineError, EngineOptions
+from ioattr.collectors.innodb_files import InnodbFileMap
+from ioattr.collectors.innodb_names import IndexNames
+from ioattr.collectors.targets import process_comm
+from ioattr.collectors.thread_roles import ThreadRoles
+
+SERVER_COMMS = ("mysqld", "mariadbd")
+
+
+def is_server(pid: int) -> bool:
+    return process_comm(pid) in SERVER_COMMS
+
+
+@dataclass
+class ServerContext:
+    pid: int
+    engine_opts: EngineOptions
+    files: InnodbFileMap
+    names: IndexNames = field(default_factory=IndexNames)
+    roles: ThreadRoles = field(default_factory=ThreadRoles)
+    engine: EngineConnection | None = None
+    engine_error: str | None = None
+    _next_names: float = 0.0
+    _next_roles: float = 0.0
+    _next_files: float = 0.0
+
+    def connect(self) -> None:
+        eng = EngineConnection(self.engine_opts, target_pid=self.pid)
+        try:
+            eng.connect()
+        except EngineError as e:
+            self.engine_error = str(e)
+            return
+        self.engine = eng
+        self.engine_error = None
+        try:
+            rows = eng.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
+                             "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
+            self.files.mark_encrypted({int(r[0]) for r in rows})
+        except EngineError:
+            pass  # MySQL 8 has no such table; encryption then shows as unreadable page headers
+
+    def describe(self) -> dict:
+        return {
+            "pid": self.pid,
+            "connected": self.engine is not None,
+            "version": self.engine.version if self.engine else None,
+            "flavor": self.engine.flavor if self.engine else None,
+            "error": self.engine_error,
+            "names_error": self.names.error,
+            "roles_error": self.roles.error,
+        }
+
+    @property
+    def flavor(self) -> str:
+        return self.engine.flavor if self.engine else "mariadb"
+
+    def refresh(self, *, new_files: bool = False, unknown_index: bool = False,
+                unknown_thread: bool = False) -> None:
+        """Bring files, names and roles up to date, as far as something changed."""
+        now = time.monotonic()
+        if new_files or now >= self._next_files:
+            self.files.sync(self.pid)
+            self._next_files = now + 10.0
+        if self.engine is None:
+            return
+        if unknown_index and now >= self._next_names or self._next_names == 0.0:
+            self.names.refresh(self.engine)
+            self._next_names = now + 5.0
+        if unknown_thread and now >= self._next_roles or self._next_roles == 0.0:
+            self.roles.refresh(self.engine)
+            self._next_roles = now + 2.0
+
+    def role(self, tid: int, comm: str | None) -> str | None:
+        """A thread's role; a thread P_S has not shown us yet triggers a (throttled) re-read."""
+        role = self.roles.roles.get(tid)
+        if role is None and self.engine is not None and time.monotonic() >= self._next_roles - 1.75:
+            self.roles.refresh(self.engine)
+            self._next_roles = time.monotonic() + 2.0
+            role = self.roles.roles.get(tid)
+        return role or self.roles.lookup(tid, comm)
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()

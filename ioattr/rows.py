@@ -1,0 +1,181 @@
+"""Turn drained BPF deltas into recording rows, naming what can be named.
+
+IoRows serves the io table (file-level), PageRows the pages table (InnoDB
+page classes). Both share the name caches of one recording: files,
+devices, threads, roles, statement digests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ioattr.collectors import abi
+from ioattr.collectors.drain import Deltas
+from ioattr.collectors.innodb_files import FC_NAMES, classify_path
+from ioattr.collectors.innodb_names import INDEX_PAGE_TYPES, page_type_name
+from ioattr.collectors.mysqld import ServerContext
+from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
+from ioattr.collectors.thread_roles import role_of_comm
+from ioattr.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
+from ioattr.recording import HIST_COLUMNS
+
+STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
+
+
+@dataclass
+class Naming:
+    files: FileNames = field(default_factory=FileNames)
+    devices: DeviceNames = field(default_factory=DeviceNames)
+    tasks: TaskNames = field(default_factory=TaskNames)
+    servers: dict[int, ServerContext] = field(default_factory=dict)
+    queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
+    stage_probes: bool = False
+
+    def role(self, pid: int, tid: int) -> str | None:
+        if not tid:
+            return None
+        ctx = self.servers.get(pid)
+        comm = self.tasks.thread(pid, tid)
+        if ctx is not None:
+            return ctx.role(tid, comm)
+        return role_of_comm(comm)
+
+    def stage(self, value: int) -> str | None:
+        if value == abi.Stage.UNKNOWN:
+            return "background" if self.stage_probes else None
+        return STAGE_NAMES.get(value)
+
+    def query(self, digest: int) -> str | None:
+        return self.queries.get(digest) if digest else None
+
+
+def _opt_ints(values: np.ndarray) -> list[int | None]:
+    return [int(v) if v else None for v in values]
+
+
+class IoRows:
+    def __init__(self, naming: Naming) -> None:
+        self.n = naming
+
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+        n = self.n
+        n.tasks.new_interval()
+        k = d.keys
+        rows = len(d)
+        pids = k["tgid"].astype(np.int64)
+        tids = k["tid"].astype(np.int64)
+        files: list[str | None] = []
+        for i in range(rows):
+            kind = int(k["kind"][i])
+            if kind in KIND_FILE_LABELS:
+                files.append(KIND_FILE_LABELS[kind])
+            else:
+                files.append(n.files.lookup(int(k["dev"][i]), int(k["ino"][i]), int(pids[i])))
+        digests = k["digest"].astype(np.uint64)
+        cols: dict[str, object] = {
+            "ts_start": [ts_start] * rows,
+            "ts_end": [ts_end] * rows,
+            "phase": [phase] * rows,
+            "layer": [LAYER_NAMES[int(x)] for x in k["layer"]],
+            "op": [OP_NAMES[int(x)] for x in k["op"]],
+            "api": [API_NAMES.get(int(x), "other") for x in k["api"]],
+            "kind": [KIND_NAMES.get(int(x), "unknown") for x in k["kind"]],
+            "pid": _opt_ints(pids),
+            "tid": _opt_ints(tids),
+            "process": [n.tasks.process(int(p)) if p else None for p in pids],
+            "thread": [n.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
+            "role": [n.role(int(p), int(t)) for p, t in zip(pids, tids)],
+            "stage": [n.stage(int(s)) if t else None for s, t in zip(k["stage"], tids)],
+            "digest": [int(x) if x else None for x in digests],
+            "query": [n.query(int(x)) for x in digests],
+            "file_class": [FC_NAMES[classify_path(f)] if f and not f.startswith("[") else None
+                           for f in files],
+            "dev": ["%d:%d" % abi.dev_major_minor(int(x)) for x in k["dev"]],
+            "device": [n.devices.lookup(int(x)) for x in k["dev"]],
+            "ino": _opt_ints(k["ino"]),
+            "file": files,
+            "count": d.count.astype(np.int64),
+            "bytes": d.bytes.astype(np.int64),
+            "lat_sum_ns": d.lat_sum_ns.astype(np.int64),
+        }
+        hist = d.hist.astype(np.int64)
+        for i, name in enumerate(HIST_COLUMNS):
+            cols[name] = hist[:, i] if rows else np.empty(0, dtype=np.int64)
+        return cols
+
+
+def page_flags_label(flags: int) -> str | None:
+    if flags & abi.PAGE_F_ENCRYPTED:
+        return "encrypted"
+    if flags & abi.PAGE_F_UNREADABLE:
+        return "unreadable"
+    if flags & abi.PAGE_F_MISMATCH:
+        return "mismatch"
+    return None
+
+
+class PageRows:
+    def __init__(self, naming: Naming) -> None:
+        self.n = naming
+
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+        n = self.n
+        k = d.keys
+        rows = len(d)
+        pids = k["tgid"].astype(np.int64)
+        tids = k["tid"].astype(np.int64)
+        page_types: list[str | None] = []
+        index_names: list[str | None] = []
+        index_ids: list[int | None] = []
+        levels: list[int | None] = []
+        file_col: list[str | None] = []
+        for i in range(rows):
+            ctx = n.servers.get(int(pids[i]))
+            flavor = ctx.flavor if ctx else "mariadb"
+            flags = int(k["flags"][i])
+            label = page_flags_label(flags)
+            pt = int(k["page_type"][i])
+            if label in ("encrypted", "unreadable"):
+                page_types.append(label)
+                index_ids.append(None)
+                index_names.append(None)
+                levels.append(None)
+            else:
+                page_types.append(page_type_name(pt, flavor))
+                is_index = pt in INDEX_PAGE_TYPES and not (flavor == "mysql" and pt == 18)
+                iid = int(k["index_id"][i]) if is_index else None
+                index_ids.append(iid)
+                index_names.append(ctx.names.lookup(iid) if (ctx and iid is not None) else None)
+                lvl = int(k["level"][i])
+                levels.append(lvl if is_index and lvl != abi.LEVEL_NONE else None)
+            # a doublewrite copy went to the system tablespace, whatever page it carries
+            space = 0 if int(k["file_class"][i]) == abi.FileClass.DOUBLEWRITE else int(k["space_id"][i])
+            file_col.append(paths.get(space) if ctx and (paths := ctx.files.space_paths()) else None)
+        digests = k["digest"].astype(np.uint64)
+        return {
+            "ts_start": [ts_start] * rows,
+            "ts_end": [ts_end] * rows,
+            "phase": [phase] * rows,
+            "op": [OP_NAMES[int(x)] for x in k["op"]],
+            "api": [API_NAMES.get(int(x), "other") for x in k["api"]],
+            "pid": _opt_ints(pids),
+            "tid": _opt_ints(tids),
+            "process": [n.tasks.process(int(p)) if p else None for p in pids],
+            "thread": [n.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
+            "role": [n.role(int(p), int(t)) for p, t in zip(pids, tids)],
+            "stage": [n.stage(int(s)) for s in k["stage"]],
+            "digest": [int(x) if x else None for x in digests],
+            "query": [n.query(int(x)) for x in digests],
+            "space_id": [int(x) for x in k["space_id"]],
+            "file": file_col,
+            "file_class": [FC_NAMES[abi.FileClass(int(x))] if int(x) in abi.FileClass._value2member_map_
+                           else "other" for x in k["file_class"]],
+            "index_id": index_ids,
+            "index": index_names,
+            "level": levels,
+            "page_type": page_types,
+            "flags": [page_flags_label(int(f)) for f in k["flags"]],
+            "pages": d.values["pages"].astype(np.int64),
+            "bytes": d.values["bytes"].astype(np.int64),
+        }
