@@ -151,6 +151,20 @@ enum ioattr_event_type {
 	IOA_EV_OPEN = 1, /* a target opened a regular file */
 	IOA_EV_TASK = 2, /* first IO seen from a thread: its name, before it can exit */
 	IOA_EV_EXEC = 3, /* a target exec'd: its new name replaces the old one */
+	IOA_EV_QUERY = 4, /* first statement seen with a digest: a sample of its text */
+};
+
+#define IOATTR_QUERY_MAX 512
+
+struct query_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__u32 len;      /* bytes of text that follow */
+	__u64 digest;
+	__u32 marker;   /* the text contains "ioattr:phase=" */
+	__u32 pad;
+	char text[IOATTR_QUERY_MAX];
 };
 
 struct open_event {

@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    + ", ".join(s.name for s in PROBE_SETS))
     p.add_argument("--no-innodb-pages", action="store_true",
                    help="don't classify InnoDB pages (index, level, page type)")
+    p.add_argument("--keep-literals", action="store_true",
+                   help="store statement samples with their literal values (default: stripped)")
     add_engine_arguments(p)
 
 
@@ -72,5 +74,6 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
-                         innodb_pages=not args.no_innodb_pages, engine=engine_options(args))
+                         innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
+                         engine=engine_options(args))
     return Recorder(opts).run()

@@ -112,12 +112,20 @@ class IoVal(ctypes.Structure):
 EV_OPEN = 1
 EV_TASK = 2
 EV_EXEC = 3
+EV_QUERY = 4
+QUERY_MAX = 512
 
 
 class OpenEvent(ctypes.Structure):
     _fields_ = [("type", ctypes.c_uint32), ("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32),
                 ("fd", ctypes.c_int32), ("ino", ctypes.c_uint64), ("dev", ctypes.c_uint32),
                 ("dfd", ctypes.c_int32), ("path", ctypes.c_char * PATH_MAX)]
+
+
+class QueryEvent(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_uint32), ("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32),
+                ("len", ctypes.c_uint32), ("digest", ctypes.c_uint64), ("marker", ctypes.c_uint32),
+                ("pad", ctypes.c_uint32), ("text", ctypes.c_char * 512)]
 
 
 class TaskEvent(ctypes.Structure):

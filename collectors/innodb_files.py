@@ -115,6 +115,38 @@ def read_doublewrite_range(path: str, page_size: int) -> tuple[int, int]:
     return min(block1, block2), max(block1, block2) + extent
 
 
+def datadir_files(directories: list[str], depth: int = 2) -> list[tuple[str, int, int]]:
+    """(path, kernel dev, inode) of the page files under the server's directories,
+    open or not yet: InnoDB opens tablespaces lazily, and their first reads must
+    already be classified."""
+    out = []
+    seen: set[str] = set()
+
+    def walk(d: str, level: int) -> None:
+        if d in seen:
+            return
+        seen.add(d)
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            return
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if level < depth:
+                        walk(e.path, level + 1)
+                elif e.is_file() and classify_path(e.path) in PAGE_FILE_CLASSES:
+                    st = e.stat()
+                    out.append((e.path, abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
+            except OSError:
+                continue
+
+    for d in directories:
+        if d:
+            walk(os.path.realpath(d), 0)
+    return out
+
+
 def open_files(pid: int) -> list[tuple[str, int, int]]:
     """(path, kernel dev, inode) of every regular file pid has open."""
     out = []
@@ -149,10 +181,11 @@ class InnodbFileMap:
             return None
         return FC_NAMES[classify_path(path)]
 
-    def sync(self, pid: int) -> list[PageFile]:
-        """Register new page files of pid; returns the ones added."""
+    def sync(self, pid: int, directories: list[str] | None = None) -> list[PageFile]:
+        """Register new page files pid has open or has under its directories."""
         added = []
-        for path, dev, ino in open_files(pid):
+        candidates = open_files(pid) + datadir_files(directories or [])
+        for path, dev, ino in candidates:
             if (dev, ino) in self.files:
                 continue
             fc = classify_path(path)

@@ -9,6 +9,7 @@ and so does file-level attribution; the reason is kept for meta.json.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -34,11 +35,17 @@ class ServerContext:
     roles: ThreadRoles = field(default_factory=ThreadRoles)
     engine: EngineConnection | None = None
     engine_error: str | None = None
+    stage_status: str | None = None
+    directories: list[str] = field(default_factory=list)
     _next_names: float = 0.0
     _next_roles: float = 0.0
     _next_files: float = 0.0
 
     def connect(self) -> None:
+        try:
+            self.directories = [os.readlink(f"/proc/{self.pid}/cwd")]  # mysqld runs in its datadir
+        except OSError:
+            self.directories = []
         eng = EngineConnection(self.engine_opts, target_pid=self.pid)
         try:
             eng.connect()
@@ -47,6 +54,11 @@ class ServerContext:
             return
         self.engine = eng
         self.engine_error = None
+        try:
+            row = eng.query("SELECT @@datadir, @@innodb_data_home_dir, @@innodb_undo_directory")[0]
+            self.directories += [str(d) for d in row if d]
+        except (EngineError, IndexError):
+            pass
         try:
             rows = eng.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
                              "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
@@ -63,6 +75,7 @@ class ServerContext:
             "error": self.engine_error,
             "names_error": self.names.error,
             "roles_error": self.roles.error,
+            "stage_probes": self.stage_status,
         }
 
     @property
@@ -74,7 +87,7 @@ class ServerContext:
         """Bring files, names and roles up to date, as far as something changed."""
         now = time.monotonic()
         if new_files or now >= self._next_files:
-            self.files.sync(self.pid)
+            self.files.sync(self.pid, self.directories)
             self._next_files = now + 10.0
         if self.engine is None:
             return

@@ -22,6 +22,7 @@ from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
                "named_tids", "innodb_files", "page_stats", "hdr_scratch")
+DEFAULT_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class ProbeSet:
     purpose: str
     required: bool
     tracepoints: tuple[str, ...]  # category:name, checked in tracefs before loading
+    manual: bool = False          # programs are attached per target (uprobes), not at load
 
 
 PROBE_SETS: tuple[ProbeSet, ...] = (
@@ -43,6 +45,8 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
              ("block:block_bio_queue", "block:block_rq_issue", "block:block_rq_complete")),
     ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False,
              ("filemap:mm_filemap_add_to_page_cache",)),
+    ProbeSet("stage", "statement digests and query stages (uprobes on mysqld's SQL layer)", False,
+             (), manual=True),
 )
 
 
@@ -145,7 +149,8 @@ class ProbeSession:
                     self.shared_fds[m.name] = os.dup(m.fd)
             loaded = LoadedSet(spec, obj)
             for prog in obj.programs():
-                obj.links.append(prog.attach())
+                if not spec.manual:
+                    obj.links.append(prog.attach())
                 loaded.programs.append(prog.name)
             return loaded
         except Exception:
@@ -182,6 +187,12 @@ class ProbeSession:
             except OSError:
                 pass
         self.shared_fds.clear()
+
+    def loaded_set(self, name: str) -> LoadedSet | None:
+        for ls in self.loaded:
+            if ls.spec.name == name:
+                return ls
+        return None
 
     def map_fd(self, name: str) -> int:
         return self.shared_fds[name]

@@ -52,7 +52,7 @@ def run_demo(opts: DemoOptions) -> int:
         sysbench = ["sysbench", "oltp_read_write", "--db-driver=mysql", f"--mysql-socket={db.socket}",
                     "--mysql-user=root", "--mysql-db=sbtest", f"--tables={opts.tables}",
                     f"--table-size={opts.table_size}", "--threads=2", f"--time={opts.seconds}",
-                    "--report-interval=0", "run"]
+                    "--report-interval=0", "--db-ps-mode=disable", "run"]
         spec = TargetSpec(pids=[db.pid], command=sysbench)
         rec_opts = RecordOptions(output=opts.output, targets=spec, interval=1.0, phase="oltp_read_write",
                                  log=say, discard_command_output=True)

@@ -185,56 +185,10 @@ def libc_path() -> str | None:
 
 
 def elf_symbol_offset(path: str, symbol: str) -> int:
-    """File offset of a function in an ELF64 shared object's .dynsym.
+    """File offset of a function (see ioattr.collectors.elf)."""
+    from ioattr.collectors.elf import symbol_offset
 
-    Reads the section headers, finds SHT_DYNSYM and its string table
-    (sh_link), looks the symbol up, then maps its virtual address to a file
-    offset through the PT_LOAD segment containing it - the offset a uprobe
-    wants. Raises ValueError when the file or symbol is not as expected.
-    """
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF":
-        raise ValueError(f"{path} is not ELF")
-    if data[4] != 2:
-        raise ValueError(f"{path} is not a 64-bit ELF")
-    end = "<" if data[5] == 1 else ">"
-    # ELF64 header: e_phoff @32, e_shoff @40, e_phentsize/e_phnum/e_shentsize/e_shnum @54..
-    e_phoff, e_shoff = struct.unpack_from(end + "QQ", data, 32)
-    e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from(end + "HHHH", data, 54)
-
-    def section(i: int) -> tuple[int, int, int, int, int]:
-        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, sh_info, sh_addralign, sh_entsize
-        f = struct.unpack_from(end + "IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
-        return f[1], f[4], f[5], f[6], f[9]  # type, offset, size, link, entsize
-
-    addr = None
-    for i in range(e_shnum):
-        sh_type, off, size, link, entsize = section(i)
-        if sh_type != 11:  # SHT_DYNSYM
-            continue
-        _, str_off, str_size, _, _ = section(link)
-        want = symbol.encode()
-        for s in range(off, off + size, entsize or 24):
-            # Elf64_Sym: st_name u32, st_info u8, st_other u8, st_shndx u16, st_value u64, st_size u64
-            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from(end + "IBBHQQ", data, s)
-            if st_shndx == 0 or st_value == 0 or (st_info & 0xF) not in (2, 10):  # FUNC, IFUNC
-                continue
-            n0 = str_off + st_name
-            n1 = data.index(b"\0", n0, str_off + str_size)
-            if data[n0:n1] == want:
-                addr = st_value
-                break
-        break
-    if addr is None:
-        raise ValueError(f"{symbol} not in {os.path.basename(path)}'s dynamic symbols")
-    for i in range(e_phnum):
-        # Elf64_Phdr: p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align
-        p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = struct.unpack_from(
-            end + "IIQQQQQQ", data, e_phoff + i * e_phentsize)
-        if p_type == 1 and p_vaddr <= addr < p_vaddr + p_filesz:  # PT_LOAD
-            return addr - p_vaddr + p_offset
-    raise ValueError(f"{symbol} at {addr:#x} is in no loadable segment of {path}")
+    return symbol_offset(path, symbol)
 
 
 # --------------------------------------------------------------------------

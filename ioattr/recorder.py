@@ -26,6 +26,8 @@ from ioattr.collectors.innodb_files import InnodbFileMap, classify_path, PAGE_FI
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import ProbeSession
+from ioattr.collectors.sqltext import normalize
+from ioattr.collectors.stage_probes import StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
 from ioattr.errors import UsageError
 from ioattr.recording import RecordingWriter
@@ -42,6 +44,7 @@ class RecordOptions:
     chunk_seconds: float = 10.0
     probe_sets: tuple[str, ...] | None = None
     innodb_pages: bool = True
+    keep_literals: bool = False
     engine: EngineOptions = field(default_factory=EngineOptions)
     discard_command_output: bool = False
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
@@ -102,6 +105,8 @@ class Recorder:
                     o.output, targets=writer_targets, interval=o.interval, phase=o.phase,
                     probe_sets=probes.active_sets, degraded=probes.degraded)
                 writer.meta["innodb_pages"] = o.innodb_pages
+                writer.meta["keep_literals"] = o.keep_literals
+                self.stage = StageProbes(probes)
                 self.file_map = InnodbFileMap(probes.map_fd("innodb_files") if o.innodb_pages else None)
                 tracker = TargetTracker(o.targets, probes.map_fd("targets"))
                 if o.targets.command:
@@ -127,6 +132,7 @@ class Recorder:
                     self._drain_into(io_drain, page_drain, writer, self._last_tick, time.time())
                     writer.flush(read_drops(probes.map_fd("drops")))
                     events.free()
+                    self.stage.close()
                     self._describe_servers(writer)
                     for ctx in self.naming.servers.values():
                         ctx.close()
@@ -159,6 +165,11 @@ class Recorder:
                     self.opts.log(f"server {pid}: {ctx.engine_error}; index names and thread roles "
                                   "will be missing, file-level attribution continues")
                 ctx.refresh()
+                if self.stage.available:
+                    ctx.stage_status = self.stage.attach(pid)
+                    if not ctx.stage_status.startswith("attached"):
+                        self.opts.log(f"server {pid}: {ctx.stage_status}")
+                    self.naming.stage_probes = self.stage.attached
                 for err in (ctx.names.error, ctx.roles.error):
                     if err:
                         self.opts.log(f"server {pid}: {err}")
@@ -179,6 +190,11 @@ class Recorder:
             name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
             if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
                 self._new_page_file = True
+        elif kind == abi.EV_QUERY and len(data) >= ctypes.sizeof(abi.QueryEvent):
+            ev = abi.QueryEvent.from_buffer_copy(data)
+            text = ev.text[: min(int(ev.len), abi.QUERY_MAX)].decode(errors="replace")
+            if int(ev.digest) not in self.naming.queries:
+                self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
         elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
             ev = abi.TaskEvent.from_buffer_copy(data)
             self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
@@ -249,6 +265,7 @@ class Recorder:
                 ctx = self.naming.servers.pop(pid, None)
                 if ctx:
                     ctx.close()
+                    self.stage.detach(pid)
             for pid in tracker.current:
                 self.naming.tasks.remember_threads(pid)
             if now >= next_flush:

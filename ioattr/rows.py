@@ -32,14 +32,22 @@ class Naming:
     queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
     stage_probes: bool = False
 
-    def role(self, pid: int, tid: int) -> str | None:
+    connection_tids: set[int] = field(default_factory=set)
+
+    def role(self, pid: int, tid: int, stage: int = 0) -> str | None:
         if not tid:
             return None
+        if stage >= abi.Stage.PARSE:
+            # the stage probes saw this thread run a client statement: it serves a
+            # connection, even where performance_schema has no OS id for it (MariaDB
+            # leaves THREAD_OS_ID NULL for threads reused from the thread cache)
+            self.connection_tids.add(tid)
         ctx = self.servers.get(pid)
         comm = self.tasks.thread(pid, tid)
-        if ctx is not None:
-            return ctx.role(tid, comm)
-        return role_of_comm(comm)
+        role = ctx.role(tid, comm) if ctx is not None else role_of_comm(comm)
+        if role is None and tid in self.connection_tids:
+            return "connection"
+        return role
 
     def stage(self, value: int) -> str | None:
         if value == abi.Stage.UNKNOWN:
@@ -85,7 +93,7 @@ class IoRows:
             "tid": _opt_ints(tids),
             "process": [n.tasks.process(int(p)) if p else None for p in pids],
             "thread": [n.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
-            "role": [n.role(int(p), int(t)) for p, t in zip(pids, tids)],
+            "role": [n.role(int(p), int(t), int(s)) for p, t, s in zip(pids, tids, k["stage"])],
             "stage": [n.stage(int(s)) if t else None for s, t in zip(k["stage"], tids)],
             "digest": [int(x) if x else None for x in digests],
             "query": [n.query(int(x)) for x in digests],
@@ -163,7 +171,7 @@ class PageRows:
             "tid": _opt_ints(tids),
             "process": [n.tasks.process(int(p)) if p else None for p in pids],
             "thread": [n.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
-            "role": [n.role(int(p), int(t)) for p, t in zip(pids, tids)],
+            "role": [n.role(int(p), int(t), int(s)) for p, t, s in zip(pids, tids, k["stage"])],
             "stage": [n.stage(int(s)) for s in k["stage"]],
             "digest": [int(x) if x else None for x in digests],
             "query": [n.query(int(x)) for x in digests],

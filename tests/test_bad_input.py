@@ -87,7 +87,7 @@ def test_missing_optional_tracepoint_degrades_with_a_message(tmp_path: Path) -> 
     assert "degraded" in r.stderr and "io_uring:io_uring_submit_req" in r.stderr
     meta = json.loads((rec / "meta.json").read_text())
     assert set(meta["degraded"]) == {"uring", "block", "pagecache"}
-    assert meta["probe_sets"] == ["syscalls", "targets"]
+    assert meta["probe_sets"] == ["syscalls", "targets", "stage"]
     assert_no_ioattr_programs()
 
 

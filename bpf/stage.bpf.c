@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Query and stage: uprobes on mysqld's exported SQL-layer functions tell
+ * each connection thread which statement it runs and where in processing
+ * it is, so the IO probes can charge IO to (digest, stage).
+ *
+ *   dispatch_command            entry: statement starts (parse), digest computed
+ *   mysql_execute_command       entry: execute
+ *   JOIN::optimize              entry: optimize
+ *   JOIN::exec                  entry: execute
+ *   ha_commit_trans             entry: commit
+ *   dispatch_command            return: back to idle (background)
+ *
+ * The digest is FNV-1a over the statement with literals (numbers, quoted
+ * strings) replaced by '?', comments dropped and whitespace folded, so
+ * statements that differ only in literals share it. The text itself goes
+ * to userspace once per new digest, where literals are stripped again
+ * before anything is stored.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+#define COM_QUERY 3
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+/* digests already sampled to userspace */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} seen_digests SEC(".maps");
+
+struct text_buf {
+	char b[IOATTR_QUERY_MAX];
+};
+
+enum { S_CODE, S_SPACE, S_NUMBER, S_QUOTE, S_COMMENT, S_LINE_COMMENT };
+
+/* The digest state lives in a per-CPU map value, not on the stack: the
+ * verifier does not track map contents as constants, so the state machine's
+ * branches converge instead of multiplying verifier states. */
+struct digest_ctx {
+	struct text_buf t[1];
+	__u64 hash;
+	__u32 len;
+	__u8 state;
+	__u8 quote;
+	__u8 prev;      /* last character that went into the hash */
+	__u8 escaped;
+	__u32 marker;   /* how much of "ioattr:phase=" matched so far; 13 = found */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct digest_ctx);
+} digest_scratch SEC(".maps");
+
+/* "ioattr:phase=" one character at a time (a const array would land in
+ * .rodata, which holds only the loader's config) */
+static __always_inline __u8 marker_char(__u32 i)
+{
+	switch (i) {
+	case 0: return 'i';
+	case 1: return 'o';
+	case 2: return 'a';
+	case 3: return 't';
+	case 4: return 't';
+	case 5: return 'r';
+	case 6: return ':';
+	case 7: return 'p';
+	case 8: return 'h';
+	case 9: return 'a';
+	case 10: return 's';
+	case 11: return 'e';
+	default: return '=';
+	}
+}
+
+static __always_inline void mix(struct digest_ctx *c, __u8 ch)
+{
+	c->hash = (c->hash ^ ch) * FNV_PRIME;
+	c->prev = ch;
+}
+
+static __always_inline bool ident_char(__u8 ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '$' || ch >= 0x80;
+}
+
+/* t->b[i] with a bound the verifier can see (the compiler drops a plain mask) */
+static __always_inline __u8 text_at(struct text_buf *t, __u32 i)
+{
+	asm volatile("" : "+r"(i));
+	i &= IOATTR_QUERY_MAX - 1;
+	return t->b[i];
+}
+
+/* bpf_loop wants its context on the stack: a pointer to the map value */
+struct digest_ref {
+	struct digest_ctx *c;
+};
+
+static long digest_step(__u32 i, struct digest_ref *ref)
+{
+	struct digest_ctx *c = ref->c;
+	__u8 ch, next;
+
+	if (i >= c->len || i >= IOATTR_QUERY_MAX)
+		return 1;
+	ch = text_at(c->t, i);
+	next = (i + 1 < c->len) ? text_at(c->t, i + 1) : 0;
+	/* look for the phase marker anywhere, comments included */
+	if (c->marker < 13) {
+		if (ch == marker_char(c->marker))
+			c->marker++;
+		else
+			c->marker = ch == 'i' ? 1 : 0;
+	}
+	switch (c->state) {
+	case S_QUOTE:
+		if (c->escaped)
+			c->escaped = 0;
+		else if (ch == '\\')
+			c->escaped = 1;
+		else if (ch == c->quote)
+			c->state = S_CODE;
+		return 0;
+	case S_COMMENT:
+		if (ch == '*' && next == '/') {
+			c->state = S_SPACE;
+			c->escaped = 1; /* skip the '/' */
+		}
+		return 0;
+	case S_LINE_COMMENT:
+		if (ch == '\n')
+			c->state = S_SPACE;
+		return 0;
+	case S_NUMBER:
+		if ((ch >= '0' && ch <= '9') || ch == '.' || ch == 'e' || ch == 'E' || ch == 'x' ||
+		    (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))
+			return 0;
+		c->state = S_CODE;
+		break;
+	}
+	if (c->state == S_SPACE && c->escaped) { /* the '/' closing a comment */
+		c->escaped = 0;
+		return 0;
+	}
+	if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+		c->state = S_SPACE;
+		return 0;
+	}
+	if (ch == '/' && next == '*') {
+		c->state = S_COMMENT;
+		return 0;
+	}
+	if ((ch == '-' && next == '-') || ch == '#') {
+		c->state = S_LINE_COMMENT;
+		return 0;
+	}
+	if (c->state == S_SPACE) {
+		if (c->prev && c->prev != ' ')
+			mix(c, ' ');
+		c->state = S_CODE;
+	}
+	if (ch == '\'' || ch == '"') {
+		c->state = S_QUOTE;
+		c->quote = ch;
+		mix(c, '?');
+		return 0;
+	}
+	if (ch >= '0' && ch <= '9' && !ident_char(c->prev)) {
+		c->state = S_NUMBER;
+		mix(c, '?');
+		return 0;
+	}
+	if (ch >= 'A' && ch <= 'Z')
+		ch += 'a' - 'A';
+	mix(c, ch);
+	return 0;
+}
+
+static __always_inline struct task_io_state *thread_state(void)
+{
+	return bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+static __always_inline void set_stage(__u8 stage)
+{
+	struct task_io_state *st;
+
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return;
+	st = thread_state();
+	if (st)
+		st->stage = stage;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *packet, unsigned int length)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_io_state *st;
+	struct digest_ctx *c;
+	__u32 zero = 0, len;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	st = thread_state();
+	if (!st)
+		return 0;
+	st->stage = IOA_STAGE_PARSE;
+	st->digest = 0;
+	if (command != COM_QUERY || !packet)
+		return 0;
+	c = bpf_map_lookup_elem(&digest_scratch, &zero);
+	if (!c)
+		return 0;
+	len = length < IOATTR_QUERY_MAX ? length : IOATTR_QUERY_MAX;
+	if (bpf_probe_read_user(c->t->b, IOATTR_QUERY_MAX, packet) &&
+	    bpf_probe_read_user(c->t->b, len & (IOATTR_QUERY_MAX - 1), packet))
+		return 0;
+	c->len = len;
+	c->hash = FNV_OFFSET;
+	c->state = S_SPACE;
+	c->quote = 0;
+	c->prev = 0;
+	c->escaped = 0;
+	c->marker = 0;
+	struct digest_ref ref = { .c = c };
+
+	bpf_loop(len, digest_step, &ref, 0);
+	if (c->hash == 0)
+		c->hash = 1;
+	st->digest = c->hash;
+
+	/* a sample of the text, once per digest (or always for a phase marker) */
+	__u8 one = 1;
+	__u64 digest = c->hash;
+	if (c->marker < 13 && bpf_map_update_elem(&seen_digests, &digest, &one, BPF_NOEXIST))
+		return 0;
+	struct query_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(IOA_DROP_EVENTS_FULL);
+		return 0;
+	}
+	e->type = IOA_EV_QUERY;
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->len = len;
+	e->digest = digest;
+	e->marker = c->marker >= 13;
+	e->pad = 0;
+	__builtin_memcpy(e->text, c->t->b, IOATTR_QUERY_MAX);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ioattr_dispatch_command_ret)
+{
+	struct task_io_state *st;
+
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	if (st) {
+		st->stage = IOA_STAGE_BACKGROUND;
+		st->digest = 0;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_execute_command)
+{
+	set_stage(IOA_STAGE_EXECUTE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_join_optimize)
+{
+	set_stage(IOA_STAGE_OPTIMIZE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_join_exec)
+{
+	set_stage(IOA_STAGE_EXECUTE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_commit)
+{
+	set_stage(IOA_STAGE_COMMIT);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

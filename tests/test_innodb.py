@@ -1,0 +1,148 @@
+"""InnoDB awareness against the engine's own counters, on a cold buffer pool.
+
+Ground truth: INFORMATION_SCHEMA.INNODB_METRICS buffer_page_read_* and
+buffer_page_written_* (module_buffer_page enabled at start-up), which count
+every page InnoDB reads or writes by type and B-tree level.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import Background, assert_no_ioattr_programs, report_json
+
+ROWS = 120000
+PAGE_METRICS = ("index_leaf", "index_non_leaf", "undo_log", "blob", "system_page")
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A private server with page monitors on and a table bigger than its buffer pool."""
+    from ioattr.sandbox import PrivateMariaDB
+    from tests import fixtures_mariadb
+
+    fixtures_mariadb._need_mariadb()
+    db = PrivateMariaDB(buffer_pool="8M", extra_options={"innodb_monitor_enable": "module_buffer_page",
+                                                         "innodb_stats_persistent": "OFF"})
+    db.start()
+    fixtures_mariadb._SESSION_SERVERS.append(db)
+    try:
+        db.query("CREATE DATABASE bench")
+        db.query("CREATE TABLE bench.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(200) NOT NULL, "
+                 "KEY k (k)) ENGINE=InnoDB")
+        db.query("INSERT INTO bench.t SELECT seq, (seq * 7919) % 100000, REPEAT('x', 200) "
+                 f"FROM bench.seq_1_to_{ROWS}")
+        yield db
+    finally:
+        db.stop()
+        fixtures_mariadb._SESSION_SERVERS.remove(db)
+
+
+def metrics(db, prefix: str) -> dict[str, int]:
+    rows = db.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE NAME LIKE %s",
+                    (prefix + "%",))
+    return {name[len(prefix):]: int(count) for name, count in rows}
+
+
+def record_queries(db, tmp: Path, statements: list[str], *, flush: bool = False) -> tuple[Path, dict, dict]:
+    """Cold restart, record while running statements; return (rec, read deltas, write deltas)."""
+    db.restart()
+    # open the table (and sample its statistics) before measuring: that is not the scan's IO
+    db.query("SELECT id FROM bench.t WHERE id = 1")
+    rec = tmp / f"rec-{time.monotonic_ns()}"
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3")
+    bg.wait_recording()
+    r0, w0 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
+    for sql in statements:
+        db.query(sql)
+    if flush:
+        db.query("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
+        db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+        deadline = time.monotonic() + 60
+        while db.status("Innodb_buffer_pool_pages_dirty") > 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    r1, w1 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
+    time.sleep(0.5)
+    code, err = bg.stop()
+    assert code == 0, err
+    return rec, {k: r1[k] - r0.get(k, 0) for k in r1}, {k: w1[k] - w0.get(k, 0) for k in w1}
+
+
+def pages_by(rec: Path, *dims: str, op: str = "read") -> dict[tuple, int]:
+    rep = report_json(rec, "--by", ",".join(dims))
+    assert rep.get("unit") == "pages"
+    out: dict[tuple, int] = {}
+    for row in rep["rows"]:
+        if row["op"] == op:
+            key = tuple(row[d] for d in dims)
+            out[key] = out.get(key, 0) + row["count"]
+    return out
+
+
+def test_secondary_index_scan_reads_that_index(server, tmp_path: Path) -> None:
+    rec, reads, _ = record_queries(server, tmp_path, ["SELECT COUNT(*) FROM bench.t FORCE INDEX (k)"])
+    by_index = pages_by(rec, "index", "page_type")
+    index_pages = {k: v for k, v in by_index.items() if k[1] == "index"}
+    total = sum(index_pages.values())
+    assert total > 100, by_index
+    assert by_index.get(("bench.t.k", "index"), 0) >= 0.95 * total, by_index
+    # leaf / non-leaf agree with the engine's counters
+    by_level = pages_by(rec, "level")
+    for level, metric in (("leaf", "index_leaf"), ("non_leaf", "index_non_leaf")):
+        want = reads[metric]
+        assert abs(by_level.get((level,), 0) - want) <= max(2, 0.02 * want), (level, by_level, reads)
+
+
+def test_clustered_scan_reads_primary(server, tmp_path: Path) -> None:
+    rec, reads, _ = record_queries(server, tmp_path,
+                                   ["SELECT COUNT(*), SUM(LENGTH(c)) FROM bench.t FORCE INDEX (PRIMARY)"])
+    by_index = pages_by(rec, "index", "page_type")
+    total = sum(v for k, v in by_index.items() if k[1] == "index")
+    assert total > 1000, by_index
+    assert by_index.get(("bench.t.PRIMARY", "index"), 0) >= 0.95 * total, by_index
+    by_level = pages_by(rec, "level")
+    assert abs(by_level.get(("leaf",), 0) - reads["index_leaf"]) <= max(2, 0.02 * reads["index_leaf"])
+    # a scan this size is mostly read-ahead, issued asynchronously: classified just as exactly
+    by_api = pages_by(rec, "api", "index")
+    assert by_api.get(("io_uring", "bench.t.PRIMARY"), 0) > 0.5 * by_index[("bench.t.PRIMARY", "index")], by_api
+
+
+def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Path) -> None:
+    covering = "SELECT k FROM bench.t WHERE k BETWEEN 20000 AND 60000"
+    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 20000 AND 60000"
+    rec, _, _ = record_queries(server, tmp_path, [covering, non_covering])
+    got = pages_by(rec, "query", "stage", "index", "level")
+    cov = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT k FROM")}
+    non = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
+    assert cov and non, got
+    assert not any(k[2] == "bench.t.PRIMARY" and k[3] == "leaf" for k in cov), cov
+    primary_exec = sum(v for k, v in non.items()
+                       if k[1] == "execute" and k[2] == "bench.t.PRIMARY" and k[3] == "leaf")
+    assert primary_exec > 20, non
+    # literals never reach the recording
+    assert all("20000" not in (k[0] or "") for k in got), got
+
+
+def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
+    rec, _, written = record_queries(server, tmp_path, [
+        "UPDATE bench.t SET c = REPEAT('y', 200) WHERE id % 7 = 0",
+    ], flush=True)
+    ours = pages_by(rec, "level", "file_class", op="write")
+    leaf = sum(v for k, v in ours.items() if k[0] == "leaf" and k[1] == "tablespace")
+    want = written["index_leaf"]
+    assert want > 50
+    assert abs(leaf - want) <= max(3, 0.02 * want), (ours, written)
+    writers = pages_by(rec, "role", "page_type", op="write")
+    readers = pages_by(rec, "role", "page_type")
+    # page writes come from background threads, the UPDATE's reads from the connection
+    assert not any(k[0] == "connection" for k in writers), writers
+    assert readers.get(("connection", "index"), 0) > 0, readers
+    assert writers.get(("page_cleaner", "index"), 0) > 0, writers
+    # doublewrite copies are seen and told apart
+    assert any(k[1] == "doublewrite" for k in ours), ours
+
+
+def test_no_programs_left_after_innodb_runs() -> None:
+    assert_no_ioattr_programs()
