@@ -67,6 +67,7 @@ enum ioattr_stage {
 	IOA_STAGE_OPTIMIZE = 3,
 	IOA_STAGE_EXECUTE = 4,
 	IOA_STAGE_COMMIT = 5,
+	IOA_STAGE_PURGE = 6,      /* a background thread running InnoDB purge (thd_attach_thd) */
 };
 
 struct io_key {

@@ -10,6 +10,9 @@
  *   JOIN::exec                  entry: execute
  *   ha_commit_trans             entry: commit
  *   dispatch_command            return: back to idle (background)
+ *   thd_attach_thd              entry: a background THD is attached: in MariaDB
+ *                               10.x only InnoDB's purge tasks do this (acquire_thd)
+ *   thd_detach_thd              entry: the purge task is done
  *
  * The digest is FNV-1a over the statement with literals (numbers, quoted
  * strings) replaced by '?', comments dropped and whitespace folded, so
@@ -305,6 +308,20 @@ SEC("uprobe")
 int BPF_KPROBE(ioattr_commit)
 {
 	set_stage(IOA_STAGE_COMMIT);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_thd_attach)
+{
+	set_stage(IOA_STAGE_PURGE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_thd_detach)
+{
+	set_stage(IOA_STAGE_UNKNOWN);
 	return 0;
 }
 

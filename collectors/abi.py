@@ -67,6 +67,7 @@ class Stage(enum.IntEnum):
     OPTIMIZE = 3
     EXECUTE = 4
     COMMIT = 5
+    PURGE = 6
 
 
 class FileClass(enum.IntEnum):

@@ -36,6 +36,8 @@ STAGE_PROBES = (
     StageProbe("ioattr_join_optimize", ("_ZN4JOIN8optimizeEv",)),
     StageProbe("ioattr_join_exec", ("_ZN4JOIN4execEv",)),
     StageProbe("ioattr_commit", ("_Z15ha_commit_transP3THDb",)),
+    StageProbe("ioattr_thd_attach", ("_Z14thd_attach_thdP3THD",)),
+    StageProbe("ioattr_thd_detach", ("_Z14thd_detach_thdPv",)),
 )
 
 

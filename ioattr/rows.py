@@ -21,6 +21,7 @@ from ioattr.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, 
 from ioattr.recording import HIST_COLUMNS
 
 STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
+STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
 
 
 @dataclass
@@ -37,7 +38,9 @@ class Naming:
     def role(self, pid: int, tid: int, stage: int = 0) -> str | None:
         if not tid:
             return None
-        if stage >= abi.Stage.PARSE:
+        if stage == abi.Stage.PURGE:
+            return "purge"  # seen inside InnoDB's purge task (thd_attach_thd .. thd_detach_thd)
+        if abi.Stage.PARSE <= stage <= abi.Stage.COMMIT:
             # the stage probes saw this thread run a client statement: it serves a
             # connection, even where performance_schema has no OS id for it (MariaDB
             # leaves THREAD_OS_ID NULL for threads reused from the thread cache)

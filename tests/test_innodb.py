@@ -144,5 +144,37 @@ def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
     assert any(k[1] == "doublewrite" for k in ours), ours
 
 
+def test_roles_on_a_mixed_workload(server, tmp_path: Path) -> None:
+    """Connections read, purge cleans up after the DELETE, the page cleaner writes.
+
+    (Runs last in this module: it deletes rows.)"""
+    def history(db) -> int:
+        return int(db.query("SELECT COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS "
+                            "WHERE NAME = 'trx_rseg_history_len'")[0][0])
+
+    server.restart()
+    server.query("SET GLOBAL innodb_monitor_enable = 'trx_rseg_history_len'")
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3")
+    bg.wait_recording()
+    server.query("DELETE FROM bench.t WHERE id % 3 = 0")
+    deadline = time.monotonic() + 60
+    while history(server) > 0 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    server.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+    while server.status("Innodb_buffer_pool_pages_dirty") > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)
+    code, err = bg.stop()
+    assert code == 0, err
+    reads = pages_by(rec, "role", "page_type")
+    writes = pages_by(rec, "role", "page_type", op="write")
+    assert reads.get(("connection", "index"), 0) > 100, reads
+    purge = sum(v for k, v in reads.items() if k[0] == "purge")
+    assert purge > 0, reads  # purge had to read secondary-index pages to remove delete-marked entries
+    assert writes.get(("page_cleaner", "index"), 0) > 0, writes
+    assert not any(k[0] == "connection" for k in writes), writes
+
+
 def test_no_programs_left_after_innodb_runs() -> None:
     assert_no_ioattr_programs()
