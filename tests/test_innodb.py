@@ -63,10 +63,12 @@ def record_queries(db, tmp: Path, statements: list[str], *, flush: bool = False)
         deadline = time.monotonic() + 60
         while db.status("Innodb_buffer_pool_pages_dirty") > 0 and time.monotonic() < deadline:
             time.sleep(0.2)
-    r1, w1 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
     time.sleep(0.5)
     code, err = bg.stop()
     assert code == 0, err
+    # read the engine's counters after the recorder's final drain: the server is quiet by
+    # now (nothing dirty), so both cover the same window
+    r1, w1 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
     return rec, {k: r1[k] - r0.get(k, 0) for k in r1}, {k: w1[k] - w0.get(k, 0) for k in w1}
 
 
