@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from ioattr.collectors.engine import EngineOptions
+from ioattr.control import check_phase_name
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
@@ -23,6 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=float, default=1.0, help="seconds per aggregate row (default 1)")
     p.add_argument("--duration", type=float, help="stop after this many seconds")
     p.add_argument("--phase", default="main", help="name of the first phase (default main)")
+    p.add_argument("--phase-pattern", metavar="REGEX",
+                   help="start a phase when a line of the wrapped command's output matches "
+                        "(the phase is group 'phase', else group 1, else the match)")
     p.add_argument("--chunk-seconds", type=float, default=10.0,
                    help="seconds per Parquet chunk: a crash loses at most one (default 10)")
     p.add_argument("--probes", help="comma-separated probe sets (default all): "
@@ -56,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--interval must be between 0 and 3600 seconds")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be positive")
+    check_phase_name(args.phase)
+    if args.phase_pattern and not args.wrapped_command:
+        raise UsageError("--phase-pattern reads the wrapped command's output: give -- CMD")
     if args.chunk_seconds < args.interval:
         raise UsageError("--chunk-seconds must be at least --interval")
     sets = None
@@ -75,5 +82,6 @@ def run(args: argparse.Namespace) -> int:
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
                          innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
+                         phase_pattern=args.phase_pattern,
                          engine=engine_options(args))
     return Recorder(opts).run()

@@ -1,37 +1,35 @@
-"""`ioattr record`'s engine: attach, drain each interval, write the recording.
+"""`ioattr record`: a LiveSession whose intervals are written to a recording.
 
-The loop wakes every 100 ms to consume the (rare) event stream (opens,
-thread names) while files are still open, and every interval to drain
-io_stats and page_stats into one batch of rows each. Chunks are flushed
-every `chunk_seconds`. Stopping (signal, --duration, the wrapped command
-exiting) always ends with a final drain and a complete meta.json, so
-nothing already counted is lost.
+The loop wakes every 100 ms (event stream, phase changes) and drains every
+interval. Chunks are flushed every `chunk_seconds`. A phase change drains
+first, so each interval belongs to exactly one phase. Stopping (signal,
+--duration, the wrapped command exiting) always ends with a final drain and
+a complete meta.json, so nothing already counted is lost.
+
+Phases come from --phase (the first), `ioattr mark NAME`, a regex over the
+wrapped command's output (--phase-pattern), and statements containing
+`ioattr:phase=NAME` seen by the stage probes.
 """
 from __future__ import annotations
 
-import ctypes
 import os
+import queue
+import re
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ioattr.collectors import abi, features
-from ioattr.collectors.drain import MapDrainer, io_stats_drainer, page_stats_drainer, read_drops
+from ioattr import control
 from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.innodb_files import InnodbFileMap, classify_path, PAGE_FILE_CLASSES
-from ioattr.collectors.libbpf import RingBuffer
-from ioattr.collectors.mysqld import ServerContext, is_server
-from ioattr.collectors.probes import ProbeSession
-from ioattr.collectors.sqltext import normalize
-from ioattr.collectors.stage_probes import StageProbes
-from ioattr.collectors.targets import TargetSpec, TargetTracker
+from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import UsageError
 from ioattr.recording import RecordingWriter
-from ioattr.rows import IoRows, Naming, PageRows
+from ioattr.session import Interval, LiveSession, SessionOptions
 
 
 @dataclass
@@ -47,7 +45,25 @@ class RecordOptions:
     keep_literals: bool = False
     engine: EngineOptions = field(default_factory=EngineOptions)
     discard_command_output: bool = False
+    phase_pattern: str | None = None
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
+
+
+def compile_phase_pattern(pattern: str) -> re.Pattern:
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(f"--phase-pattern is not a valid regular expression: {e}") from e
+    return rx
+
+
+def phase_from_match(m: re.Match) -> str:
+    """The phase a matching output line names: group 'phase', else group 1, else the match."""
+    if "phase" in m.re.groupindex and m.group("phase"):
+        return m.group("phase")
+    if m.re.groups and m.group(1):
+        return m.group(1)
+    return m.group(0)
 
 
 class Recorder:
@@ -56,13 +72,10 @@ class Recorder:
         self.stop_reason: str | None = None
         self.child_pid: int | None = None
         self.child_status: int | None = None
-        self.naming = Naming()
-        self.io_rows = IoRows(self.naming)
-        self.page_rows = PageRows(self.naming)
-        self._new_page_file = False
-        self._last_tick = time.time()
+        self.phase_queue: "queue.Queue[tuple[float, str]]" = queue.Queue()
+        self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
 
-    # -- lifecycle ---------------------------------------------------------
+    # -- the wrapped command ---------------------------------------------------------
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_reason = signal.Signals(signum).name
 
@@ -72,13 +85,21 @@ class Recorder:
         if shutil.which(cmd[0]) is None and not os.path.exists(cmd[0]):
             raise UsageError(f"command not found: {cmd[0]}")
         r, w = os.pipe()
+        out_r = out_w = None
+        if self._pattern is not None:
+            out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
             try:
                 os.close(w)
                 os.read(r, 1)
                 os.close(r)
-                if self.opts.discard_command_output:
+                if out_w is not None:
+                    os.dup2(out_w, 1)
+                    os.dup2(out_w, 2)
+                    os.close(out_w)
+                    os.close(out_r)
+                elif self.opts.discard_command_output:
                     null = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(null, 1)
                     os.close(null)
@@ -87,55 +108,57 @@ class Recorder:
                 print(f"ioattr: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
             os._exit(127)
         os.close(r)
+        if out_r is not None:
+            os.close(out_w)
+            threading.Thread(target=self._watch_output, args=(out_r,), daemon=True).start()
         return pid, w
 
+    def _watch_output(self, fd: int) -> None:
+        """Tee the command's output to ours and turn matching lines into phase changes."""
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            for raw in iter(f.readline, b""):
+                if not self.opts.discard_command_output:
+                    sys.stdout.buffer.write(raw)
+                    sys.stdout.flush()
+                m = self._pattern.search(raw.decode(errors="replace")) if self._pattern else None
+                if m:
+                    self.phase_queue.put((time.time(), phase_from_match(m)))
+
+    # -- the run ---------------------------------------------------------------------
     def run(self) -> int:
         o = self.opts
-        features.require_tracing_host()
-        o.targets.validate()
-        writer_targets = o.targets.describe()
+        session = LiveSession(SessionOptions(
+            targets=o.targets, probe_sets=o.probe_sets, innodb_pages=o.innodb_pages,
+            keep_literals=o.keep_literals, follow_forks=bool(o.targets.command), engine=o.engine, log=o.log))
         barrier_fd = None
         prev_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with ProbeSession(o.probe_sets, follow_forks=bool(o.targets.command),
-                              innodb_pages=o.innodb_pages) as probes:
-                for why in probes.degraded.values():
-                    o.log(f"degraded: {why}")
+            with session:
                 writer = RecordingWriter.create(
-                    o.output, targets=writer_targets, interval=o.interval, phase=o.phase,
-                    probe_sets=probes.active_sets, degraded=probes.degraded)
-                writer.meta["innodb_pages"] = o.innodb_pages
-                writer.meta["keep_literals"] = o.keep_literals
-                self.stage = StageProbes(probes)
-                self.file_map = InnodbFileMap(probes.map_fd("innodb_files") if o.innodb_pages else None)
-                tracker = TargetTracker(o.targets, probes.map_fd("targets"))
+                    o.output, targets=o.targets.describe(), interval=o.interval, phase=o.phase,
+                    probe_sets=session.active_sets, degraded=session.degraded)
+                writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
+                                   phase_pattern=o.phase_pattern)
+                session.phase = o.phase
                 if o.targets.command:
                     self.child_pid, barrier_fd = self._spawn_command()
                     o.targets.pids.append(self.child_pid)
-                new, _ = tracker.refresh()
-                self._welcome(new, writer)
-                events = RingBuffer(probes.map_fd("events"), self._on_event)
-                io_drain = io_stats_drainer(probes.map_fd("io_stats"), probes.max_stats)
-                page_drain = page_stats_drainer(probes.map_fd("page_stats"))
-                io_drain.drain()  # baseline: what happened before we start counting
-                page_drain.drain()
+                session.start(skip_pid=self.child_pid)
+                self._describe(session, writer)
+                ctl = control.register(o.output)
                 if barrier_fd is not None:
                     os.write(barrier_fd, b"g")
                     os.close(barrier_fd)
                     barrier_fd = None
-                o.log(f"recording {', '.join(writer_targets)} -> {o.output} "
+                o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
                       f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
-                    self._loop(probes, tracker, events, io_drain, page_drain, writer)
+                    self._loop(session, writer, ctl)
                 finally:
-                    events.consume()
-                    self._drain_into(io_drain, page_drain, writer, self._last_tick, time.time())
-                    writer.flush(read_drops(probes.map_fd("drops")))
-                    events.free()
-                    self.stage.close()
-                    self._describe_servers(writer)
-                    for ctx in self.naming.servers.values():
-                        ctx.close()
+                    self._write(writer, session.tick())
+                    writer.flush(session.drops())
+                    self._describe(session, writer)
+                    ctl.unregister()
                     writer.close("complete")
         finally:
             for s, h in prev_handlers.items():
@@ -150,71 +173,18 @@ class Recorder:
             return 1
         return 0
 
-    # -- targets and servers ---------------------------------------------------
-    def _welcome(self, pids: list[int], writer: RecordingWriter) -> None:
-        """Learn what we can about new targets while they are alive."""
-        for pid in pids:
-            if pid == self.child_pid:
-                continue  # not exec'd yet: its names would be ours
-            self.naming.files.scan_process(pid)
-            self.naming.tasks.remember_threads(pid)
-            if is_server(pid) and pid not in self.naming.servers:
-                ctx = ServerContext(pid, self.opts.engine, self.file_map)
-                ctx.connect()
-                if ctx.engine_error:
-                    self.opts.log(f"server {pid}: {ctx.engine_error}; index names and thread roles "
-                                  "will be missing, file-level attribution continues")
-                ctx.refresh()
-                if self.stage.available:
-                    ctx.stage_status = self.stage.attach(pid)
-                    if not ctx.stage_status.startswith("attached"):
-                        self.opts.log(f"server {pid}: {ctx.stage_status}")
-                    self.naming.stage_probes = self.stage.attached
-                for err in (ctx.names.error, ctx.roles.error):
-                    if err:
-                        self.opts.log(f"server {pid}: {err}")
-                self.naming.servers[pid] = ctx
-                self._describe_servers(writer)
-
-    def _describe_servers(self, writer: RecordingWriter) -> None:
-        writer.meta["servers"] = [ctx.describe() for ctx in self.naming.servers.values()]
+    @staticmethod
+    def _describe(session: LiveSession, writer: RecordingWriter) -> None:
+        writer.meta["servers"] = session.servers()
+        writer.meta["stage_probes"] = session.naming.stage_probes
         writer.write_meta()
 
-    # -- the loop -------------------------------------------------------------
-    def _on_event(self, data: bytes) -> None:
-        """One record of the rare event stream: an open, or a thread's name."""
-        kind = int.from_bytes(data[:4], "little")
-        if kind == abi.EV_OPEN and len(data) >= ctypes.sizeof(abi.OpenEvent):
-            ev = abi.OpenEvent.from_buffer_copy(data)
-            self.naming.files.on_open(ev)
-            name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
-            if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
-                self._new_page_file = True
-        elif kind == abi.EV_QUERY and len(data) >= ctypes.sizeof(abi.QueryEvent):
-            ev = abi.QueryEvent.from_buffer_copy(data)
-            text = ev.text[: min(int(ev.len), abi.QUERY_MAX)].decode(errors="replace")
-            if int(ev.digest) not in self.naming.queries:
-                self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
-        elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
-            ev = abi.TaskEvent.from_buffer_copy(data)
-            self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
-                                            renamed=kind == abi.EV_EXEC)
-
-    def _refresh_servers(self) -> None:
-        for pid, ctx in list(self.naming.servers.items()):
-            ctx.refresh(new_files=self._new_page_file, unknown_index=True, unknown_thread=True)
-        self._new_page_file = False
-
-    def _drain_into(self, io_drain: MapDrainer, page_drain: MapDrainer, writer: RecordingWriter,
-                    t0: float, t1: float) -> None:
-        d = io_drain.drain()
-        p = page_drain.drain()
-        if len(p):
-            self._refresh_servers()  # names for index ids first seen in this interval
-        if len(d):
-            writer.add_columns(self.io_rows.columns(d, t0, t1, writer.current_phase), "io")
-        if len(p):
-            writer.add_columns(self.page_rows.columns(p, t0, t1, writer.current_phase), "pages")
+    @staticmethod
+    def _write(writer: RecordingWriter, iv: Interval) -> None:
+        if iv.io is not None:
+            writer.add_columns(iv.io, "io")
+        if iv.pages is not None:
+            writer.add_columns(iv.pages, "pages")
 
     def _child_exited(self) -> bool:
         if self.child_pid is None:
@@ -225,49 +195,58 @@ class Recorder:
         self.child_status = os.waitstatus_to_exitcode(status)
         return True
 
-    def _loop(self, probes: ProbeSession, tracker: TargetTracker, events: RingBuffer,
-              io_drain: MapDrainer, page_drain: MapDrainer, writer: RecordingWriter) -> None:
+    def _phase_changes(self, session: LiveSession, ctl: "control.Control") -> list[tuple[float, str, str]]:
+        """(time, name, source) of every phase change asked for since the last look."""
+        out = [(t, n, "sql") for t, n in session.take_phase_markers()]
+        out += [(t, n, "mark") for t, n in ctl.take_marks()]
+        while not self.phase_queue.empty():
+            t, n = self.phase_queue.get_nowait()
+            out.append((t, n, "output"))
+        return sorted(out)
+
+    def _loop(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
         o = self.opts
         start = time.time()
-        self._last_tick = start
         next_tick = start + o.interval
         next_flush = start + o.chunk_seconds
         while True:
-            # records are submitted without wakeups (cheaper for the traced
-            # process), so epoll never fires: consume on our own clock
-            time.sleep(0.1)
-            events.consume()
-            if self._new_page_file:
-                self._refresh_servers()  # register new tablespaces before their first reads
+            # wake at once when the command's output names a phase, else every 100 ms
+            try:
+                self.phase_queue.put(self.phase_queue.get(timeout=0.1))
+            except queue.Empty:
+                pass
+            session.poll()
+            for at, name, source in self._phase_changes(session, ctl):
+                if name != writer.current_phase:
+                    self._write(writer, session.tick())  # the interval so far is the old phase's
+                    writer.start_phase(name, at, source=source)
+                    session.phase = name
+                    o.log(f"phase {name} ({source})")
             now = time.time()
             if self._child_exited():
                 self.stop_reason = "command exited"
             if o.duration is not None and now - start >= o.duration:
                 self.stop_reason = "duration reached"
+            if ctl.stop_requested():
+                self.stop_reason = "ioattr mark --stop"
             if self.stop_reason:
                 o.log(f"stopping: {self.stop_reason}")
                 return
             if now < next_tick:
                 continue
-            self._drain_into(io_drain, page_drain, writer, self._last_tick, now)
-            self._last_tick = now
+            self._write(writer, session.tick(now))
             next_tick += o.interval
             if next_tick < now:
                 next_tick = now + o.interval
-            new, gone = tracker.refresh()
-            self._welcome(new, writer)
-            for pid in new:
-                if pid != self.child_pid and o.targets.comms and tracker.ever:
-                    writer.note(f"target {self.naming.tasks.process(pid)}[{pid}] appeared")
-            for pid in gone:
+            changes = session.refresh_targets(skip_pid=self.child_pid)
+            for pid in changes.appeared:
+                if pid != self.child_pid and o.targets.comms:
+                    writer.note(f"target {session.naming.tasks.process(pid)}[{pid}] appeared")
+            for pid in changes.exited:
                 if pid in o.targets.pids or o.targets.comms:
-                    writer.note(f"target {self.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
-                ctx = self.naming.servers.pop(pid, None)
-                if ctx:
-                    ctx.close()
-                    self.stage.detach(pid)
-            for pid in tracker.current:
-                self.naming.tasks.remember_threads(pid)
+                    writer.note(f"target {session.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
+            if changes.appeared or changes.exited:
+                self._describe(session, writer)
             if now >= next_flush:
-                writer.flush(read_drops(probes.map_fd("drops")))
+                writer.flush(session.drops())
                 next_flush = now + o.chunk_seconds

@@ -180,10 +180,12 @@ class RecordingWriter:
         self.meta["notes"].append({"time": time.time(), "text": text})
         self.write_meta()
 
-    def start_phase(self, name: str, at: float | None = None) -> None:
+    def start_phase(self, name: str, at: float | None = None, source: str = "mark") -> None:
         at = time.time() if at is None else at
         self.meta["phases"][-1]["end"] = at
-        self.meta["phases"].append(Phase(name, at).as_dict())
+        phase = Phase(name, at).as_dict()
+        phase["source"] = source
+        self.meta["phases"].append(phase)
         self.write_meta()
 
     def add_columns(self, columns: dict[str, Any], table: str = "io") -> None:

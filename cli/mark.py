@@ -1,0 +1,28 @@
+"""`ioattr mark PHASE`: start a new phase in a running recording."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ioattr.control import resolve_recording, send_mark, send_stop
+from ioattr.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mark", help="start a new phase in a running recording")
+    p.add_argument("phase", nargs="?", help="the new phase's name")
+    p.add_argument("--recording", help="the recording (default: the only one running)")
+    p.add_argument("--stop", action="store_true", help="ask the recorder to stop instead")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.phase and not args.stop:
+        raise UsageError("give a PHASE name (or --stop)")
+    rec = resolve_recording(args.recording)
+    if args.stop:
+        send_stop(rec)
+        print(f"ioattr mark: asked {rec} to stop", file=sys.stderr)
+        return 0
+    send_mark(rec, args.phase)
+    print(f"ioattr mark: phase {args.phase} -> {rec}", file=sys.stderr)
+    return 0

@@ -1,0 +1,231 @@
+"""A live attribution session: attach to targets, then hand out named
+per-interval deltas. `record` writes them to a recording; `top` and the
+exporter show or export them. One implementation, so the three agree.
+
+    with LiveSession(opts) as s:
+        while ...:
+            s.poll()                 # every ~100 ms: event stream, new tablespaces
+            iv = s.tick()            # every interval: drained deltas as named columns
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ioattr.collectors import abi, features
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops
+from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, classify_path
+from ioattr.collectors.libbpf import RingBuffer
+from ioattr.collectors.mysqld import ServerContext, is_server
+from ioattr.collectors.probes import ProbeSession
+from ioattr.collectors.sqltext import normalize, phase_marker
+from ioattr.collectors.stage_probes import StageProbes
+from ioattr.collectors.targets import TargetSpec, TargetTracker
+from ioattr.rows import IoRows, Naming, PageRows
+
+
+@dataclass
+class SessionOptions:
+    targets: TargetSpec
+    probe_sets: tuple[str, ...] | None = None
+    innodb_pages: bool = True
+    keep_literals: bool = False
+    follow_forks: bool = False
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
+
+
+@dataclass
+class Interval:
+    """One interval's deltas, named, column-wise (see ioattr.recording's schemas)."""
+
+    start: float
+    end: float
+    io: dict[str, object] | None      # io table columns, None when nothing moved
+    pages: dict[str, object] | None   # pages table columns
+    io_rows: int = 0
+    page_rows: int = 0
+    drain_seconds: float = 0.0
+    map_entries: int = 0
+
+
+@dataclass
+class TargetChanges:
+    appeared: list[int]
+    exited: list[int]
+
+
+class LiveSession:
+    def __init__(self, opts: SessionOptions) -> None:
+        self.opts = opts
+        self.naming = Naming()
+        self.io_rows = IoRows(self.naming)
+        self.page_rows = PageRows(self.naming)
+        self.probes: ProbeSession | None = None
+        self.phase_markers: list[tuple[float, str]] = []  # from `ioattr:phase=NAME` statements
+        self._new_page_file = False
+        self._last_tick = time.time()
+        self.phase = "main"
+
+    # -- attach / detach ---------------------------------------------------------
+    def __enter__(self) -> "LiveSession":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        o = self.opts
+        features.require_tracing_host()
+        o.targets.validate()
+        self.probes = ProbeSession(o.probe_sets, follow_forks=o.follow_forks, innodb_pages=o.innodb_pages)
+        self.probes.open()
+        try:
+            for why in self.probes.degraded.values():
+                o.log(f"degraded: {why}")
+            self.file_map = InnodbFileMap(self.probes.map_fd("innodb_files") if o.innodb_pages else None)
+            self.stage = StageProbes(self.probes)
+            self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"))
+            self.events = RingBuffer(self.probes.map_fd("events"), self._on_event)
+            self.io_drain = io_stats_drainer(self.probes.map_fd("io_stats"), self.probes.max_stats)
+            self.page_drain = page_stats_drainer(self.probes.map_fd("page_stats"))
+        except Exception:
+            self.probes.close()
+            raise
+
+    def start(self, skip_pid: int | None = None) -> TargetChanges:
+        """Add the targets, take the baseline: what happened before now is not counted."""
+        new, _ = self.tracker.refresh()
+        self.welcome(new, skip_pid)
+        self.io_drain.drain()
+        self.page_drain.drain()
+        self._last_tick = time.time()
+        return TargetChanges(new, [])
+
+    def close(self) -> None:
+        if self.probes is None:
+            return
+        try:
+            self.events.consume()
+        except Exception:
+            pass
+        self.events.free()
+        self.stage.close()
+        for ctx in self.naming.servers.values():
+            ctx.close()
+        self.probes.close()
+        self.probes = None
+
+    # -- what we know ------------------------------------------------------------
+    @property
+    def active_sets(self) -> list[str]:
+        return self.probes.active_sets if self.probes else []
+
+    @property
+    def degraded(self) -> dict[str, str]:
+        return self.probes.degraded if self.probes else {}
+
+    def drops(self) -> dict[str, int]:
+        return read_drops(self.probes.map_fd("drops")) if self.probes else {}
+
+    def servers(self) -> list[dict]:
+        return [ctx.describe() for ctx in self.naming.servers.values()]
+
+    def welcome(self, pids: list[int], skip_pid: int | None = None) -> None:
+        """Learn what we can about new targets while they are alive."""
+        for pid in pids:
+            if pid == skip_pid:
+                continue  # a command not exec'd yet: its names would be ours
+            self.naming.files.scan_process(pid)
+            self.naming.tasks.remember_threads(pid)
+            if is_server(pid) and pid not in self.naming.servers:
+                self._attach_server(pid)
+
+    def _attach_server(self, pid: int) -> None:
+        ctx = ServerContext(pid, self.opts.engine, self.file_map)
+        ctx.connect()
+        if ctx.engine_error:
+            self.opts.log(f"server {pid}: {ctx.engine_error}; index names and thread roles "
+                          "will be missing, file-level attribution continues")
+        ctx.refresh()
+        if self.stage.available:
+            ctx.stage_status = self.stage.attach(pid)
+            if not ctx.stage_status.startswith("attached"):
+                self.opts.log(f"server {pid}: {ctx.stage_status}")
+            self.naming.stage_probes = self.stage.attached
+        for err in (ctx.names.error, ctx.roles.error):
+            if err:
+                self.opts.log(f"server {pid}: {err}")
+        self.naming.servers[pid] = ctx
+
+    # -- the event stream -----------------------------------------------------------
+    def _on_event(self, data: bytes) -> None:
+        """One record of the rare event stream: an open, a statement sample, a thread name."""
+        kind = int.from_bytes(data[:4], "little")
+        if kind == abi.EV_OPEN and len(data) >= ctypes.sizeof(abi.OpenEvent):
+            ev = abi.OpenEvent.from_buffer_copy(data)
+            self.naming.files.on_open(ev)
+            name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
+            if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
+                self._new_page_file = True
+        elif kind == abi.EV_QUERY and len(data) >= ctypes.sizeof(abi.QueryEvent):
+            ev = abi.QueryEvent.from_buffer_copy(data)
+            text = ev.text[: min(int(ev.len), abi.QUERY_MAX)].decode(errors="replace")
+            if ev.marker:
+                name = phase_marker(text)
+                if name:
+                    self.phase_markers.append((time.time(), name))
+            if int(ev.digest) not in self.naming.queries:
+                self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
+        elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
+            ev = abi.TaskEvent.from_buffer_copy(data)
+            self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
+                                            renamed=kind == abi.EV_EXEC)
+
+    def _refresh_servers(self) -> None:
+        for ctx in list(self.naming.servers.values()):
+            ctx.refresh(new_files=self._new_page_file, unknown_index=True, unknown_thread=True)
+        self._new_page_file = False
+
+    def poll(self) -> None:
+        """Cheap, often (~100 ms): consume events (submitted without wakeups), register new tablespaces."""
+        self.events.consume()
+        if self._new_page_file:
+            self._refresh_servers()
+
+    def take_phase_markers(self) -> list[tuple[float, str]]:
+        out, self.phase_markers = self.phase_markers, []
+        return out
+
+    def tick(self, now: float | None = None) -> Interval:
+        """Drain both maps: everything since the previous tick, named."""
+        now = time.time() if now is None else now
+        self.events.consume()
+        d = self.io_drain.drain()
+        p = self.page_drain.drain()
+        if len(p):
+            self._refresh_servers()  # names for index ids first seen in this interval
+        t0, self._last_tick = self._last_tick, now
+        return Interval(
+            start=t0, end=now,
+            io=self.io_rows.columns(d, t0, now, self.phase) if len(d) else None,
+            pages=self.page_rows.columns(p, t0, now, self.phase) if len(p) else None,
+            io_rows=len(d), page_rows=len(p),
+            drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
+
+    def refresh_targets(self, skip_pid: int | None = None) -> TargetChanges:
+        new, gone = self.tracker.refresh()
+        self.welcome(new, skip_pid)
+        for pid in gone:
+            ctx = self.naming.servers.pop(pid, None)
+            if ctx:
+                ctx.close()
+                self.stage.detach(pid)
+        for pid in self.tracker.current:
+            self.naming.tasks.remember_threads(pid)
+        return TargetChanges(new, gone)
