@@ -13,11 +13,12 @@ from types import ModuleType
 from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
-from ioattr.cli import demo, doctor, mark, record, report
+from ioattr.cli import demo, doctor, explain, mark, record, report
 
 SUBCOMMANDS: dict[str, ModuleType] = {
     "demo": demo,
     "doctor": doctor,
+    "explain": explain,
     "mark": mark,
     "record": record,
     "report": report,

@@ -65,6 +65,10 @@ class Recording:
                 self.con.execute(f"CREATE TABLE {table} ({cols})")
         self.chunk_count = self.chunk_counts.get("io", 0)
 
+    def has_table(self, table: str) -> bool:
+        """Whether the recording has any chunk of this table."""
+        return self.chunk_counts.get(table, 0) > 0
+
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()
 

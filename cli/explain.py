@@ -1,0 +1,53 @@
+"""`ioattr explain`: why an IO metric changed between phases or runs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ioattr.errors import UsageError
+from ioattr.explain import METRICS, explain
+from ioattr.explain_text import render_text
+from ioattr.reader import Recording
+
+FORMATS = ("text", "json", "html")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="why did the IO change between two phases (or two runs)?")
+    p.add_argument("recording")
+    p.add_argument("--baseline", help="baseline phase (default: the first; with --against: the last)")
+    p.add_argument("--target", help="target phase (default: the last; with --against: the baseline's name)")
+    p.add_argument("--against", metavar="REC2", help="take the target phase from this other recording")
+    p.add_argument("--metric", default="reads_per_query", help="|".join(METRICS))
+    p.add_argument("--top", type=int, default=8, help="contributors listed before 'other' (default 8)")
+    p.add_argument("--format", default="text", help="|".join(FORMATS))
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.format not in FORMATS:
+        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    rec = Recording(args.recording)
+    other = Recording(args.against) if args.against else None
+    result = explain(rec, baseline=args.baseline, target=args.target, against=other, metric=args.metric,
+                     top=args.top)
+    if args.format == "json":
+        text = json.dumps(result, indent=2) + "\n"
+    elif args.format == "html":
+        from ioattr.html_report import render_html
+
+        text = render_html(rec, explanation=result, against=other)
+    else:
+        text = render_text(result)
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,320 @@
+"""The known causes of an IO change, each tested against the evidence.
+
+Every finding computes its verdict from numbers it can show:
+  supported       the cause accounts for a real part of the change, and the
+                  engine's counters (where they exist) agree
+  refuted         the evidence is there and says no
+  inconclusive    the evidence needed is missing or points both ways
+  not_applicable  the cause can't move this metric (e.g. write amplification
+                  for a read metric)
+Contributor keys are (index, level, stage, role, file_class, query).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
+MINOR_SHARE = 0.03     # below this (with evidence present) a cause is refuted
+
+I_INDEX, I_LEVEL, I_STAGE, I_ROLE, I_CLASS, I_QUERY = range(6)
+
+
+@dataclass
+class Evidence:
+    metric: Any            # explain.Metric
+    base: Any              # explain.Side
+    target: Any
+    base_contrib: dict[tuple, float]
+    target_contrib: dict[tuple, float]
+    change: float
+
+    # -- contributor arithmetic ------------------------------------------------
+    def per_op(self, side: str, pred: Callable[[tuple], bool]) -> float:
+        s = self.base if side == "base" else self.target
+        c = self.base_contrib if side == "base" else self.target_contrib
+        return sum(v for k, v in c.items() if pred(k)) / s.denominator
+
+    def share(self, pred: Callable[[tuple], bool]) -> float | None:
+        if not self.change:
+            return None
+        return (self.per_op("target", pred) - self.per_op("base", pred)) / self.change
+
+    @property
+    def has_stages(self) -> bool:
+        return any(k[I_STAGE] not in (None,) for k in self.target_contrib)
+
+    @property
+    def has_roles(self) -> bool:
+        return any(k[I_ROLE] for k in self.target_contrib)
+
+    # -- counters -----------------------------------------------------------------
+    def counter(self, side: str, *names: str) -> float | None:
+        s = self.base if side == "base" else self.target
+        return s.stats.counter(*names)
+
+    def rate(self, side: str, num: tuple[str, ...], den: tuple[str, ...]) -> float | None:
+        n, d = self.counter(side, *num), self.counter(side, *den)
+        if n is None or not d:
+            return None
+        return n / d
+
+    @property
+    def reads(self) -> bool:
+        return self.metric.op == "read"
+
+
+def _f(id_: str, title: str, verdict: str, summary: str, **numbers: Any) -> dict[str, Any]:
+    ev = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in numbers.items()}
+    ev["summary"] = summary
+    return {"id": id_, "title": title, "verdict": verdict, "evidence": ev}
+
+
+def _by_share(share: float | None, *, evidence_present: bool = True) -> str:
+    if share is None or not evidence_present:
+        return "inconclusive"
+    if share >= SUPPORT_SHARE:
+        return "supported"
+    if share < MINOR_SHARE:
+        return "refuted"
+    return "inconclusive"
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.0f}%"
+
+
+# -- the findings ------------------------------------------------------------------
+
+def clustered_lookups(e: Evidence) -> dict[str, Any]:
+    title = "Secondary-index queries read the clustered index (non-covering lookups, MVCC visibility)"
+    if not e.reads:
+        return _f("clustered_lookups", title, "not_applicable", "a read cause; this metric counts writes")
+    secondary_queries = {k[I_QUERY] for k in e.target_contrib
+                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")}
+
+    def pred(k: tuple) -> bool:
+        return bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY") and k[I_QUERY] in secondary_queries
+                    and k[I_STAGE] in ("execute", "optimize"))
+
+    share = e.share(pred)
+    if not e.has_stages:
+        primary = e.share(lambda k: bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY")))
+        return _f("clustered_lookups", title, "inconclusive",
+                  "without statement attribution (stage probes off) PRIMARY reads can't be tied to "
+                  f"secondary-index queries; PRIMARY pages explain {_pct(primary)} of the change",
+                  primary_share=primary)
+    top = max(secondary_queries, key=lambda q: sum(v for k, v in e.target_contrib.items()
+                                                   if k[I_QUERY] == q and pred(k)), default=None)
+    return _f("clustered_lookups", title, _by_share(share),
+              f"PRIMARY pages read by statements that also read a secondary index explain "
+              f"{_pct(share)} of the change",
+              share_of_change=share, baseline_per_op=e.per_op("base", pred),
+              target_per_op=e.per_op("target", pred), top_query=top)
+
+
+def change_buffer_merges(e: Evidence) -> dict[str, Any]:
+    title = "Change-buffer merges"
+    merges = ("innodb_status:ibuf_merges", "innodb_metrics:ibuf_merges")
+    mb, mt = e.counter("base", *merges), e.counter("target", *merges)
+    cb_share = e.share(lambda k: k[I_INDEX] == "innodb_system.change_buffer")
+    bg_secondary = e.share(lambda k: bool(k[I_INDEX]) and not k[I_INDEX].endswith(".PRIMARY")
+                           and k[I_ROLE] not in (None, "connection"))
+    if mt is None:
+        return _f("change_buffer_merges", title, "inconclusive",
+                  "no change-buffer merge counters in the recording",
+                  change_buffer_tree_share=cb_share, background_secondary_share=bg_secondary)
+    per_b = mb / e.base.denominator if mb is not None else None
+    per_t = mt / e.target.denominator
+    share = (cb_share or 0.0) + max(bg_secondary or 0.0, 0.0)
+    if mt == 0 or (per_b is not None and per_t <= per_b * 1.2 and share < SUPPORT_SHARE):
+        verdict = "refuted"
+    elif share >= SUPPORT_SHARE and (per_b is None or per_t > per_b * 1.5):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    return _f("change_buffer_merges", title, verdict,
+              f"merges per op {per_b if per_b is None else round(per_b, 4)} -> {round(per_t, 4)}; change-"
+              f"buffer tree and background secondary-index reads explain {_pct(share)} of the change",
+              merges_baseline=mb, merges_target=mt, merges_per_op_baseline=per_b, merges_per_op_target=per_t,
+              share_of_change=share)
+
+
+def change_buffer_memory(e: Evidence) -> dict[str, Any]:
+    title = "Change-buffer memory crowds the buffer pool"
+    size = e.counter("target", "innodb_status:ibuf_size_pages")
+    pool = e.target.stats.counters.get("innodb_status_last:buffer_pool_pages") or \
+        e.counter("target", "status:Innodb_buffer_pool_pages_total")
+    size_last = e.target.stats.counters.get("innodb_status_last:ibuf_size_pages")
+    if size_last is None or not pool:
+        return _f("change_buffer_memory", title, "inconclusive",
+                  "change-buffer size or buffer pool size not in the recording")
+    frac = size_last / pool
+    verdict = "supported" if frac >= 0.10 and e.change > 0 else ("refuted" if frac < 0.02 else "inconclusive")
+    return _f("change_buffer_memory", title, verdict,
+              f"the change buffer holds {_pct(frac)} of the buffer pool at the end of the target phase",
+              ibuf_pages=size_last, buffer_pool_pages=pool, fraction=frac, ibuf_size_delta=size)
+
+
+def working_set(e: Evidence) -> dict[str, Any]:
+    title = "Working set larger than the buffer pool (miss rate, evictions, young/not young)"
+    num, den = ("status:Innodb_buffer_pool_reads",), ("status:Innodb_buffer_pool_read_requests",)
+    rb, rt = e.rate("base", num, den), e.rate("target", num, den)
+    if rb is None or rt is None:
+        return _f("working_set", title, "inconclusive", "buffer pool counters missing")
+    young = e.counter("target", "status:Innodb_buffer_pool_pages_made_young")
+    not_young = e.counter("target", "status:Innodb_buffer_pool_pages_made_not_young")
+    ratio = rt / rb if rb else (float("inf") if rt else 1.0)
+    if rt >= 0.001 and ratio >= 2.0:
+        verdict = "supported"
+    elif ratio < 1.25:
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return _f("working_set", title, verdict,
+              f"buffer pool miss rate {rb:.5f} -> {rt:.5f} ({ratio:.1f}x)",
+              miss_rate_baseline=rb, miss_rate_target=rt, ratio=ratio if ratio != float("inf") else None,
+              pages_made_young=young, pages_made_not_young=not_young)
+
+
+def log_rereads(e: Evidence) -> dict[str, Any]:
+    title = "Redo log or binlog re-reads"
+    if not e.reads:
+        return _f("log_rereads", title, "not_applicable", "a read cause; this metric counts writes")
+
+    def pred(k: tuple) -> bool:
+        return k[I_CLASS] in ("redo_log", "binlog", "relay_log")
+
+    t = e.per_op("target", pred)
+    share = e.share(pred)
+    verdict = "refuted" if t == 0 else _by_share(share)
+    return _f("log_rereads", title, verdict,
+              f"reads of redo/binlog files: {e.per_op('base', pred):.4f} -> {t:.4f} per op, "
+              f"{_pct(share)} of the change", share_of_change=share, baseline_per_op=e.per_op("base", pred),
+              target_per_op=t)
+
+
+def readahead_waste(e: Evidence) -> dict[str, Any]:
+    title = "Read-ahead waste (pages read ahead and evicted unused)"
+    ra = e.counter("target", "status:Innodb_buffer_pool_read_ahead")
+    ev = e.counter("target", "status:Innodb_buffer_pool_read_ahead_evicted")
+    if ra is None or ev is None:
+        return _f("readahead_waste", title, "inconclusive", "read-ahead counters missing")
+    waste = ev / ra if ra else 0.0
+    ra_per_b = (e.counter("base", "status:Innodb_buffer_pool_read_ahead") or 0) / e.base.denominator
+    ra_per_t = ra / e.target.denominator
+    if ra == 0 or waste < 0.05:
+        verdict = "refuted"
+    elif waste >= 0.2 and ra_per_t > ra_per_b:
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    return _f("readahead_waste", title, verdict,
+              f"{int(ev)} of {int(ra)} read-ahead pages evicted unused ({_pct(waste)})",
+              read_ahead=ra, read_ahead_evicted=ev, waste=waste, read_ahead_per_op_baseline=ra_per_b,
+              read_ahead_per_op_target=ra_per_t)
+
+
+def purge_reads(e: Evidence) -> dict[str, Any]:
+    title = "Purge and undo reads"
+
+    def pred(k: tuple) -> bool:
+        return k[I_ROLE] == "purge" or k[I_CLASS] == "undo"
+
+    share = e.share(pred)
+    hll_b = e.base.stats.counters.get("innodb_status_last:history_list_length")
+    hll_t = e.target.stats.counters.get("innodb_status_last:history_list_length")
+    present = e.has_stages or any(k[I_CLASS] == "undo" for k in e.target_contrib)
+    return _f("purge_reads", title, _by_share(share, evidence_present=present),
+              f"purge threads and undo tablespaces explain {_pct(share)} of the change"
+              + ("" if present else " (purge can't be told apart without the stage probes)"),
+              share_of_change=share, history_list_length_baseline=hll_b, history_list_length_target=hll_t)
+
+
+def write_amplification(e: Evidence) -> dict[str, Any]:
+    title = "Doublewrite and binlog write amplification"
+    if e.reads:
+        return _f("write_amplification", title, "not_applicable", "a write cause; this metric counts reads")
+
+    def pred(k: tuple) -> bool:
+        return k[I_CLASS] in ("doublewrite", "binlog")
+
+    share = e.share(pred)
+    frac = e.per_op("target", pred) / (sum(e.target_contrib.values()) / e.target.denominator or 1)
+    verdict = "supported" if (share or 0) >= SUPPORT_SHARE or frac >= 0.3 else _by_share(share)
+    return _f("write_amplification", title, verdict,
+              f"doublewrite and binlog writes are {_pct(frac)} of the target's writes and "
+              f"{_pct(share)} of the change", share_of_change=share, fraction_of_target=frac)
+
+
+def flush_storms(e: Evidence) -> dict[str, Any]:
+    title = "Checkpoint and flush storms"
+    age = e.target.stats.counters.get("innodb_status_max:checkpoint_age")
+    cap = e.target.stats.counters.get("innodb_status_last:log_capacity")
+    bg = e.share(lambda k: k[I_ROLE] in ("page_cleaner",))
+    if age is None or not cap:
+        return _f("flush_storms", title, "inconclusive", "checkpoint age or log capacity not recorded",
+                  page_cleaner_share=bg)
+    frac = age / cap
+    verdict = "supported" if frac >= 0.75 else ("refuted" if frac < 0.25 else "inconclusive")
+    return _f("flush_storms", title, verdict,
+              f"the checkpoint age reached {_pct(frac)} of the redo capacity in the target phase",
+              checkpoint_age_max=age, log_capacity=cap, fraction=frac, page_cleaner_share=bg)
+
+
+def optimizer_reads(e: Evidence) -> dict[str, Any]:
+    title = "Reads issued while queries are optimized"
+    if not e.has_stages:
+        return _f("optimizer_reads", title, "inconclusive", "no stage attribution (stage probes off)")
+    share = e.share(lambda k: k[I_STAGE] == "optimize")
+    return _f("optimizer_reads", title, _by_share(share),
+              f"reads in the optimize stage explain {_pct(share)} of the change",
+              share_of_change=share,
+              baseline_per_op=e.per_op("base", lambda k: k[I_STAGE] == "optimize"),
+              target_per_op=e.per_op("target", lambda k: k[I_STAGE] == "optimize"))
+
+
+def random_access(e: Evidence) -> dict[str, Any]:
+    title = "Sequential access became random (fragmentation, lost read-ahead)"
+    if not e.reads:
+        return _f("random_access", title, "not_applicable", "a read cause; this metric counts writes")
+    fb = async_read_fraction(e.base)
+    ft = async_read_fraction(e.target)
+    if fb is None or ft is None:
+        return _f("random_access", title, "inconclusive", "no page reads in one of the phases")
+    if fb >= 0.2 and ft <= fb * 0.5 and e.change > 0:
+        verdict = "supported"
+    elif ft >= fb * 0.8:
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return _f("random_access", title, verdict,
+              f"pages read ahead asynchronously: {_pct(fb)} -> {_pct(ft)} of page reads",
+              async_fraction_baseline=fb, async_fraction_target=ft)
+
+
+def async_read_fraction(side: Any) -> float | None:
+    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' GROUP BY api",
+                          [side.phase])
+    total = sum(float(n or 0) for _, n in rows)
+    if not total:
+        return None
+    return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / total
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
+    clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
+    readahead_waste, purge_reads, write_amplification, flush_storms, optimizer_reads, random_access,
+)
+
+
+def run_findings(e: Evidence) -> list[dict[str, Any]]:
+    out = []
+    for f in FINDINGS:
+        try:
+            out.append(f(e))
+        except Exception as ex:  # a finding that can't be computed is inconclusive, never a crash
+            out.append({"id": f.__name__, "title": f.__name__.replace("_", " "), "verdict": "inconclusive",
+                        "evidence": {"summary": f"could not be computed: {type(ex).__name__}: {ex}"}})
+    order = {"supported": 0, "inconclusive": 1, "refuted": 2, "not_applicable": 3}
+    return sorted(out, key=lambda x: order[x["verdict"]])

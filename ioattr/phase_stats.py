@@ -1,0 +1,163 @@
+"""Per-phase numbers of a recording: engine-counter deltas, attributed IO,
+and the insert benchmark's per-operation metrics.
+
+Counter deltas use the snapshots taken at each interval (the recorder also
+snapshots at every phase switch), so a phase's delta is its last snapshot
+minus the one at its start. Attributed reads are storage reads as the
+syscall layer saw them on the server's files: InnoDB page reads (pages
+table, one per page) plus reads of non-page files (redo, binlog, ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ioattr.errors import UsageError
+from ioattr.reader import Recording
+
+PAGE_FILE_CLASSES = ("tablespace", "system_tablespace", "undo", "tmp", "doublewrite")
+EPS = 1e-3
+
+
+@dataclass
+class PhaseStats:
+    name: str
+    start: float
+    end: float
+    counters: dict[str, float] = field(default_factory=dict)   # "source:name" -> delta
+    reads: float = 0.0          # storage read operations (pages + non-page file reads)
+    read_bytes: float = 0.0
+    writes: float = 0.0         # storage write operations (pages incl. doublewrite + non-page writes)
+    write_bytes: float = 0.0
+    io_ops: float = 0.0         # every syscall-layer op of the targets, for "has this phase any IO"
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end - self.start, EPS)
+
+    def counter(self, *names: str) -> float | None:
+        """The first of names present (e.g. 'status:Com_select'), else None."""
+        for n in names:
+            if n in self.counters:
+                return self.counters[n]
+        return None
+
+    @property
+    def queries(self) -> float | None:
+        return self.counter("status:Com_select")
+
+    @property
+    def inserts(self) -> float | None:
+        return self.counter("status:Innodb_rows_inserted", "status:Com_insert")
+
+    def per(self, numerator: float | None, denominator: float | None) -> float | None:
+        if numerator is None or not denominator:
+            return None
+        return numerator / denominator
+
+    def summary(self) -> dict[str, Any]:
+        """The insert benchmark's terms for this phase (null where a counter is missing)."""
+        q, i = self.queries, self.inserts
+        cpu = self.counter("proc:cpu_seconds")
+        cs = self.counter("proc:ctx_switches", "host:ctxt")
+        engine_reads = self.counter("status:Innodb_data_reads")
+        return {
+            "phase": self.name,
+            "seconds": round(self.seconds, 3),
+            "qps": None if q is None else round(q / self.seconds, 2),
+            "ips": None if i is None else round(i / self.seconds, 2),
+            "reads_per_query": _r(self.per(self.reads, q)),
+            "engine_reads_per_query": _r(self.per(engine_reads, q)),
+            "kb_read_per_query": _r(self.per(self.read_bytes / 1024, q)),
+            "writes_per_insert": _r(self.per(self.writes, i)),
+            "kb_written_per_insert": _r(self.per(self.write_bytes / 1024, i)),
+            "cpu_us_per_query": _r(self.per(None if cpu is None else cpu * 1e6, q)),
+            "context_switches_per_query": _r(self.per(cs, q)),
+            "storage_reads": int(self.reads),
+            "storage_writes": int(self.writes),
+        }
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def counter_deltas(rec: Recording, start: float, end: float) -> dict[str, float]:
+    """Per counter: value at the last snapshot in [start, end] minus the first.
+
+    Host and process counters are summed over their keys; server counters of
+    several servers are summed too (one benchmark, one server is the norm)."""
+    if not rec.has_table("counters"):
+        return {}
+    rows = rec.query(
+        "WITH w AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts FROM counters "
+        "           WHERE value IS NOT NULL AND ts >= ? AND ts <= ?) "
+        "SELECT source, name, sum(last_v - first_v), sum(last_v), sum(max_v) FROM ("
+        "  SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
+        "         max(value) AS max_v FROM w GROUP BY ALL) GROUP BY ALL",
+        [start - EPS, end + EPS])
+    out: dict[str, float] = {}
+    for src, name, delta, last, mx in rows:
+        out[f"{src}:{name}"] = float(delta)     # cumulative counters: what the phase added
+        out[f"{src}_last:{name}"] = float(last)  # gauges: the value at the phase's end
+        out[f"{src}_max:{name}"] = float(mx)     # gauges: the phase's peak
+    return out
+
+
+def phase_stats(rec: Recording, phase: str) -> PhaseStats:
+    rec.require_phase(phase)
+    p = next(x for x in rec.phases() if x["name"] == phase)
+    start = float(p["start"])
+    end = float(p["end"] if p["end"] is not None else rec.meta.get("ended") or start)
+    st = PhaseStats(phase, start, end, counter_deltas(rec, start, end))
+    page_classes = ", ".join(f"'{c}'" for c in PAGE_FILE_CLASSES)
+    for op, n, b in rec.query(
+            "SELECT op, sum(pages), sum(bytes) FROM pages WHERE phase = ? GROUP BY op", [phase]):
+        if op == "read":
+            st.reads += n or 0
+            st.read_bytes += b or 0
+        elif op == "write":
+            st.writes += n or 0
+            st.write_bytes += b or 0
+    # non-page files of the server (redo, binlog...) and page files seen only at file level
+    has_pages = {r[0] for r in rec.query("SELECT DISTINCT file FROM pages WHERE phase = ?", [phase])}
+    for f, fc, op, n, b in rec.query(
+            "SELECT file, file_class, op, sum(count), sum(bytes) FROM io "
+            "WHERE phase = ? AND layer = 'syscall' AND op IN ('read', 'write') GROUP BY ALL", [phase]):
+        if fc in PAGE_FILE_CLASSES and f in has_pages:
+            continue
+        if fc is None or (fc == "other" and not _server_file(rec, f)):
+            continue
+        if op == "read":
+            st.reads += n or 0
+            st.read_bytes += b or 0
+        else:
+            st.writes += n or 0
+            st.write_bytes += b or 0
+    st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
+                                [phase])[0][0])
+    return st
+
+
+def _server_file(rec: Recording, path: str | None) -> bool:
+    """Files of a traced server's datadir count as the server's storage IO."""
+    if not path:
+        return False
+    for s in rec.meta.get("servers") or []:
+        d = s.get("datadir")
+        if d and path.startswith(d.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def all_phase_summaries(rec: Recording) -> list[dict[str, Any]]:
+    return [phase_stats(rec, name).summary() for name in rec.phase_names()]
+
+
+def pick_phase(rec: Recording, name: str | None, default_index: int) -> str:
+    names = rec.phase_names()
+    if name is None:
+        return names[default_index]
+    if name not in names:
+        raise UsageError(f"unknown phase {name!r} in {rec.path}; it has: {', '.join(names)}")
+    return name
