@@ -129,6 +129,15 @@ struct page_key {
 	__u8 flags;       /* IOA_PAGE_F_* */
 };
 
+/* Statements started, per server and digest (map stmt_stats). COM_QUERY is
+ * keyed by its digest; other commands by their command number (small values
+ * an FNV-1a digest does not take). */
+struct stmt_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 digest;
+};
+
 struct page_val {
 	__u64 pages;
 	__u64 bytes;

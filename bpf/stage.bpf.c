@@ -30,6 +30,29 @@
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct stmt_key);
+	__type(value, __u64);
+} stmt_stats SEC(".maps");
+
+static __always_inline void count_statement(__u32 tgid, __u64 digest)
+{
+	struct stmt_key k = { .tgid = tgid, .digest = digest };
+	__u64 one = 1, *v = bpf_map_lookup_elem(&stmt_stats, &k);
+
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		return;
+	}
+	if (bpf_map_update_elem(&stmt_stats, &k, &one, BPF_NOEXIST) == -EEXIST) {
+		v = bpf_map_lookup_elem(&stmt_stats, &k);
+		if (v)
+			__sync_fetch_and_add(v, 1);
+	}
+}
+
 /* digests already sampled to userspace */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -223,8 +246,10 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 		return 0;
 	st->stage = IOA_STAGE_PARSE;
 	st->digest = 0;
-	if (command != COM_QUERY || !packet)
+	if (command != COM_QUERY || !packet) {
+		count_statement(pid_tgid >> 32, (__u64)(command & 0xff));
 		return 0;
+	}
 	c = bpf_map_lookup_elem(&digest_scratch, &zero);
 	if (!c)
 		return 0;
@@ -242,9 +267,10 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	struct digest_ref ref = { .c = c };
 
 	bpf_loop(len, digest_step, &ref, 0);
-	if (c->hash == 0)
-		c->hash = 1;
+	if (c->hash < 256)
+		c->hash += 256; /* below 256 are command numbers */
 	st->digest = c->hash;
+	count_statement(pid_tgid >> 32, c->hash);
 
 	/* a sample of the text, once per digest (or always for a phase marker) */
 	__u8 one = 1;

@@ -152,6 +152,15 @@ PAGE_KEY_DTYPE = np.dtype([("index_id", "<u8"), ("digest", "<u8"), ("tgid", "<u4
                            ("api", "u1"), ("stage", "u1"), ("file_class", "u1"), ("flags", "u1"),
                            ("pad", "<u4")])
 PAGE_VAL_DTYPE = np.dtype([("pages", "<u8"), ("bytes", "<u8")])
+STMT_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("pad", "<u4"), ("digest", "<u8")])
+STMT_VAL_DTYPE = np.dtype([("count", "<u8")])
+
+# client protocol commands (enum_server_command) that are not COM_QUERY
+COMMANDS = {0: "sleep", 1: "quit", 2: "init_db", 3: "query", 4: "field_list", 5: "create_db", 6: "drop_db",
+            7: "refresh", 9: "statistics", 10: "process_info", 12: "process_kill", 14: "ping",
+            17: "change_user", 18: "binlog_dump", 22: "stmt_prepare", 23: "stmt_execute",
+            24: "stmt_send_long_data", 25: "stmt_close", 26: "stmt_reset", 27: "set_option",
+            28: "stmt_fetch", 31: "reset_connection", 250: "stmt_bulk_execute"}
 
 assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
 assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16

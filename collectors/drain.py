@@ -123,6 +123,10 @@ def io_stats_drainer(map_fd: int, max_entries: int) -> MapDrainer:
     return MapDrainer(map_fd, abi.IO_KEY_DTYPE, abi.IO_VAL_DTYPE, max_entries)
 
 
+def stmt_stats_drainer(map_fd: int, max_entries: int = 16384) -> MapDrainer:
+    return MapDrainer(map_fd, abi.STMT_KEY_DTYPE, abi.STMT_VAL_DTYPE, max_entries, moved_fields=("count",))
+
+
 def page_stats_drainer(map_fd: int, max_entries: int = 65536) -> MapDrainer:
     return MapDrainer(map_fd, abi.PAGE_KEY_DTYPE, abi.PAGE_VAL_DTYPE, max_entries,
                       moved_fields=("pages", "bytes"))

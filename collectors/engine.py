@@ -25,6 +25,9 @@ class EngineOptions:
     user: str | None = None
 
 
+INTERNAL_TAG = "/* ioattr-internal */ "
+
+
 class EngineError(Exception):
     pass
 
@@ -119,7 +122,8 @@ class EngineConnection:
             raise EngineError("not connected")
         try:
             with self.conn.cursor() as cur:
-                cur.execute(sql, params)
+                # tagged so the stage probes can tell ioattr's own statements from the workload's
+                cur.execute(INTERNAL_TAG + sql, params)
                 return list(cur.fetchall())
         except pymysql.MySQLError as e:
             raise EngineError(f"{sql.split()[0]} failed: {e.args[-1]}") from e

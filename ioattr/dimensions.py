@@ -10,7 +10,11 @@ from ioattr.errors import UsageError
 
 _PROCESS = "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END"
 _THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"
-_QUERY = "CASE WHEN digest IS NULL THEN NULL ELSE coalesce(query, printf('digest:%016x', digest)) END"
+# the row's own text, else the recording's digest map (meta.json "queries"), else the bare digest
+QUERY_SQL = ("CASE WHEN digest IS NULL THEN NULL ELSE coalesce(query, "
+             "(SELECT q.text FROM query_texts q WHERE q.digest = digest LIMIT 1), "
+             "printf('digest:%016x', digest)) END")
+_QUERY = QUERY_SQL
 
 
 @dataclass(frozen=True)

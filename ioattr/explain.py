@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ioattr.dimensions import QUERY_SQL
 from ioattr.errors import UsageError
 from ioattr.findings import Evidence, run_findings
 from ioattr.phase_stats import PAGE_FILE_CLASSES, PhaseStats, phase_stats, pick_phase
@@ -55,7 +56,7 @@ def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, floa
     """Numerator of the metric per (index, level, stage, role, file_class, query)."""
     value = "pages" if metric.measure == "ops" else "bytes"
     level = "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END"
-    query = "CASE WHEN digest IS NULL THEN NULL ELSE coalesce(query, printf('digest:%016x', digest)) END"
+    query = QUERY_SQL
     out: dict[tuple, float] = {}
     for row in rec.query(
             f"SELECT index, {level}, stage, role, file_class, {query}, sum({value}) FROM pages "

@@ -42,13 +42,23 @@ class PhaseStats:
                 return self.counters[n]
         return None
 
+    statement_counts: dict[str, float] = field(default_factory=dict)  # kind -> statements (stage probes)
+
     @property
     def queries(self) -> float | None:
-        return self.counter("status:Com_select")
+        """SELECTs: the server's Com_select, else the stage probes' statement count."""
+        v = self.counter("status:Com_select")
+        if v is None and self.statement_counts:
+            v = self.statement_counts.get("select", 0.0)
+        return v
 
     @property
     def inserts(self) -> float | None:
-        return self.counter("status:Innodb_rows_inserted", "status:Com_insert")
+        """Rows inserted (Innodb_rows_inserted), else INSERT statements seen by the stage probes."""
+        v = self.counter("status:Innodb_rows_inserted", "status:Com_insert")
+        if v is None and self.statement_counts:
+            v = self.statement_counts.get("insert", 0.0) + self.statement_counts.get("replace", 0.0)
+        return v
 
     def per(self, numerator: float | None, denominator: float | None) -> float | None:
         if numerator is None or not denominator:
@@ -134,6 +144,9 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
         else:
             st.writes += n or 0
             st.write_bytes += b or 0
+    if rec.has_table("statements"):
+        st.statement_counts = {k: float(v) for k, v in rec.query(
+            "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
     st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
                                 [phase])[0][0])
     return st

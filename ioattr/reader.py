@@ -64,6 +64,15 @@ class Recording:
                 cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
                 self.con.execute(f"CREATE TABLE {table} ({cols})")
         self.chunk_count = self.chunk_counts.get("io", 0)
+        self.con.execute("CREATE TABLE query_texts (digest UBIGINT, text VARCHAR)")
+        texts = []
+        for hexd, text in (self.meta.get("queries") or {}).items():
+            try:
+                texts.append((int(hexd, 16), str(text)))
+            except (TypeError, ValueError):
+                continue
+        if texts:
+            self.con.executemany("INSERT INTO query_texts VALUES (?, ?)", texts)
 
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""

@@ -177,6 +177,9 @@ class Recorder:
     def _describe(session: LiveSession, writer: RecordingWriter) -> None:
         writer.meta["servers"] = session.servers()
         writer.meta["stage_probes"] = session.naming.stage_probes
+        # every statement digest's text (literals stripped unless --keep-literals): rows drained
+        # before their text arrived get it at report time
+        writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
         writer.write_meta()
 
     @staticmethod
@@ -185,6 +188,8 @@ class Recorder:
             writer.add_columns(iv.io, "io")
         if iv.pages is not None:
             writer.add_columns(iv.pages, "pages")
+        if iv.statements is not None:
+            writer.add_columns(iv.statements, "statements")
 
     def _child_exited(self) -> bool:
         if self.child_pid is None:
@@ -248,5 +253,6 @@ class Recorder:
             if changes.appeared or changes.exited:
                 self._describe(session, writer)
             if now >= next_flush:
+                self._describe(session, writer)
                 writer.flush(session.drops())
                 next_flush = now + o.chunk_seconds

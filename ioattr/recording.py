@@ -3,6 +3,7 @@
     REC/meta.json                   tool version, host, kernel, targets, phases, drops, status
     REC/io/chunk-NNNNNN.parquet     per-interval IO aggregates (immutable once written)
     REC/pages/chunk-NNNNNN.parquet  per-interval InnoDB page classes (index, level, page type)
+    REC/statements/chunk-NNNNNN.parquet  statements started per interval and digest (stage probes)
 
 Chunks are written to a temporary name and renamed, so a reader (report on
 a recording still being written) never sees half a file and a crash loses
@@ -89,7 +90,22 @@ PAGES_SCHEMA = pa.schema(
     ]
 )
 
-TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA}
+STATEMENTS_SCHEMA = pa.schema(
+    [
+        ("ts_start", pa.float64()),
+        ("ts_end", pa.float64()),
+        ("phase", pa.string()),
+        ("pid", pa.int32()),
+        ("process", pa.string()),
+        ("digest", pa.uint64()),
+        ("command", pa.string()),
+        ("kind", pa.string()),
+        ("query", pa.string()),
+        ("count", pa.int64()),
+    ]
+)
+
+TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA}
 
 
 def _write_private(path: Path, data: bytes) -> None:

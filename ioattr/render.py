@@ -24,6 +24,23 @@ def _fmt(v: object) -> str:
     return escape(str(v))  # "[journal]" is data, not rich markup
 
 
+SUMMARY_COLUMNS = [("phase", "phase"), ("seconds", "s"), ("qps", "qps"), ("ips", "ips"),
+                   ("reads_per_query", "rpq"), ("kb_read_per_query", "KB r/q"),
+                   ("kb_written_per_insert", "KB w/i"), ("cpu_us_per_query", "CPU µs/q"),
+                   ("context_switches_per_query", "cs/q")]
+
+
+def _summary_table(summary: list[dict] | None) -> Table | None:
+    if not summary:
+        return None
+    t = Table(title="per phase", title_justify="left")
+    for _, label in SUMMARY_COLUMNS:
+        t.add_column(label, justify="left" if label == "phase" else "right")
+    for row in summary:
+        t.add_row(*[_fmt(row.get(key)) for key, _ in SUMMARY_COLUMNS])
+    return t
+
+
 def render_table(report: dict, by: list[str], width: int | None = None) -> str:
     dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
     table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
@@ -36,11 +53,14 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
                       f"{r['count']:,}", human_bytes(r["bytes"]),
                       _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
     buf = io.StringIO()
+    summary_table = _summary_table(report.get("summary"))
     if width is None:
         import shutil
 
         width = max(100, shutil.get_terminal_size((160, 24)).columns)
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    if summary_table is not None:
+        console.print(summary_table)
     console.print(table)
     if report.get("dropped"):
         console.print(f"dropped: {report['dropped']} events (a BPF map was full; see meta.json)")

@@ -70,4 +70,9 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     }
     if table == "pages":
         out["unit"] = "pages"  # count is InnoDB pages, not IO operations
+    if "phase" in dims:
+        from ioattr.phase_stats import all_phase_summaries
+
+        # the insert benchmark's per-phase terms, next to the attributed rows
+        out["summary"] = all_phase_summaries(rec)
     return out

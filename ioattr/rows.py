@@ -31,6 +31,7 @@ class Naming:
     tasks: TaskNames = field(default_factory=TaskNames)
     servers: dict[int, ServerContext] = field(default_factory=dict)
     queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
+    internal_digests: set[int] = field(default_factory=set)  # ioattr's own statements
     stage_probes: bool = False
 
     connection_tids: set[int] = field(default_factory=set)
@@ -114,6 +115,56 @@ class IoRows:
         for i, name in enumerate(HIST_COLUMNS):
             cols[name] = hist[:, i] if rows else np.empty(0, dtype=np.int64)
         return cols
+
+
+def statement_kind(command: str, query: str | None) -> str:
+    """What sort of statement: the SQL verb for COM_QUERY, else the protocol command."""
+    if command != "query":
+        return command
+    if not query:
+        return "query"
+    words = query.lstrip("( ").split(None, 2)
+    verb = words[0].lower() if words else "query"
+    if verb in ("create", "alter", "drop") and len(words) > 1:
+        return f"{verb}_{words[1].lower()}"
+    return verb
+
+
+class StatementRows:
+    def __init__(self, naming: Naming) -> None:
+        self.n = naming
+
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+        n = self.n
+        k = d.keys
+        rows = len(d)
+        pids = k["tgid"].astype(np.int64)
+        keep = np.array([int(dg) not in n.internal_digests for dg in k["digest"]], dtype=bool)
+        if not keep.all():
+            k = k[keep]
+            d = Deltas(keys=k, values=d.values[keep], map_entries=d.map_entries, drain_seconds=d.drain_seconds)
+            rows = len(d)
+            pids = pids[keep]
+        commands, kinds, queries = [], [], []
+        for dg in k["digest"]:
+            dg = int(dg)
+            cmd = abi.COMMANDS.get(dg, f"command_{dg}") if dg < 256 else "query"
+            q = n.query(dg) if dg >= 256 else None
+            commands.append(cmd)
+            queries.append(q)
+            kinds.append(statement_kind(cmd, q))
+        return {
+            "ts_start": [ts_start] * rows,
+            "ts_end": [ts_end] * rows,
+            "phase": [phase] * rows,
+            "pid": _opt_ints(pids),
+            "process": [n.tasks.process(int(p)) if p else None for p in pids],
+            "digest": [int(x) for x in k["digest"]],
+            "command": commands,
+            "kind": kinds,
+            "query": queries,
+            "count": d.values["count"].astype(np.int64),
+        }
 
 
 def page_flags_label(flags: int) -> str | None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ioattr.collectors import abi, features
-from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops
-from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
+from ioattr.collectors.engine import INTERNAL_TAG, EngineOptions
 from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, classify_path
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
@@ -25,7 +25,7 @@ from ioattr.collectors.probes import ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
-from ioattr.rows import IoRows, Naming, PageRows
+from ioattr.rows import IoRows, Naming, PageRows, StatementRows
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Interval:
     end: float
     io: dict[str, object] | None      # io table columns, None when nothing moved
     pages: dict[str, object] | None   # pages table columns
+    statements: dict[str, object] | None = None  # statements started (stage probes)
     io_rows: int = 0
     page_rows: int = 0
     drain_seconds: float = 0.0
@@ -65,6 +66,8 @@ class LiveSession:
         self.naming = Naming()
         self.io_rows = IoRows(self.naming)
         self.page_rows = PageRows(self.naming)
+        self.stmt_rows = StatementRows(self.naming)
+        self.stmt_drain = None
         self.probes: ProbeSession | None = None
         self.phase_markers: list[tuple[float, str]] = []  # from `ioattr:phase=NAME` statements
         self._new_page_file = False
@@ -94,6 +97,8 @@ class LiveSession:
             self.events = RingBuffer(self.probes.map_fd("events"), self._on_event)
             self.io_drain = io_stats_drainer(self.probes.map_fd("io_stats"), self.probes.max_stats)
             self.page_drain = page_stats_drainer(self.probes.map_fd("page_stats"))
+            if "stmt_stats" in self.probes.shared_fds:
+                self.stmt_drain = stmt_stats_drainer(self.probes.map_fd("stmt_stats"))
         except Exception:
             self.probes.close()
             raise
@@ -104,6 +109,8 @@ class LiveSession:
         self.welcome(new, skip_pid)
         self.io_drain.drain()
         self.page_drain.drain()
+        if self.stmt_drain is not None:
+            self.stmt_drain.drain()
         self._last_tick = time.time()
         return TargetChanges(new, [])
 
@@ -181,6 +188,9 @@ class LiveSession:
                 if name:
                     self.phase_markers.append((time.time(), name))
             if int(ev.digest) not in self.naming.queries:
+                if INTERNAL_TAG.strip() in text:
+                    self.naming.internal_digests.add(int(ev.digest))
+                    text = "[ioattr] " + text.replace(INTERNAL_TAG, "")
                 self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
         elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
             ev = abi.TaskEvent.from_buffer_copy(data)
@@ -208,6 +218,7 @@ class LiveSession:
         self.events.consume()
         d = self.io_drain.drain()
         p = self.page_drain.drain()
+        st = self.stmt_drain.drain() if self.stmt_drain is not None else None
         if len(p):
             self._refresh_servers()  # names for index ids first seen in this interval
         t0, self._last_tick = self._last_tick, now
@@ -215,6 +226,7 @@ class LiveSession:
             start=t0, end=now,
             io=self.io_rows.columns(d, t0, now, self.phase) if len(d) else None,
             pages=self.page_rows.columns(p, t0, now, self.phase) if len(p) else None,
+            statements=self.stmt_rows.columns(st, t0, now, self.phase) if st is not None and len(st) else None,
             io_rows=len(d), page_rows=len(p),
             drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
 
