@@ -165,6 +165,7 @@ enum ioattr_event_type {
 };
 
 #define IOATTR_QUERY_MAX 512
+#define IOA_DIGEST_INTERNAL 255 /* statements ioattr itself runs on the server */
 
 struct query_event {
 	__u32 type;

@@ -257,6 +257,14 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	if (bpf_probe_read_user(c->t->b, IOATTR_QUERY_MAX, packet) &&
 	    bpf_probe_read_user(c->t->b, len & (IOATTR_QUERY_MAX - 1), packet))
 		return 0;
+	/* ioattr's own statements (prefixed with the ioattr-internal comment) are neither digested
+	 * nor counted: they are not the workload's */
+	if (len >= 12 && c->t->b[0] == '/' && c->t->b[1] == '*' && c->t->b[3] == 'i' &&
+	    c->t->b[4] == 'o' && c->t->b[5] == 'a' && c->t->b[6] == 't' && c->t->b[7] == 't' &&
+	    c->t->b[8] == 'r' && c->t->b[9] == '-' && c->t->b[10] == 'i' && c->t->b[11] == 'n') {
+		st->digest = IOA_DIGEST_INTERNAL;
+		return 0;
+	}
 	c->len = len;
 	c->hash = FNV_OFFSET;
 	c->state = S_SPACE;

@@ -21,9 +21,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="recording directory (default: ./ioattr-YYYYmmdd-HHMMSS)")
     p.add_argument("--pid", type=int, action="append", default=[], help="trace this process (repeatable)")
     p.add_argument("--comm", action="append", default=[], help="trace processes with this name (repeatable)")
+    p.add_argument("--only-command", action="store_true",
+                   help="with -- CMD: trace only the command's process tree, not the host's mysqld/mariadbd")
     p.add_argument("--interval", type=float, default=1.0, help="seconds per aggregate row (default 1)")
     p.add_argument("--duration", type=float, help="stop after this many seconds")
     p.add_argument("--phase", default="main", help="name of the first phase (default main)")
+    p.add_argument("--auto-phases", action="store_true",
+                   help="start a new phase when the statement mix changes (load, ddl, mixed, read, write)")
     p.add_argument("--phase-pattern", metavar="REGEX",
                    help="start a phase when a line of the wrapped command's output matches "
                         "(the phase is group 'phase', else group 1, else the match)")
@@ -75,13 +79,15 @@ def run(args: argparse.Namespace) -> int:
         if "syscalls" not in sets:
             sets = ("syscalls",) + sets
     spec = TargetSpec(pids=list(args.pid), comms=list(args.comm), command=list(args.wrapped_command))
-    if not spec.pids and not spec.comms:
+    if args.only_command and not spec.command:
+        raise UsageError("--only-command needs a command: ioattr record --only-command -- CMD ARGS")
+    if not spec.pids and not spec.comms and not args.only_command:
         # with `-- CMD`: the command's tree plus any mysqld/mariadbd it may talk to
         spec.comms = list(DEFAULT_COMMS)
     output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
                          innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
-                         phase_pattern=args.phase_pattern,
+                         phase_pattern=args.phase_pattern, auto_phases=args.auto_phases,
                          engine=engine_options(args))
     return Recorder(opts).run()

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from ioattr import control
+from ioattr.auto_phases import AutoPhaser
+from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.engine import EngineOptions
 from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import UsageError
@@ -46,6 +48,7 @@ class RecordOptions:
     engine: EngineOptions = field(default_factory=EngineOptions)
     discard_command_output: bool = False
     phase_pattern: str | None = None
+    auto_phases: bool = False
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
 
@@ -74,6 +77,7 @@ class Recorder:
         self.child_status: int | None = None
         self.phase_queue: "queue.Queue[tuple[float, str]]" = queue.Queue()
         self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
+        self.auto = AutoPhaser() if opts.auto_phases else None
 
     # -- the wrapped command ---------------------------------------------------------
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -145,6 +149,9 @@ class Recorder:
                     o.targets.pids.append(self.child_pid)
                 session.start(skip_pid=self.child_pid)
                 self._describe(session, writer)
+                # engine and host counters: the baseline snapshot (collectors/counters.py)
+                self.counters = CounterCollector(note=lambda text: (writer.note(text), o.log(text)))
+                self._counters(session, writer, force=True)
                 ctl = control.register(o.output)
                 if barrier_fd is not None:
                     os.write(barrier_fd, b"g")
@@ -156,6 +163,8 @@ class Recorder:
                     self._loop(session, writer, ctl)
                 finally:
                     self._write(writer, session.tick())
+                    self._counters(session, writer, force=True)  # engine and host counters, last
+                    self.counters.close(session.naming.servers)  # monitors it switched on go off
                     writer.flush(session.drops())
                     self._describe(session, writer)
                     ctl.unregister()
@@ -191,6 +200,31 @@ class Recorder:
         if iv.statements is not None:
             writer.add_columns(iv.statements, "statements")
 
+    # -- engine and host counters (collectors/counters.py) ---------------------------
+    def _counters(self, session: LiveSession, writer: RecordingWriter, force: bool = False) -> None:
+        """One counters snapshot right after a drain; the settings snapshot into meta.json."""
+        cols = self.counters.collect_session(session, force=force)
+        if cols is not None:
+            writer.add_columns(cols, "counters")
+        if self.counters.settings != writer.meta.get("settings"):
+            writer.meta["settings"] = dict(self.counters.settings)
+            writer.write_meta()
+    # -- end engine and host counters ----------------------------------------------
+
+    def _auto_phase(self, session: LiveSession, writer: RecordingWriter, iv: Interval) -> None:
+        """--auto-phases: an interval whose statement mix differs starts a phase, itself included."""
+        if self.auto is None:
+            return
+        name = self.auto.observe(iv.statements, iv.io)
+        if name is None:
+            return
+        for cols in (iv.io, iv.pages, iv.statements):
+            if cols is not None:
+                cols["phase"] = [name] * len(cols["phase"])
+        writer.start_phase(name, iv.start, source="auto")
+        session.phase = name
+        self.opts.log(f"phase {name} (auto)")
+
     def _child_exited(self) -> bool:
         if self.child_pid is None:
             return False
@@ -224,6 +258,7 @@ class Recorder:
             for at, name, source in self._phase_changes(session, ctl):
                 if name != writer.current_phase:
                     self._write(writer, session.tick())  # the interval so far is the old phase's
+                    self._counters(session, writer, force=True)  # so is this counters snapshot
                     writer.start_phase(name, at, source=source)
                     session.phase = name
                     o.log(f"phase {name} ({source})")
@@ -239,7 +274,10 @@ class Recorder:
                 return
             if now < next_tick:
                 continue
-            self._write(writer, session.tick(now))
+            iv = session.tick(now)
+            self._auto_phase(session, writer, iv)
+            self._write(writer, iv)
+            self._counters(session, writer)  # engine and host counters, in the interval's phase
             next_tick += o.interval
             if next_tick < now:
                 next_tick = now + o.interval

@@ -31,7 +31,6 @@ class Naming:
     tasks: TaskNames = field(default_factory=TaskNames)
     servers: dict[int, ServerContext] = field(default_factory=dict)
     queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
-    internal_digests: set[int] = field(default_factory=set)  # ioattr's own statements
     stage_probes: bool = False
 
     connection_tids: set[int] = field(default_factory=set)
@@ -59,6 +58,8 @@ class Naming:
         return STAGE_NAMES.get(value)
 
     def query(self, digest: int) -> str | None:
+        if digest == abi.DIGEST_INTERNAL:
+            return "[ioattr's own statements]"
         return self.queries.get(digest) if digest else None
 
 
@@ -139,12 +140,6 @@ class StatementRows:
         k = d.keys
         rows = len(d)
         pids = k["tgid"].astype(np.int64)
-        keep = np.array([int(dg) not in n.internal_digests for dg in k["digest"]], dtype=bool)
-        if not keep.all():
-            k = k[keep]
-            d = Deltas(keys=k, values=d.values[keep], map_entries=d.map_entries, drain_seconds=d.drain_seconds)
-            rows = len(d)
-            pids = pids[keep]
         commands, kinds, queries = [], [], []
         for dg in k["digest"]:
             dg = int(dg)

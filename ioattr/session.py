@@ -17,7 +17,7 @@ from typing import Callable
 
 from ioattr.collectors import abi, features
 from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
-from ioattr.collectors.engine import INTERNAL_TAG, EngineOptions
+from ioattr.collectors.engine import EngineOptions
 from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, classify_path
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
@@ -188,9 +188,6 @@ class LiveSession:
                 if name:
                     self.phase_markers.append((time.time(), name))
             if int(ev.digest) not in self.naming.queries:
-                if INTERNAL_TAG.strip() in text:
-                    self.naming.internal_digests.add(int(ev.digest))
-                    text = "[ioattr] " + text.replace(INTERNAL_TAG, "")
                 self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
         elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
             ev = abi.TaskEvent.from_buffer_copy(data)

@@ -26,7 +26,7 @@ def one_line_error(r: subprocess.CompletedProcess, code: int = 2) -> str:
 def small_recording(tmp_path_factory) -> Path:
     need_root()
     rec = tmp_path_factory.mktemp("bad-input") / "rec"
-    r = ioattr("record", "-o", str(rec), "--pid", "1", "--interval", "0.2", "--",
+    r = ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--",
                "dd", "if=/dev/zero", f"of={rec.parent / 'f'}", "bs=4096", "count=10", "status=none")
     assert r.returncode == 0, r.stderr
     return rec
@@ -81,7 +81,7 @@ def test_missing_optional_tracepoint_degrades_with_a_message(tmp_path: Path) -> 
                                                  "sched:sched_process_fork", "sched:sched_process_exec"])
     env = dict(os.environ, IOATTR_TRACEFS=str(fake))
     rec = tmp_path / "r"
-    r = ioattr("record", "--pid", "1", "-o", str(rec), "--", "dd", "if=/dev/zero", f"of={tmp_path / 'f'}",
+    r = ioattr("record", "--only-command", "-o", str(rec), "--", "dd", "if=/dev/zero", f"of={tmp_path / 'f'}",
                "bs=4096", "count=4", "status=none", env=env)
     assert r.returncode == 0, r.stderr
     assert "degraded" in r.stderr and "io_uring:io_uring_submit_req" in r.stderr

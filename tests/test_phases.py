@@ -27,7 +27,7 @@ def test_phase_pattern_over_command_output(tmp_path: Path) -> None:
     script = (f"echo 'PHASE load'; sleep 0.3; dd if=/dev/zero of={f} bs=4096 count=10 status=none; sleep 0.4; "
               f"echo 'PHASE query'; sleep 0.3; dd if=/dev/zero of={f} bs=4096 count=3 status=none; sleep 0.4")
     rec = tmp_path / "rec"
-    r = subprocess.run([IOATTR, "record", "-o", str(rec), "--pid", "1", "--interval", "0.2", "--phase", "setup",
+    r = subprocess.run([IOATTR, "record", "-o", str(rec), "--only-command", "--interval", "0.2", "--phase", "setup",
                         "--phase-pattern", r"PHASE (\w+)", "--", "sh", "-c", script],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -39,8 +39,10 @@ def test_phase_pattern_over_command_output(tmp_path: Path) -> None:
     assert report_json(rec, "--phase", "query", "--by", "file")["rows"]
 
 
-def test_mark_starts_a_phase_in_a_running_recording(tmp_path: Path) -> None:
+def test_mark_starts_a_phase_in_a_running_recording(tmp_path: Path, monkeypatch) -> None:
     need_root()
+    # a registry of our own, so other recordings running on this host can't make "the only one" ambiguous
+    monkeypatch.setenv("IOATTR_RUN_DIR", str(tmp_path / "run"))
     f = tmp_path / "w"
     writer = subprocess.Popen([sys.executable, "-c", f"""
 import os, sys, time
@@ -105,3 +107,38 @@ def test_sql_marker_starts_a_phase(mariadb_factory, tmp_path: Path) -> None:
     names = [p["name"] for p in meta["phases"]]
     assert names == ["main", "load", "query"], (names, err)
     assert meta["phases"][1]["source"] == "sql"
+
+
+def test_auto_phases_follow_the_statement_mix(mariadb_factory, tmp_path: Path) -> None:
+    db = mariadb_factory(buffer_pool="16M")
+    db.query("CREATE DATABASE ib")
+    db.query("CREATE TABLE ib.t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, b CHAR(100)) ENGINE=InnoDB")
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.25", "--auto-phases")
+    try:
+        bg.wait_recording()
+        conn = db.connect()
+        with conn.cursor() as cur:
+            deadline = time.monotonic() + 1.5
+            i = 0
+            while time.monotonic() < deadline:  # load: inserts only
+                cur.execute("INSERT INTO ib.t (a, b) SELECT seq * %s, 'x' FROM ib.seq_1_to_2000", (i,))
+                i += 1
+            cur.execute("CREATE INDEX a ON ib.t (a, b)")  # ddl
+            time.sleep(0.3)
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:  # mixed
+                cur.execute("SELECT COUNT(*) FROM ib.t WHERE a BETWEEN %s AND %s", (i, i + 1000))
+                cur.execute("INSERT INTO ib.t (a, b) VALUES (%s, 'y')", (i,))
+                i += 1
+        conn.close()
+        time.sleep(0.4)
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    meta = json.loads((rec / "meta.json").read_text())
+    labels = [p["name"].split(".", 1)[1] for p in meta["phases"][1:]]
+    assert [p["source"] for p in meta["phases"][1:]] == ["auto"] * len(labels)
+    # the three parts of the workload, in order (short transitions may add a phase between)
+    order = [lab for lab in labels if lab in ("load", "ddl", "mixed")]
+    assert order[:1] == ["load"] and "mixed" in order and order.index("mixed") > 0, labels

@@ -31,7 +31,7 @@ def iogen_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data = base / "data"
     truth_path = base / "truth.json"
     rec = base / "rec"
-    r = ioattr("record", "-o", str(rec), "--interval", "0.5", "--pid", "1", "--",
+    r = ioattr("record", "-o", str(rec), "--interval", "0.5", "--only-command", "--",
                str(IOGEN), "--dir", str(data), "--size", str(SIZE), "--json", str(truth_path))
     assert r.returncode == 0, r.stderr
     truth = json.loads(truth_path.read_text())

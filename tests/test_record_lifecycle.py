@@ -110,7 +110,7 @@ def test_command_tree_is_followed(tmp_path: Path) -> None:
     out = tmp_path / "grandchild.dat"
     script = f"dd if=/dev/zero of={out} bs=4096 count=25 status=none conv=fsync"
     r = subprocess.run([str(Path(sys.executable).parent / "ioattr"), "record", "-o", str(rec),
-                        "--interval", "0.25", "--pid", "1", "--", "sh", "-c", f"sh -c '{script}'"],
+                        "--interval", "0.25", "--only-command", "--", "sh", "-c", f"sh -c '{script}'"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     rep = report_json(rec, "--by", "file,process", "--layer", "syscall")
@@ -122,7 +122,7 @@ def test_command_tree_is_followed(tmp_path: Path) -> None:
 def test_failing_command_exit_status_is_reported(tmp_path: Path) -> None:
     need_root()
     rec = tmp_path / "rec"
-    r = subprocess.run([str(Path(sys.executable).parent / "ioattr"), "record", "-o", str(rec), "--pid", "1",
+    r = subprocess.run([str(Path(sys.executable).parent / "ioattr"), "record", "-o", str(rec), "--only-command",
                         "--", "sh", "-c", "exit 3"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "status 3" in r.stderr
