@@ -13,15 +13,17 @@ from types import ModuleType
 from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
-from ioattr.cli import demo, doctor, explain, mark, record, report
+from ioattr.cli import demo, doctor, explain, exporter, mark, record, report, top
 
 SUBCOMMANDS: dict[str, ModuleType] = {
     "demo": demo,
     "doctor": doctor,
     "explain": explain,
+    "exporter": exporter,
     "mark": mark,
     "record": record,
     "report": report,
+    "top": top,
 }
 
 

@@ -1,0 +1,72 @@
+"""The traced servers' own counters (SHOW GLOBAL STATUS), for `top` and the exporter.
+
+Read once per interval through each server's EngineConnection (the one the
+session already holds for names and roles). The server counts our own
+statement too (one SHOW per interval), which is noise below one query per
+second. A server without a connection simply has no counters: reads per
+query are then unknown, never guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ioattr.collectors.engine import EngineError
+
+# SHOW GLOBAL STATUS name -> our short name
+STATUS_VARS = {
+    "Questions": "questions",
+    "Com_select": "selects",
+    "Innodb_buffer_pool_reads": "buffer_pool_reads",
+    "Innodb_buffer_pool_read_requests": "buffer_pool_read_requests",
+}
+_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+        + ", ".join(f"'{name}'" for name in STATUS_VARS) + ")")
+
+
+def read_status(engine) -> dict[str, int]:
+    """The counters above from one server connection ({} when it can't answer)."""
+    try:
+        rows = engine.query(_SQL)
+    except EngineError:
+        return {}
+    out: dict[str, int] = {}
+    for name, value in rows:
+        short = STATUS_VARS.get(str(name)) or STATUS_VARS.get(str(name).capitalize())
+        if short is None:
+            continue
+        try:
+            out[short] = int(value)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+@dataclass
+class ServerCounters:
+    """Cumulative status counters per server pid, and their change since the last read."""
+
+    current: dict[int, dict[str, int]] = field(default_factory=dict)
+    delta: dict[str, int] | None = None  # summed over servers; None when no server answered twice
+
+    def read(self, servers: dict) -> None:
+        """servers: pid -> ServerContext (session.naming.servers)."""
+        now: dict[int, dict[str, int]] = {}
+        for pid, ctx in list(servers.items()):
+            if getattr(ctx, "engine", None) is None:
+                continue
+            values = read_status(ctx.engine)
+            if values:
+                now[pid] = values
+        delta: dict[str, int] | None = None
+        for pid, values in now.items():
+            before = self.current.get(pid)
+            if before is None:
+                continue
+            for name, v in values.items():
+                d = v - before.get(name, v)
+                if d < 0:  # the server restarted under the same pid: unknown for this interval
+                    continue
+                delta = delta or {}
+                delta[name] = delta.get(name, 0) + d
+        self.current = now
+        self.delta = delta
