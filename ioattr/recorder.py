@@ -164,7 +164,6 @@ class Recorder:
                 finally:
                     self._write(writer, session.tick())
                     self._counters(session, writer, force=True)  # engine and host counters, last
-                    self.counters.close(session.naming.servers)  # monitors it switched on go off
                     writer.flush(session.drops())
                     self._describe(session, writer)
                     ctl.unregister()
@@ -189,6 +188,13 @@ class Recorder:
         # every statement digest's text (literals stripped unless --keep-literals): rows drained
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
+        # the latest name of every index id: a name read mid-CREATE INDEX (MariaDB's temporary
+        # "\xffname") or before a RENAME is corrected at report time
+        names: dict[str, str] = {}
+        for ctx in session.naming.servers.values():
+            ctx.names.refresh_if_stale()
+            names.update({str(i): n for i, n in ctx.names.names.items()})
+        writer.meta["indexes"] = names
         writer.write_meta()
 
     @staticmethod

@@ -4,10 +4,13 @@
     REC/io/chunk-NNNNNN.parquet     per-interval IO aggregates (immutable once written)
     REC/pages/chunk-NNNNNN.parquet  per-interval InnoDB page classes (index, level, page type)
     REC/statements/chunk-NNNNNN.parquet  statements started per interval and digest (stage probes)
+    REC/counters/chunk-NNNNNN.parquet    engine and host counter snapshots (collectors/counters.py)
 
 Chunks are written to a temporary name and renamed, so a reader (report on
 a recording still being written) never sees half a file and a crash loses
-at most the chunk being built. meta.json is replaced the same way.
+at most the chunk being built. meta.json is replaced the same way. Closed
+chunks are merged into segments (`segL-FIRST-LAST.parquet`, rows summed
+per 60 s) in the background and when the recording ends: compact.py.
 Everything is created owner-only (0700 directories, 0600 files): a
 recording names files, queries and processes of the traced host.
 """
@@ -105,7 +108,21 @@ STATEMENTS_SCHEMA = pa.schema(
     ]
 )
 
-TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA}
+# -- engine and host counters (collectors/counters.py has the sources and names) --
+COUNTERS_SCHEMA = pa.schema(
+    [
+        ("ts", pa.float64()),       # unix time the value was read
+        ("phase", pa.string()),
+        ("pid", pa.int32()),        # server (or traced process for 'proc'); NULL for 'host'
+        ("source", pa.string()),    # status|innodb_metrics|innodb_status|ps_file|ps_table|host|proc
+        ("name", pa.string()),
+        ("value", pa.float64()),    # as read: cumulative counters cumulative, gauges as gauges
+        ("text", pa.string()),      # NULL except for non-numeric values
+    ]
+)
+# -- end engine and host counters --
+
+TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA, "counters": COUNTERS_SCHEMA}
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -156,6 +173,8 @@ class RecordingWriter:
     meta: dict[str, Any] = field(default_factory=dict)
     batches: dict[str, list[pa.RecordBatch]] = field(default_factory=dict)
     chunk_no: int = 0
+    auto_compact: bool = True       # merge closed chunks into segments as we go (compact.py)
+    _compactor: Any = field(default=None, repr=False)
 
     @classmethod
     def create(cls, path: Path, *, targets: list[str], interval: float, phase: str,
@@ -229,7 +248,16 @@ class RecordingWriter:
                 os.replace(tmp, final)
             self.batches = {}
             self.meta["chunks"] = self.chunk_no
+            if self.auto_compact:
+                self._compaction().poke()
         self.write_meta()
+
+    def _compaction(self) -> Any:
+        if self._compactor is None:
+            from ioattr.compact import BackgroundCompactor
+
+            self._compactor = BackgroundCompactor(self.path)
+        return self._compactor
 
     def close(self, status: str = "complete") -> None:
         self.flush()
@@ -239,3 +267,5 @@ class RecordingWriter:
         if self.meta["phases"][-1]["end"] is None:
             self.meta["phases"][-1]["end"] = now
         self.write_meta()
+        if self.auto_compact:
+            self._compaction().finish()

@@ -1,0 +1,403 @@
+"""Engine and host counters: one snapshot per interval, the `counters` table.
+
+Columns (ioattr.recording.COUNTERS_SCHEMA), one row per (snapshot, name):
+
+    ts      DOUBLE   unix time the source was read
+    phase   VARCHAR  the phase the snapshot belongs to
+    pid     INTEGER  the server (or, for 'proc', the traced process); NULL for 'host'
+    source  VARCHAR  see below
+    name    VARCHAR
+    value   DOUBLE   the value as read: cumulative counters are cumulative, gauges are gauges
+    text    VARCHAR  NULL except for values that are not numbers (then value is NULL)
+
+Sources:
+
+    status          SHOW GLOBAL STATUS, every variable under its own name ("Com_select",
+                    "Innodb_buffer_pool_reads", ...). Plus "ioattr:Com_select": the SELECTs
+                    ioattr itself ran on that server (its connection's session Com_select,
+                    read just before SHOW GLOBAL STATUS and summed over reconnects), which
+                    Com_select includes: INFORMATION_SCHEMA and performance_schema reads are
+                    SELECTs. Subtract it for the workload's own count.
+    innodb_metrics  INFORMATION_SCHEMA.INNODB_METRICS COUNT of every enabled counter, by NAME.
+                    When a server is first seen these modules are enabled if they are not
+                    (SET GLOBAL innodb_monitor_enable, needs SUPER): module_buffer_page
+                    (buffer_page_read_* / buffer_page_written_* by page type and level),
+                    module_ibuf_system (ibuf_merges*, change buffer size), module_purge
+                    (purge_*), module_index (index_page_splits/merges/reorgs/discards).
+                    They are left on afterwards (each costs an atomic increment where it
+                    counts): switching them off at the end would pull them from under any
+                    other ioattr session on that server (an exporter, a second recording).
+                    A note in the recording says what was switched on, and how to undo it.
+    innodb_status   SHOW ENGINE INNODB STATUS parsed: collectors/innodb_status.py lists the
+                    names (history_list_length, ibuf_*, file_pending_*, log_*, checkpoint_age,
+                    buffer_pool_*, ...). Needs PROCESS.
+    ps_file         performance_schema.file_summary_by_instance summed per file:
+                    "<file path>:<COLUMN>" for COUNT_READ SUM_NUMBER_OF_BYTES_READ SUM_TIMER_READ
+                    COUNT_WRITE SUM_NUMBER_OF_BYTES_WRITE SUM_TIMER_WRITE COUNT_MISC
+                    SUM_TIMER_MISC (timers in picoseconds; split the name at its last ':')
+    ps_table        performance_schema.table_io_waits_summary_by_table:
+                    "<schema>.<table>:<COLUMN>" for COUNT_STAR COUNT_READ COUNT_WRITE
+                    COUNT_FETCH COUNT_INSERT COUNT_UPDATE COUNT_DELETE SUM_TIMER_WAIT
+                    SUM_TIMER_READ SUM_TIMER_WRITE
+                    Both P_S sources list only files/tables with some IO (COUNT_STAR > 0): an
+                    absent earlier row means zero. They are read every `ps_every`-th interval
+                    (default 5) and at every forced snapshot (start, phase changes, the end),
+                    so phase boundaries stay exact while the table stays small.
+    host            /proc/diskstats and /proc/stat (collectors/counters_host.py)
+    proc            /proc/PID/io, /proc/PID/stat, thread context switches of each target
+
+When snapshots are taken (the recorder): at the start (the baseline), after
+every interval's drain, at every phase change (tagged with the phase that
+ends), and in the final drain. So the delta of a cumulative counter over
+phase P is its last value in P minus its last value before P (for the first
+phase, minus its first value), and that is exact at phase boundaries.
+
+Per-recording settings (meta.json "settings", keyed by server pid): the
+variables in SETTINGS (null when the server has no such variable) plus
+those of EXTRA_SETTINGS that exist, numbers as integers.
+
+Robustness: every source of every server is tried on its own; a failure
+(no privilege, performance_schema off, the server gone, a parse error) is
+reported once through `note` and the other sources continue. A lost
+connection is re-established at most every 10 s. A restarted server is a
+new pid, with its own settings and monitors.
+
+Cost: see `cost_ms` (per source, last snapshot). On MariaDB 10.11 here
+(tests/test_counters.py::test_snapshot_cost) a snapshot is ~760 rows and
+~4 ms of ioattr CPU, ~1350 rows and ~5 ms with the P_S summaries; wall time
+12-25 ms on a busy 2-CPU machine, most of it the server answering SHOW
+GLOBAL STATUS and pymysql decoding rows. Note that SHOW ENGINE INNODB
+STATUS makes the server write and read back ~2 KB of an anonymous temp file
+(its monitor file): that IO shows up in the io table under ioattr's own
+statement.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ioattr.collectors.counters_host import HostCounters, ProcCounters
+from ioattr.collectors.engine import EngineError
+from ioattr.collectors.innodb_status import parse_innodb_status
+
+SOURCES = ("status", "innodb_metrics", "innodb_status", "ps_file", "ps_table", "host", "proc")
+
+SETTINGS = ("innodb_buffer_pool_size", "innodb_flush_method", "innodb_change_buffering", "innodb_page_size",
+            "innodb_io_capacity", "innodb_io_capacity_max", "innodb_log_file_size",
+            "innodb_read_ahead_threshold", "innodb_random_read_ahead", "innodb_flush_log_at_trx_commit",
+            "innodb_doublewrite", "log_bin", "sync_binlog", "performance_schema", "version")
+EXTRA_SETTINGS = ("innodb_buffer_pool_instances", "innodb_adaptive_hash_index", "innodb_change_buffer_max_size",
+                  "innodb_flush_neighbors", "innodb_max_dirty_pages_pct", "innodb_use_native_aio",
+                  "innodb_log_buffer_size", "innodb_redo_log_capacity", "innodb_read_io_threads",
+                  "innodb_write_io_threads", "innodb_lru_scan_depth", "innodb_old_blocks_pct",
+                  "innodb_old_blocks_time", "binlog_format", "version_comment")
+
+# INNODB_METRICS module -> its SUBSYSTEM
+MONITOR_MODULES = {"module_buffer_page": "buffer_page_io", "module_ibuf_system": "change_buffer",
+                   "module_purge": "purge", "module_index": "index"}
+
+PS_FILE_COLUMNS = ("COUNT_READ", "SUM_NUMBER_OF_BYTES_READ", "SUM_TIMER_READ", "COUNT_WRITE",
+                   "SUM_NUMBER_OF_BYTES_WRITE", "SUM_TIMER_WRITE", "COUNT_MISC", "SUM_TIMER_MISC")
+PS_TABLE_COLUMNS = ("COUNT_STAR", "COUNT_READ", "COUNT_WRITE", "COUNT_FETCH", "COUNT_INSERT", "COUNT_UPDATE",
+                    "COUNT_DELETE", "SUM_TIMER_WAIT", "SUM_TIMER_READ", "SUM_TIMER_WRITE")
+OWN_SELECTS = "ioattr:Com_select"
+RECONNECT_SECONDS = 10.0
+MAX_PROCS = 64
+
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+# (ts, pid, source, name, value, text)
+Row = tuple[float, "int | None", str, str, "float | None", "str | None"]
+
+
+def _value(v: Any) -> tuple[float | None, str | None]:
+    """A server value as (number, None) or (None, text)."""
+    if v is None:
+        return None, None
+    if isinstance(v, (int, float)):
+        return float(v), None
+    if isinstance(v, bytes):
+        v = v.decode(errors="replace")
+    if isinstance(v, str):
+        return (float(v), None) if _NUMBER.match(v) else (None, v)
+    try:
+        return float(v), None  # Decimal and the like
+    except (TypeError, ValueError):
+        return None, str(v)
+
+
+def _setting(v: Any) -> Any:
+    if v is None:
+        return None
+    s = v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+    return int(s) if re.fullmatch(r"-?\d+", s) else s
+
+
+@dataclass
+class _Server:
+    pid: int
+    flavor: str = "mariadb"
+    seen: bool = False              # settings and monitors done
+    ps_on: bool = True
+    enabled_by_us: list[str] = field(default_factory=list)  # INNODB_METRICS modules this collector switched on
+    own_base: float = 0.0           # session Com_select of earlier connections
+    own_last: float = 0.0
+    next_reconnect: float = 0.0
+
+
+class CounterCollector:
+    """Takes counter snapshots of the traced servers, their processes and the host."""
+
+    def __init__(self, note: Callable[[str], None] | None = None, *, ps_every: int = 5,
+                 max_procs: int = MAX_PROCS, proc_root: str = "/proc") -> None:
+        self.note_fn = note or (lambda text: None)
+        self.ps_every = max(1, int(ps_every))
+        self.max_procs = max_procs
+        self.host = HostCounters(proc_root)
+        self.procs = ProcCounters(proc_root)
+        self.settings: dict[str, dict[str, Any]] = {}
+        self.cost_ms: dict[str, float] = {}
+        self.snapshots = 0
+        self._servers: dict[int, _Server] = {}
+        self._noted: set[tuple] = set()
+
+    # -- the public entry points ---------------------------------------------------
+    def collect(self, servers: dict[int, Any], targets: Iterable[int], phase: str,
+                force: bool = False) -> dict[str, list] | None:
+        """One snapshot as counters-table columns (None if nothing could be read).
+
+        servers: pid -> ServerContext (its .engine is the connection, None when not
+        connected); targets: the traced process ids; force: include the sources that
+        are read only every ps_every-th time (use at phase changes and at the end).
+        """
+        ps_due = force or self.snapshots % self.ps_every == 0
+        self.snapshots += 1
+        rows: list[Row] = []
+        self.cost_ms = {}
+
+        t0 = time.perf_counter()
+        ts = time.time()
+        rows += [(ts, None, "host", n, v, t) for n, v, t in self._safe("host", None, self.host.rows) or []]
+        self.cost_ms["host"] = (time.perf_counter() - t0) * 1e3
+
+        t0 = time.perf_counter()
+        pids = sorted(set(targets), key=lambda p: (p not in servers, p))
+        if len(pids) > self.max_procs:
+            self._note_once(("proc", "many"), f"counters: {len(pids)} traced processes; /proc counters "
+                                              f"are read for the first {self.max_procs} (servers first)")
+            pids = pids[: self.max_procs]
+        self.procs.forget(set(pids))
+        for pid in pids:
+            ts = time.time()
+            rows += [(ts, pid, "proc", n, v, t) for n, v, t in self._safe("proc", pid, self.procs.rows, pid) or []]
+        self.cost_ms["proc"] = (time.perf_counter() - t0) * 1e3
+
+        for pid in [p for p in self._servers if p not in servers]:
+            del self._servers[pid]  # exited (a restart comes back as a new pid)
+        for pid, ctx in servers.items():
+            rows += self._server_rows(pid, ctx, ps_due)
+        if not rows:
+            return None
+        return {
+            "ts": [r[0] for r in rows],
+            "phase": [phase] * len(rows),
+            "pid": [r[1] for r in rows],
+            "source": [r[2] for r in rows],
+            "name": [r[3] for r in rows],
+            "value": [r[4] for r in rows],
+            "text": [r[5] for r in rows],
+        }
+
+    def collect_session(self, session: Any, force: bool = False) -> dict[str, list] | None:
+        """collect() for a LiveSession: its servers, its targets, its phase."""
+        return self.collect(session.naming.servers, list(session.tracker.current), session.phase, force=force)
+
+    # -- one server ------------------------------------------------------------------
+    def _note_once(self, key: tuple, text: str) -> None:
+        if key in self._noted:
+            return
+        self._noted.add(key)
+        try:
+            self.note_fn(text)
+        except Exception:
+            pass
+
+    def _safe(self, source: str, pid: int | None, fn: Callable, *args: Any) -> Any:
+        """fn(*args); a failure is noted once per (server, source) and gives None."""
+        try:
+            return fn(*args)
+        except EngineError as e:
+            err = str(e)
+        except Exception as e:  # a parser or /proc surprise must not stop the recording
+            err = f"{type(e).__name__}: {e}"
+        who = f"server {pid}" if source not in ("host", "proc") else (f"process {pid}" if pid else "host")
+        self._note_once((pid, source), f"counters: {who}: cannot read '{source}' counters ({err}); "
+                                       "the other counters continue and this one is retried each interval")
+        return None
+
+    def _server_rows(self, pid: int, ctx: Any, ps_due: bool) -> list[Row]:
+        eng = getattr(ctx, "engine", None)
+        if eng is None:
+            why = getattr(ctx, "engine_error", None) or "not connected"
+            self._note_once((pid, "connect"), f"counters: server {pid}: no engine counters ({why})")
+            return []
+        st = self._servers.get(pid)
+        if st is None:
+            st = self._servers[pid] = _Server(pid)
+        if not self._connected(st, eng):
+            return []
+        if not st.seen:
+            st.seen = True
+            st.flavor = getattr(eng, "flavor", "mariadb")
+            self._first_sight(st, eng)
+        rows: list[Row] = []
+
+        def run(source: str, fn: Callable[[], list[tuple[str, float | None, str | None]]]) -> None:
+            t0 = time.perf_counter()
+            ts = time.time()
+            got = self._safe(source, pid, fn)
+            self.cost_ms[source] = self.cost_ms.get(source, 0.0) + (time.perf_counter() - t0) * 1e3
+            if got:
+                rows.extend((ts, pid, source, n, v, t) for n, v, t in got)
+
+        own = self._safe("status", pid, self._own_selects, st, eng)
+        run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
+        run("innodb_metrics", lambda: self._metrics(st, eng))
+        run("innodb_status", lambda: self._innodb_status(eng))
+        if ps_due and st.ps_on:
+            run("ps_file", lambda: self._ps_file(eng))
+            run("ps_table", lambda: self._ps_table(eng))
+        return rows
+
+    def _connected(self, st: _Server, eng: Any) -> bool:
+        """Whether the connection is usable; re-connect a lost one now and then."""
+        conn = getattr(eng, "conn", None)
+        if conn is not None and getattr(conn, "open", True):
+            return True
+        now = time.monotonic()
+        if now < st.next_reconnect:
+            return False
+        st.next_reconnect = now + RECONNECT_SECONDS
+        try:
+            eng.close()
+            eng.connect()
+            return True
+        except EngineError as e:
+            self._note_once((st.pid, "reconnect"), f"counters: server {st.pid}: connection lost, "
+                                                   f"reconnecting failed ({e}); retrying every "
+                                                   f"{RECONNECT_SECONDS:g} s")
+            return False
+
+    def _first_sight(self, st: _Server, eng: Any) -> None:
+        """Settings snapshot and INNODB_METRICS modules, once per server process."""
+        values: dict[str, Any] = {}
+        names = SETTINGS + EXTRA_SETTINGS
+        try:
+            in_list = ", ".join(f"'{n}'" for n in names)
+            for name, value in eng.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({in_list})"):
+                values[str(name).lower()] = _setting(value)
+        except EngineError as e:
+            self._note_once((st.pid, "settings"), f"counters: server {st.pid}: settings unknown ({e})")
+        snap = {n: values.get(n) for n in SETTINGS}
+        snap.update({n: values[n] for n in EXTRA_SETTINGS if n in values})
+        if values:
+            self.settings[str(st.pid)] = snap
+        ps = values.get("performance_schema")
+        st.ps_on = ps is None or str(ps).upper() in ("ON", "1")
+        if not st.ps_on:
+            self._note_once((st.pid, "ps_off"), f"counters: server {st.pid}: performance_schema is off; "
+                                                "no ps_file/ps_table counters (per-file and per-table "
+                                                "IO summaries)")
+        self._enable_monitors(st, eng)
+
+    def _enable_monitors(self, st: _Server, eng: Any) -> None:
+        subsystems = ", ".join(f"'{s}'" for s in MONITOR_MODULES.values())
+        on = "ENABLED" if st.flavor == "mariadb" else "STATUS = 'enabled'"
+        try:
+            rows = eng.query(f"SELECT NAME, SUBSYSTEM, {on} FROM INFORMATION_SCHEMA.INNODB_METRICS "
+                             f"WHERE SUBSYSTEM IN ({subsystems})")
+        except EngineError as e:
+            self._note_once((st.pid, "monitors"), f"counters: server {st.pid}: INNODB_METRICS unreadable ({e})")
+            return
+        off = {subsystem for _, subsystem, enabled in rows if not int(enabled or 0)}
+        for module, subsystem in MONITOR_MODULES.items():
+            if subsystem not in off:
+                continue
+            try:
+                eng.query(f"SET GLOBAL innodb_monitor_enable = '{module}'")
+            except EngineError as e:
+                self._note_once((st.pid, "monitor", module),
+                                f"counters: server {st.pid}: cannot enable INNODB_METRICS {module} ({e}); "
+                                f"its counters ({subsystem}) are missing")
+                continue
+            st.enabled_by_us.append(module)
+        if st.enabled_by_us:
+            undo = "; ".join(f"SET GLOBAL innodb_monitor_disable = '{m}'" for m in st.enabled_by_us)
+            self._note_once((st.pid, "monitors_on"),
+                            f"counters: server {st.pid}: switched on INNODB_METRICS "
+                            f"{', '.join(st.enabled_by_us)}; they stay on (to undo: {undo})")
+
+    # -- the sources -------------------------------------------------------------------
+    @staticmethod
+    def _own_selects(st: _Server, eng: Any) -> float | None:
+        rows = eng.query("SHOW SESSION STATUS LIKE 'Com_select'")
+        if not rows:
+            return None
+        v = float(rows[0][1])
+        if v < st.own_last:  # a new connection: its count restarted
+            st.own_base += st.own_last
+        st.own_last = v
+        return st.own_base + v
+
+    @staticmethod
+    def _status(eng: Any) -> list[tuple[str, float | None, str | None]]:
+        out = []
+        for name, value in eng.query("SHOW GLOBAL STATUS"):
+            v, t = _value(value)
+            out.append((str(name), v, t if v is None else None))
+        return out
+
+    @staticmethod
+    def _metrics(st: _Server, eng: Any) -> list[tuple[str, float | None, str | None]]:
+        on = "ENABLED = 1" if st.flavor == "mariadb" else "STATUS = 'enabled'"
+        return [(str(n), float(c), None)
+                for n, c in eng.query(f"SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE {on}")
+                if c is not None]
+
+    @staticmethod
+    def _innodb_status(eng: Any) -> list[tuple[str, float | None, str | None]]:
+        rows = eng.query("SHOW ENGINE INNODB STATUS")
+        if not rows:
+            raise EngineError("SHOW ENGINE INNODB STATUS returned nothing")
+        text = rows[0][-1]
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        return parse_innodb_status(str(text or ""))
+
+    @staticmethod
+    def _ps_file(eng: Any) -> list[tuple[str, float | None, str | None]]:
+        sums = ", ".join(f"SUM({c})" for c in PS_FILE_COLUMNS)
+        out = []
+        for row in eng.query(f"SELECT FILE_NAME, {sums} FROM performance_schema.file_summary_by_instance "
+                             "GROUP BY FILE_NAME HAVING SUM(COUNT_STAR) > 0"):
+            path = row[0].decode(errors="replace") if isinstance(row[0], bytes) else str(row[0])
+            for col, v in zip(PS_FILE_COLUMNS, row[1:]):
+                if v is not None:
+                    out.append((f"{path}:{col}", float(v), None))
+        return out
+
+    @staticmethod
+    def _ps_table(eng: Any) -> list[tuple[str, float | None, str | None]]:
+        cols = ", ".join(PS_TABLE_COLUMNS)
+        out = []
+        for row in eng.query(f"SELECT OBJECT_SCHEMA, OBJECT_NAME, {cols} "
+                             "FROM performance_schema.table_io_waits_summary_by_table "
+                             "WHERE OBJECT_TYPE = 'TABLE' AND COUNT_STAR > 0 "
+                             "AND OBJECT_SCHEMA <> 'performance_schema'"):
+            table = f"{row[0]}.{row[1]}"
+            for col, v in zip(PS_TABLE_COLUMNS, row[2:]):
+                if v is not None:
+                    out.append((f"{table}:{col}", float(v), None))
+        return out
