@@ -9,7 +9,6 @@
  *   JOIN::optimize              entry: optimize
  *   JOIN::exec                  entry: execute
  *   ha_commit_trans             entry: commit
- *   dispatch_command            return: back to idle (background)
  *   thd_attach_thd              entry: a background THD is attached: in MariaDB
  *                               10.x only InnoDB's purge tasks do this (acquire_thd)
  *   thd_detach_thd              entry: the purge task is done
@@ -27,6 +26,9 @@
 #include "maps.bpf.h"
 
 #define COM_QUERY 3
+/* The digest covers the first DIGEST_MAX bytes: enough to tell statements
+ * apart, and it bounds the per-statement cost (one loop step per byte). */
+#define DIGEST_MAX 256
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
@@ -274,7 +276,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	c->marker = 0;
 	struct digest_ref ref = { .c = c };
 
-	bpf_loop(len, digest_step, &ref, 0);
+	bpf_loop(len < DIGEST_MAX ? len : DIGEST_MAX, digest_step, &ref, 0);
 	if (c->hash < 256)
 		c->hash += 256; /* below 256 are command numbers */
 	st->digest = c->hash;
@@ -299,21 +301,6 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	e->pad = 0;
 	__builtin_memcpy(e->text, c->t->b, IOATTR_QUERY_MAX);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(ioattr_dispatch_command_ret)
-{
-	struct task_io_state *st;
-
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))
-		return 0;
-	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
-	if (st) {
-		st->stage = IOA_STAGE_BACKGROUND;
-		st->digest = 0;
-	}
 	return 0;
 }
 

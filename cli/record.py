@@ -82,8 +82,11 @@ def run(args: argparse.Namespace) -> int:
     if args.only_command and not spec.command:
         raise UsageError("--only-command needs a command: ioattr record --only-command -- CMD ARGS")
     if not spec.pids and not spec.comms and not args.only_command:
-        # with `-- CMD`: the command's tree plus any mysqld/mariadbd it may talk to
-        spec.comms = list(DEFAULT_COMMS)
+        if spec.command:
+            # the command's tree plus the mysqld/mariadbd it talks to, not every server on the host
+            spec.talked_to_servers = True
+        else:
+            spec.comms = list(DEFAULT_COMMS)
     output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,

@@ -46,7 +46,11 @@ def decode_name(s: str) -> str:
 
 
 def index_display_name(table: str, index: str) -> str:
-    """'db/t#P#p0' + 'k_1' -> 'db.t#p0.k_1' (the partition, if any, stays with the table)."""
+    """'db/t#P#p0' + 'k_1' -> 'db.t#p0.k_1' (the partition, if any, stays with the table).
+
+    MariaDB names an index being built "\xff<name>" until the build commits."""
+    if index[:1] in ("\xff", "\ufffd", "?"):  # TEMP_INDEX_PREFIX, as the server's charset shows it
+        index = index[1:] + " (building)"
     schema, _, tbl = table.partition("/")
     parts = re.split(r"#[Pp]#", tbl, maxsplit=1)
     part = ""
@@ -67,6 +71,8 @@ class IndexNames:
         self.names: dict[int, str] = {IBUF_INDEX_ID: CHANGE_BUFFER}
         self.table_of_space: dict[int, str] = {}
         self.error: str | None = None
+        self._engine: EngineConnection | None = None
+        self._read_at = 0.0
 
     def load_rows(self, rows: Iterable[tuple]) -> None:
         """(index_id, index_name, 'schema/table', space) rows from either server flavor."""
@@ -75,7 +81,18 @@ class IndexNames:
             if space is not None:
                 self.table_of_space.setdefault(int(space), str(table))
 
+    def refresh_if_stale(self, max_age: float = 10.0) -> None:
+        """Re-read names that may have changed since (indexes built or renamed)."""
+        import time
+
+        if self._engine is not None and time.monotonic() - self._read_at >= max_age:
+            self.refresh(self._engine)
+
     def refresh(self, engine: EngineConnection) -> bool:
+        import time
+
+        self._engine = engine
+        self._read_at = time.monotonic()
         query = MYSQL8_QUERY if engine.flavor == "mysql" else MARIADB_QUERY
         try:
             self.load_rows(engine.query(query))

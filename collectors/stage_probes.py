@@ -24,14 +24,14 @@ class StageProbe:
     required: bool = False
 
 
-# MariaDB 10.x/11.x signatures (dispatch_command(command, thd, packet, length, blocking))
+# MariaDB 10.x/11.x signatures (dispatch_command(command, thd, packet, length, blocking)).
+# Entry probes only: a uretprobe costs about twice a uprobe, and the one that
+# marked the end of a statement is not worth it (a connection thread does
+# almost no IO between statements; the next statement resets the state).
 STAGE_PROBES = (
     StageProbe("ioattr_dispatch_command", ("_Z16dispatch_command19enum_server_commandP3THDPcjb",
                                            "_Z16dispatch_command19enum_server_commandP3THDPcjbb"),
                required=True),
-    StageProbe("ioattr_dispatch_command_ret", ("_Z16dispatch_command19enum_server_commandP3THDPcjb",
-                                               "_Z16dispatch_command19enum_server_commandP3THDPcjbb"),
-               retprobe=True, required=True),
     StageProbe("ioattr_execute_command", ("_Z21mysql_execute_commandP3THDb", "_Z21mysql_execute_commandP3THD")),
     StageProbe("ioattr_join_optimize", ("_ZN4JOIN8optimizeEv",)),
     StageProbe("ioattr_join_exec", ("_ZN4JOIN4execEv",)),

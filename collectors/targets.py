@@ -41,6 +41,72 @@ def pids_with_comm(names: tuple[str, ...] | list[str]) -> list[int]:
     return sorted(out)
 
 
+def _socket_inodes(pid: int) -> set[int]:
+    out = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                t = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if t.startswith("socket:["):
+                out.add(int(t[8:-1]))
+    except OSError:
+        pass
+    return out
+
+
+def servers_talked_to(clients: set[int]) -> set[int]:
+    """mysqld/mariadbd processes with a connection (unix or TCP) to one of clients.
+
+    Unix sockets: `ss -x` gives each end's inode and its peer's; TCP: the
+    client's (local, remote) pairs matched against the server's sockets."""
+    import subprocess
+
+    servers = pids_with_comm(DEFAULT_COMMS)
+    if not servers or not clients:
+        return set()
+    client_inodes: set[int] = set()
+    for c in clients:
+        client_inodes |= _socket_inodes(c)
+    server_inodes = {s: _socket_inodes(s) for s in servers}
+    found: set[int] = set()
+    try:
+        out = subprocess.run(["ss", "-Hxan"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    for line in out.splitlines():
+        parts = line.split()
+        # Netid State Recv-Q Send-Q Local-Address Local-Port Peer-Address Peer-Port
+        if len(parts) < 8:
+            continue
+        try:
+            local, peer = int(parts[5]), int(parts[7])
+        except ValueError:
+            continue
+        if local in client_inodes:
+            for s, inodes in server_inodes.items():
+                if peer in inodes:
+                    found.add(s)
+    try:
+        tcp = subprocess.run(["ss", "-Htanp"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        tcp = ""
+    ends: dict[tuple[str, str], set[int]] = {}
+    for line in tcp.splitlines():
+        parts = line.split()
+        if len(parts) < 6 or "pid=" not in line:
+            continue
+        pids = {int(x.split(",")[0]) for x in line.split("pid=")[1:]}
+        ends.setdefault((parts[3], parts[4]), set()).update(pids)
+    for (local, remote), pids in ends.items():
+        if pids & clients:
+            for s in servers:
+                if s in ends.get((remote, local), set()):
+                    found.add(s)
+    return found
+
+
 def pid_alive(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
 
@@ -50,6 +116,8 @@ class TargetSpec:
     pids: list[int] = field(default_factory=list)
     comms: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    # `-- CMD` without --pid/--comm: also trace the mysqld/mariadbd the command's tree talks to
+    talked_to_servers: bool = False
 
     def validate(self) -> None:
         """Reject targets that can't be traced, with one clear line."""
@@ -65,6 +133,8 @@ class TargetSpec:
         out = [f"pid {p}" for p in self.pids] + [f"comm {c}" for c in self.comms]
         if self.command:
             out.append("command " + " ".join(self.command))
+        if self.talked_to_servers:
+            out.append("any mysqld/mariadbd the command talks to")
         return out
 
 
@@ -95,24 +165,29 @@ class TargetTracker:
         return out
 
     def refresh(self) -> tuple[list[int], list[int]]:
-        """Sync with the host: returns (new pids, exited pids)."""
+        """Sync with the host: returns (new pids, exited pids).
+
+        Children the kernel added while following a command count as new the
+        first time we see them, so they are welcomed (named, and attached to
+        if they are servers) like any other target."""
         want: set[int] = {p for p in self.spec.pids if pid_alive(p)}
         if self.spec.comms:
             want.update(pids_with_comm(self.spec.comms))
-        # children the kernel added when following a command's tree
-        kernel = self.in_kernel()
-        for pid, flag in kernel.items():
+        followed: dict[int, int] = {}
+        for pid, flag in self.in_kernel().items():
             if flag & FLAG_FOLLOWED and pid_alive(pid):
-                want.add(pid)
-                self.current.setdefault(pid, flag)
-                self.ever.add(pid)
-        for pid in self.current:
-            if self.current[pid] & FLAG_FOLLOWED and pid_alive(pid):
-                want.add(pid)
+                followed[pid] = flag
+        want.update(followed)
+        if self.spec.command and self.spec.talked_to_servers:
+            want.update(servers_talked_to(want))
         new = sorted(want - set(self.current))
         gone = sorted(p for p in self.current if p not in want)
         for pid in new:
-            self.add(pid)
+            if pid in followed:
+                self.current[pid] = followed[pid]  # already in the kernel map
+                self.ever.add(pid)
+            else:
+                self.add(pid)
         for pid in gone:
             self.remove(pid)
         return new, gone

@@ -11,10 +11,13 @@ from ioattr.errors import UsageError
 _PROCESS = "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END"
 _THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"
 # the row's own text, else the recording's digest map (meta.json "queries"), else the bare digest
-QUERY_SQL = ("CASE WHEN digest IS NULL THEN NULL ELSE coalesce(query, "
-             "(SELECT q.text FROM query_texts q WHERE q.digest = digest LIMIT 1), "
-             "printf('digest:%016x', digest)) END")
+# ({t} is the table the expression runs over: the subqueries must name the outer row's column)
+QUERY_SQL = ("CASE WHEN {t}.digest IS NULL THEN NULL ELSE coalesce({t}.query, "
+             "(SELECT q.text FROM query_texts q WHERE q.digest = {t}.digest LIMIT 1), "
+             "printf('digest:%016x', {t}.digest)) END")
 _QUERY = QUERY_SQL
+# the recording's final name for the index id (meta.json "indexes"), else the name at drain time
+INDEX_SQL = "coalesce((SELECT n.name FROM index_names n WHERE n.index_id = {t}.index_id LIMIT 1), {t}.index)"
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ _DIMS = [
     Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
     Dimension("file_class", "file_class", "file_class",
               "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, other"),
-    Dimension("index", None, "index", "InnoDB index as schema.table.INDEX"),
+    Dimension("index", None, INDEX_SQL, "InnoDB index as schema.table.INDEX"),
     Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
               "B-tree level: leaf or non_leaf"),
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),
@@ -65,6 +68,12 @@ def parse_dimensions(spec: list[str] | str | None) -> list[str]:
         if d not in seen:
             seen.append(d)
     return seen
+
+
+def sql_for(dim: str, table: str) -> str:
+    """The expression for a dimension over the io or pages table."""
+    d = DIMENSIONS[dim]
+    return (d.io_sql if table == "io" else d.pages_sql).replace("{t}", table)
 
 
 def table_for(dims: list[str]) -> str:

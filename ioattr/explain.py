@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ioattr.dimensions import QUERY_SQL
+from ioattr.dimensions import INDEX_SQL, QUERY_SQL
 from ioattr.errors import UsageError
 from ioattr.findings import Evidence, run_findings
 from ioattr.phase_stats import PAGE_FILE_CLASSES, PhaseStats, phase_stats, pick_phase
@@ -56,14 +56,16 @@ def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, floa
     """Numerator of the metric per (index, level, stage, role, file_class, query)."""
     value = "pages" if metric.measure == "ops" else "bytes"
     level = "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END"
-    query = QUERY_SQL
+    query = QUERY_SQL.replace("{t}", "pages")
     out: dict[tuple, float] = {}
     for row in rec.query(
-            f"SELECT index, {level}, stage, role, file_class, {query}, sum({value}) FROM pages "
+            f"SELECT {INDEX_SQL.replace('{t}', 'pages')}, {level}, stage, role, file_class, {query}, "
+            f"sum({value}) FROM pages "
             "WHERE phase = ? AND op = ? GROUP BY ALL", [phase, metric.op]):
         out[tuple(row[:6])] = out.get(tuple(row[:6]), 0.0) + float(row[6] or 0)
     value = "count" if metric.measure == "ops" else "bytes"
     page_files = {r[0] for r in rec.query("SELECT DISTINCT file FROM pages WHERE phase = ?", [phase])}
+    query = QUERY_SQL.replace("{t}", "io")
     for f, fc, stage, role, q, v in rec.query(
             f"SELECT file, file_class, stage, role, {query}, sum({value}) FROM io "
             "WHERE phase = ? AND layer = 'syscall' AND op = ? AND file_class IS NOT NULL "
@@ -142,7 +144,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change)
     findings = run_findings(ev)
     missing = []
-    if not rec.has_table("counters") or not other.has_table("counters"):
+    if not (_has_engine_counters(rec) and _has_engine_counters(other)):
         missing.append("engine counters (recorded without a server connection)")
     if not all(r.meta.get("stage_probes") for r in {id(rec): rec, id(other): other}.values()):
         missing.append("query/stage attribution (stage probes were not attached)")
@@ -157,6 +159,13 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "missing": missing,
         "notes": notes,
     }
+
+
+def _has_engine_counters(rec: Recording) -> bool:
+    """Whether the server's own counters (SHOW GLOBAL STATUS) were recorded, not just host ones."""
+    if not rec.has_table("counters"):
+        return False
+    return bool(rec.query("SELECT 1 FROM counters WHERE source = 'status' LIMIT 1"))
 
 
 def _r(v: float) -> float:

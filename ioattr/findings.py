@@ -209,8 +209,9 @@ def readahead_waste(e: Evidence) -> dict[str, Any]:
         verdict = "supported"
     else:
         verdict = "inconclusive"
-    return _f("readahead_waste", title, verdict,
-              f"{int(ev)} of {int(ra)} read-ahead pages evicted unused ({_pct(waste)})",
+    summary = (f"{int(ev)} of {int(ra)} read-ahead pages evicted unused ({_pct(waste)})" if ra
+               else "no read-ahead in the target phase")
+    return _f("readahead_waste", title, verdict, summary,
               read_ahead=ra, read_ahead_evicted=ev, waste=waste, read_ahead_per_op_baseline=ra_per_b,
               read_ahead_per_op_target=ra_per_t)
 
@@ -250,7 +251,7 @@ def write_amplification(e: Evidence) -> dict[str, Any]:
 def flush_storms(e: Evidence) -> dict[str, Any]:
     title = "Checkpoint and flush storms"
     age = e.target.stats.counters.get("innodb_status_max:checkpoint_age")
-    cap = e.target.stats.counters.get("innodb_status_last:log_capacity")
+    cap = e.target.stats.counters.get("status_last:Innodb_checkpoint_max_age")
     bg = e.share(lambda k: k[I_ROLE] in ("page_cleaner",))
     if age is None or not cap:
         return _f("flush_storms", title, "inconclusive", "checkpoint age or log capacity not recorded",

@@ -46,8 +46,10 @@ class PhaseStats:
 
     @property
     def queries(self) -> float | None:
-        """SELECTs: the server's Com_select, else the stage probes' statement count."""
+        """The workload's SELECTs: Com_select less ioattr's own, else the stage probes' count."""
         v = self.counter("status:Com_select")
+        if v is not None:
+            v -= self.counter("status:ioattr:Com_select") or 0.0
         if v is None and self.statement_counts:
             v = self.statement_counts.get("select", 0.0)
         return v
@@ -55,7 +57,7 @@ class PhaseStats:
     @property
     def inserts(self) -> float | None:
         """Rows inserted (Innodb_rows_inserted), else INSERT statements seen by the stage probes."""
-        v = self.counter("status:Innodb_rows_inserted", "status:Com_insert")
+        v = self.counter("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted")
         if v is None and self.statement_counts:
             v = self.statement_counts.get("insert", 0.0) + self.statement_counts.get("replace", 0.0)
         return v
@@ -68,8 +70,9 @@ class PhaseStats:
     def summary(self) -> dict[str, Any]:
         """The insert benchmark's terms for this phase (null where a counter is missing)."""
         q, i = self.queries, self.inserts
-        cpu = self.counter("proc:cpu_seconds")
-        cs = self.counter("proc:ctx_switches", "host:ctxt")
+        cpu_user, cpu_sys = self.counter("proc:cpu:user"), self.counter("proc:cpu:sys")
+        cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
+        cs = self.counter("proc:ctxt")
         engine_reads = self.counter("status:Innodb_data_reads")
         return {
             "phase": self.name,
@@ -92,20 +95,29 @@ def _r(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
 
-def counter_deltas(rec: Recording, start: float, end: float) -> dict[str, float]:
-    """Per counter: value at the last snapshot in [start, end] minus the first.
+def counter_deltas(rec: Recording, phase: str) -> dict[str, float]:
+    """Per counter: its last value in the phase minus its last value before the phase.
 
-    Host and process counters are summed over their keys; server counters of
-    several servers are summed too (one benchmark, one server is the norm)."""
+    The recorder snapshots at every phase switch (tagged with the phase that
+    ends) and every interval, so this is exact at phase boundaries. For the
+    first phase the baseline is its first snapshot. Gauges also get
+    `<source>_last:<name>` (value at the phase's end) and `<source>_max:<name>`.
+    Servers and host keys are summed (one benchmark, one server is the norm)."""
     if not rec.has_table("counters"):
         return {}
+    names = rec.phase_names()
+    prev = names[: names.index(phase)]
     rows = rec.query(
-        "WITH w AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts FROM counters "
-        "           WHERE value IS NOT NULL AND ts >= ? AND ts <= ?) "
-        "SELECT source, name, sum(last_v - first_v), sum(last_v), sum(max_v) FROM ("
-        "  SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
-        "         max(value) AS max_v FROM w GROUP BY ALL) GROUP BY ALL",
-        [start - EPS, end + EPS])
+        "WITH c AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
+        "           WHERE value IS NOT NULL), "
+        "cur AS (SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
+        "               max(value) AS max_v FROM c WHERE phase = ? GROUP BY ALL), "
+        "before AS (SELECT source, name, pid, arg_max(value, ts) AS prev_v FROM c "
+        "           WHERE list_contains(?, phase) GROUP BY ALL) "
+        "SELECT cur.source, cur.name, sum(cur.last_v - coalesce(before.prev_v, cur.first_v)), "
+        "       sum(cur.last_v), sum(cur.max_v) "
+        "FROM cur LEFT JOIN before USING (source, name, pid) GROUP BY ALL",
+        [phase, prev])
     out: dict[str, float] = {}
     for src, name, delta, last, mx in rows:
         out[f"{src}:{name}"] = float(delta)     # cumulative counters: what the phase added
@@ -119,7 +131,7 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     p = next(x for x in rec.phases() if x["name"] == phase)
     start = float(p["start"])
     end = float(p["end"] if p["end"] is not None else rec.meta.get("ended") or start)
-    st = PhaseStats(phase, start, end, counter_deltas(rec, start, end))
+    st = PhaseStats(phase, start, end, counter_deltas(rec, phase))
     page_classes = ", ".join(f"'{c}'" for c in PAGE_FILE_CLASSES)
     for op, n, b in rec.query(
             "SELECT op, sum(pages), sum(bytes) FROM pages WHERE phase = ? GROUP BY op", [phase]):

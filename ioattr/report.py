@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioattr.dimensions import DIMENSIONS, parse_dimensions, table_for
+from ioattr.dimensions import DIMENSIONS, parse_dimensions, sql_for, table_for
 from ioattr.hist import latency_us
 from ioattr.reader import Recording
 from ioattr.recording import HIST_COLUMNS
@@ -34,7 +34,7 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         rec.require_phase(req.phase)
     table = table_for(dims)
     group = [d for d in dims if d not in ("layer", "op")] + ["layer", "op"]
-    expr = {d: (DIMENSIONS[d].io_sql if table == "io" else DIMENSIONS[d].pages_sql) for d in group}
+    expr = {d: sql_for(d, table) for d in group}
     select = ", ".join(f"{expr[d]} AS {d}" for d in group)
     if table == "io":
         measures = "sum(count)::BIGINT AS n, sum(bytes)::BIGINT AS b, " + ", ".join(
@@ -50,7 +50,7 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         params.append(req.layer)
     sql = (f"SELECT {select}, {measures} FROM {table} "
            f"{'WHERE ' + ' AND '.join(where) if where else ''} "
-           f"GROUP BY ALL ORDER BY b DESC, n DESC")
+           f"GROUP BY ALL ORDER BY b DESC, n DESC, {', '.join(str(i + 1) for i in range(len(group)))}")
     rows = []
     for rec_row in rec.query(sql, params):
         values = dict(zip(group, rec_row[: len(group)]))
