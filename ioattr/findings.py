@@ -42,7 +42,9 @@ class Evidence:
 
     @property
     def has_stages(self) -> bool:
-        return any(k[I_STAGE] not in (None,) for k in self.target_contrib)
+        """Whether the stage probes attributed anything (in either phase)."""
+        return any(k[I_STAGE] is not None for c in (self.base_contrib, self.target_contrib) for k in c) \
+            or bool(self.base.rec.meta.get("stage_probes"))
 
     @property
     def has_roles(self) -> bool:
