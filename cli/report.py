@@ -13,7 +13,7 @@ from ioattr.reader import Recording
 from ioattr.report import LAYERS, ReportRequest, build_report
 from ioattr.render import render_table
 
-FORMATS = ("table", "json", "csv")
+FORMATS = ("table", "json", "csv", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps(report, indent=2) + "\n"
     elif args.format == "csv":
         text = to_csv(report)
+    elif args.format == "html":
+        from ioattr.html_report import render_html
+
+        text = render_html(rec, report=report, by=args.by.split(","),
+                           request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
         text = render_table(report, args.by.split(","))
     if args.output:
