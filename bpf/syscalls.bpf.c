@@ -309,9 +309,7 @@ int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
 		st->active = 1;
 		return 0;
 	}
-	struct file *file = fd_to_file(task, (int)SYSARG1(regs));
-
-	if (!file_inode_id(file, &ino) || !is_data_inode(ino.mode)) {
+	if (!fd_inode_id(task, (int)SYSARG1(regs), &ino) || !is_data_inode(ino.mode)) {
 		st->active = 0;
 		return 0;
 	}
@@ -322,7 +320,7 @@ int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
 		if (id == NR_pread64 || id == NR_pwrite64)
 			st->pos = SYSARG4(regs);
 		else if (id == NR_read || id == NR_write)
-			st->pos = BPF_CORE_READ(file, f_pos);
+			st->pos = BPF_CORE_READ(fd_to_file(task, (int)SYSARG1(regs)), f_pos);
 	}
 	st->ts = bpf_ktime_get_ns();
 	st->active = 1;
