@@ -4,6 +4,8 @@ Works on a recording that is still being written (chunks appear
 atomically), and on one whose writer was killed (meta.json then says
 "recording" and the last chunk in progress is simply absent). A chunk that
 is not a complete Parquet file is left out with a warning, never fatal.
+Chunks merged into segments (compact.py) are read from their segment,
+also while a compaction is going on: never both, never neither.
 """
 from __future__ import annotations
 
@@ -14,24 +16,9 @@ from typing import Any
 
 import duckdb
 
+from ioattr.compact import snapshot
 from ioattr.errors import UsageError
 from ioattr.recording import TABLES
-
-PARQUET_MAGIC = b"PAR1"
-
-
-def _complete_parquet(path: Path) -> bool:
-    try:
-        size = path.stat().st_size
-        if size < 12:
-            return False
-        with open(path, "rb") as f:
-            head = f.read(4)
-            f.seek(-4, 2)
-            tail = f.read(4)
-        return head == PARQUET_MAGIC and tail == PARQUET_MAGIC
-    except OSError:
-        return False
 
 
 class Recording:
@@ -50,19 +37,10 @@ class Recording:
             raise UsageError(f"not an ioattr recording (bad meta.json): {self.path}")
         self.con = duckdb.connect(":memory:")
         self.chunk_counts: dict[str, int] = {}
-        for table, schema in TABLES.items():
-            chunks = sorted((self.path / table).glob("chunk-*.parquet"))
-            good = [c for c in chunks if _complete_parquet(c)]
-            for bad in sorted(set(chunks) - set(good)):
-                warn(f"skipping damaged chunk {bad}")
-            self.chunk_counts[table] = len(good)
-            if good:
-                files = ", ".join("'" + str(c).replace("'", "''") + "'" for c in good)
-                self.con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
-                                 f"union_by_name = true)")
-            else:
-                cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
-                self.con.execute(f"CREATE TABLE {table} ({cols})")
+        self._files: dict[str, list[Path]] = {}
+        self._kinds: dict[str, str] = {}
+        # (warnings from the first listing only; a retry lists again quietly)
+        self._retrying(lambda: None if self._files else self._open_tables(warn))
         self.chunk_count = self.chunk_counts.get("io", 0)
         self.con.execute("CREATE TABLE query_texts (digest UBIGINT, text VARCHAR)")
         texts = []
@@ -73,13 +51,54 @@ class Recording:
                 continue
         if texts:
             self.con.executemany("INSERT INTO query_texts VALUES (?, ?)", texts)
+        self.con.execute("CREATE TABLE index_names (index_id UBIGINT, name VARCHAR)")
+        names = []
+        for iid, name in (self.meta.get("indexes") or {}).items():
+            try:
+                names.append((int(iid), str(name)))
+            except (TypeError, ValueError):
+                continue
+        if names:
+            self.con.executemany("INSERT INTO index_names VALUES (?, ?)", names)
 
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""
         return self.chunk_counts.get(table, 0) > 0
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
-        return self.con.execute(sql, params or []).fetchall()
+        return self._retrying(lambda: self.con.execute(sql, params or []).fetchall())
+
+    def _open_tables(self, warn=lambda m: None) -> None:
+        """A view per table over its live parts: chunks and the segments that replaced
+        chunks (compact.py), each chunk's rows counted once."""
+        for table, schema in TABLES.items():
+            good = snapshot(self.path / table, warn)
+            self.chunk_counts[table] = len(good)
+            if table in self._kinds:
+                self.con.execute(f"DROP {self._kinds.pop(table)} {table}")
+            self._files[table] = good
+            if good:
+                files = ", ".join("'" + str(c).replace("'", "''") + "'" for c in good)
+                self.con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
+                                 f"union_by_name = true)")
+                self._kinds[table] = "VIEW"
+            else:
+                cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
+                self.con.execute(f"CREATE TABLE {table} ({cols})")
+                self._kinds[table] = "TABLE"
+
+    def _retrying(self, fn):
+        """fn(); when it fails because a compaction deleted a file after we listed it (its
+        rows are now in the segment that replaced it), list the tables again and retry."""
+        for attempt in range(10):
+            try:
+                if attempt:
+                    self._open_tables()
+                return fn()
+            except duckdb.IOException:
+                gone = any(not f.exists() for files in self._files.values() for f in files)
+                if attempt == 9 or not gone:
+                    raise
 
     def phases(self) -> list[dict[str, Any]]:
         return [{"name": p["name"], "start": p["start"], "end": p.get("end")} for p in self.meta["phases"]]
