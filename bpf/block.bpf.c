@@ -33,9 +33,14 @@ struct {
 	__type(value, struct rq_pending);
 } rq_inflight SEC(".maps");
 
+#define SUBMITTER_SELF 0xffffffff
+
 struct submitter {
 	__u32 tgid;
 	__u32 tid;
+	__u64 sector; /* the bio's range when queued: a recycled bio pointer won't fall in it */
+	__u64 sectors;
+	__u64 ts;
 };
 
 /* bio -> the target thread that submitted it. A request is often dispatched
@@ -55,6 +60,16 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 	struct submitter s;
 	__u64 key = (__u64)bio;
 
+	s.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+	s.sectors = BPF_CORE_READ(bio, bi_iter.bi_size) >> 9;
+	s.ts = bpf_ktime_get_ns();
+	if ((__u32)(pid_tgid >> 32) == cfg.self_tgid && cfg.self_tgid) {
+		/* ioattr's own reads (tablespace headers): never charge them to the server */
+		s.tgid = SUBMITTER_SELF;
+		s.tid = 0;
+		bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
+		return 0;
+	}
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	s.tgid = pid_tgid >> 32;
@@ -138,10 +153,26 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	}
 	if (bio) {
 		sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
+		/* An entry left by a bio that was merged into another request (so never
+		 * issued first) must not be taken for a later bio at the same address;
+		 * a split bio keeps its pointer and moves forward within its range. */
+		__u64 rs = BPF_CORE_READ(rq, __sector);
+
+		if (sub && (rs < sub->sector || rs >= sub->sector + (sub->sectors ?: 1) ||
+			    bpf_ktime_get_ns() - sub->ts > 10000000000ULL)) {
+			bpf_map_delete_elem(&bio_submitter, &bio_key);
+			sub = NULL;
+		}
 		if (sub) {
 			p.key.tgid = sub->tgid;
 			p.key.tid = sub->tid;
 			bpf_map_delete_elem(&bio_submitter, &bio_key);
+			if (p.key.tgid == SUBMITTER_SELF) {
+				p.key.tgid = 0;
+				p.key.kind = IOA_KIND_UNTRACKED;
+				p.key.api = IOA_API_OTHER;
+				sub = NULL;
+			}
 		}
 	}
 	if (p.key.kind == IOA_KIND_FILE) {

@@ -83,10 +83,19 @@ class PageFile:
     encrypted: bool = False
 
 
+def _no_readahead(f) -> None:
+    """We read a few header bytes: don't let the kernel read ahead on the server's file."""
+    try:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+    except (OSError, AttributeError):
+        pass
+
+
 def read_page_geometry(path: str) -> tuple[int, int] | None:
     """(space id, page size) from page 0's FSP header, or None if unreadable."""
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
+            _no_readahead(f)
             head = f.read(64)
     except OSError:
         return None
@@ -100,7 +109,8 @@ def read_page_geometry(path: str) -> tuple[int, int] | None:
 def read_doublewrite_range(path: str, page_size: int) -> tuple[int, int]:
     """[first, end) page numbers of the doublewrite area in the system tablespace."""
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
+            _no_readahead(f)
             f.seek(TRX_SYS_PAGE * page_size)
             page = f.read(page_size)
     except OSError:
