@@ -137,26 +137,32 @@ static __always_inline __u32 hist_slot(__u64 ns)
 	return slot;
 }
 
+/* The current thread's name, to userspace (type IOA_EV_TASK or IOA_EV_EXEC). */
+static __always_inline void emit_task_event(__u32 type, __u64 pid_tgid)
+{
+	struct task_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_drop(IOA_DROP_EVENTS_FULL);
+		return;
+	}
+	e->type = type;
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
 /* Send the current thread's name once, so a short-lived thread (an io_uring
  * worker, a one-shot helper) still has a name after it exits. */
 static __always_inline void remember_comm(__u64 pid_tgid)
 {
 	__u32 tid = (__u32)pid_tgid, one = 1;
-	struct task_event *e;
 
 	if (bpf_map_update_elem(&named_tids, &tid, &one, BPF_NOEXIST))
 		return; /* already sent (or no room: userspace falls back to /proc) */
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(IOA_DROP_EVENTS_FULL);
-		return;
-	}
-	e->type = IOA_EV_TASK;
-	e->tgid = pid_tgid >> 32;
-	e->tid = tid;
-	e->pad = 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	emit_task_event(IOA_EV_TASK, pid_tgid);
 }
 
 static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 tgid)

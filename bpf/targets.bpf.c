@@ -36,22 +36,11 @@ int BPF_PROG(ioattr_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, one = 1;
-	struct task_event *e;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	bpf_map_update_elem(&named_tids, &tid, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(IOA_DROP_EVENTS_FULL);
-		return 0;
-	}
-	e->type = IOA_EV_EXEC;
-	e->tgid = pid_tgid >> 32;
-	e->tid = tid;
-	e->pad = 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	emit_task_event(IOA_EV_EXEC, pid_tgid);
 	return 0;
 }
 

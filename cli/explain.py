@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ioattr.errors import UsageError
 from ioattr.explain import METRICS, explain
 from ioattr.explain_text import render_text
 from ioattr.reader import Recording
+from ioattr.render import write_output
 
 FORMATS = ("text", "json", "html")
 
@@ -42,12 +42,5 @@ def run(args: argparse.Namespace) -> int:
         text = render_html(rec, explanation=result, against=other)
     else:
         text = render_text(result)
-    if args.output:
-        try:
-            with open(args.output, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output)
     return 0

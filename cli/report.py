@@ -5,13 +5,12 @@ import argparse
 import csv
 import io
 import json
-import sys
 
 from ioattr.dimensions import DIMENSIONS
 from ioattr.errors import UsageError
 from ioattr.reader import Recording
 from ioattr.report import LAYERS, ReportRequest, build_report
-from ioattr.render import render_table
+from ioattr.render import render_table, write_output
 
 FORMATS = ("table", "json", "csv", "html")
 
@@ -46,14 +45,7 @@ def run(args: argparse.Namespace) -> int:
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
         text = render_table(report, args.by.split(","))
-    if args.output:
-        try:
-            with open(args.output, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output)
     return 0
 
 

@@ -8,6 +8,22 @@ from rich.markup import escape
 from rich.table import Table
 
 
+def write_output(text: str, path: str | None) -> None:
+    """Write a command's output to path, or stdout; an unwritable path is a usage error."""
+    import sys
+
+    from ioattr.errors import UsageError
+
+    if not path:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from e
+
+
 def human_bytes(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
