@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""sysbench point-select QPS with `ioattr record` attached vs detached.
+
+A private MariaDB (ioattr.sandbox.PrivateMariaDB: O_DIRECT, a small buffer
+pool, so point selects miss the pool and pread from storage) runs
+oltp_point_select in interleaved rounds: detached and attached, the order
+rotated every round so drift does not favour either side. "Attached" is the
+real tool: `ioattr record --pid <mariadbd> -o <dir>` in the background,
+started before sysbench (we wait for it to say it is recording) and stopped
+with SIGINT afterwards, so its probes, its drain loop and its engine
+collectors all count. `--record-variant NAME=ARGS` adds more attached
+configurations with extra `ioattr record` arguments (e.g. without the
+uprobe set) to say where the cost comes from.
+
+Reports each run's QPS, each round's attached/detached ratio, and the
+median ratio (the target is >= 0.98). Also Innodb_buffer_pool_reads per
+query, to show the runs really were IO-bound, and checks that every
+attached run's recording holds the server's reads.
+
+Needs root, sysbench and mariadbd.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
+
+from ioattr.sandbox import PrivateMariaDB  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# How to run ioattr: set by snapshot_ioattr() to a frozen copy of the tree.
+IOATTR_CMD: list[str] = [sys.executable]
+IOATTR_ENV: dict[str, str] | None = None
+IOATTR_CWD: str | None = None  # not the repo: '' on sys.path would find the live tree first
+
+# package -> source folder, as setup.py maps them
+PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf"}
+
+
+def snapshot_ioattr(work: Path) -> dict[str, object]:
+    """Run a frozen copy of the working tree's ioattr (Python and BPF objects).
+
+    Other people edit and rebuild the tree while a long benchmark runs; every
+    `ioattr record` here starts a new process, so without a copy the rounds
+    could measure different code. The copy sits first on PYTHONPATH, ahead of
+    the editable install's finder. Returns what was copied (git HEAD, whether
+    the tree had local changes, a digest of the copy).
+    """
+    global IOATTR_ENV, IOATTR_CWD
+    snap = work / "ioattr-snapshot"
+    digest = hashlib.sha256()
+    for pkg, src in PACKAGE_DIRS.items():
+        dst = snap / pkg
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in sorted((REPO / src).iterdir()):
+            if f.is_file() and f.suffix not in (".pyc", ".c", ".h"):  # code, BPF objects, data
+                shutil.copy2(f, dst / f.name)
+                digest.update(f.name.encode())
+                digest.update(f.read_bytes())
+    IOATTR_ENV = {**os.environ, "PYTHONPATH": str(snap)}
+    IOATTR_ENV.pop("IOATTR_BPF_DIR", None)
+    IOATTR_CWD = str(snap)
+    check = subprocess.run([*IOATTR_CMD, "-c", "import ioattr.collectors.probes as p; print(p.bpf_object_dir())"],
+                           env=IOATTR_ENV, cwd=IOATTR_CWD, capture_output=True, text=True)
+    if check.returncode != 0 or not check.stdout.strip().startswith(str(snap)):
+        raise RuntimeError(f"the ioattr snapshot is not what runs: {check.stdout} {check.stderr[-2000:]}")
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()
+
+    return {"git_head": git("rev-parse", "--short", "HEAD"),
+            "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no")),
+            "snapshot_sha256": digest.hexdigest()[:12]}
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a live process, in seconds (BPF programs run in its context count too)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_busy_cores(window: float = 2.0) -> float:
+    """CPU cores busy (all processes) over a short window, from /proc/stat."""
+    def snap() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            vals = [int(x) for x in f.readline().split()[1:]]
+        idle = vals[3] + vals[4]  # idle + iowait
+        return sum(vals[:8]), idle
+
+    t0, i0 = snap()
+    time.sleep(window)
+    t1, i1 = snap()
+    total = max(t1 - t0, 1)
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / total)
+
+
+def wait_until_idle(max_busy: float, timeout: float) -> float:
+    """Before a run (our server idle): wait until other work uses < max_busy cores."""
+    t0 = time.monotonic()
+    busy = host_busy_cores()
+    while busy > max_busy and time.monotonic() - t0 < timeout:
+        busy = host_busy_cores(5.0)
+    if busy > max_busy:
+        log(f"  host still busy ({busy:.2f} cores) after {timeout:.0f}s; running anyway")
+    return busy
+
+
+def children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def ioattr_prog_stats() -> dict[str, tuple[int, int]]:
+    """name -> (run_cnt, run_time_ns) of every loaded ioattr_* BPF program (bpftool)."""
+    r = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
+    out: dict[str, tuple[int, int]] = {}
+    for p in json.loads(r.stdout or "[]"):
+        name = p.get("name", "")
+        if name.startswith("ioattr_"):
+            cnt, tim = out.get(name, (0, 0))
+            out[name] = (cnt + int(p.get("run_cnt", 0)), tim + int(p.get("run_time_ns", 0)))
+    return out
+
+
+def parse_sysbench(out: str) -> dict[str, float]:
+    q = re.search(r"queries:\s+(\d+)\s+\(([\d.]+) per sec\.\)", out)
+    t = re.search(r"total time:\s+([\d.]+)s", out)
+    p95 = re.search(r"95th percentile:\s+([\d.]+)", out)
+    if not q:
+        raise RuntimeError(f"cannot parse sysbench output:\n{out[-2000:]}")
+    return {"queries": int(q.group(1)), "qps": float(q.group(2)),
+            "seconds": float(t.group(1)) if t else float("nan"),
+            "p95_ms": float(p95.group(1)) if p95 else float("nan")}
+
+
+class Recorder:
+    """`ioattr record --pid P -o DIR` in the background, ready once it says 'recording'."""
+
+    def __init__(self, pid: int, outdir: Path, extra: list[str], timeout: float = 30.0) -> None:
+        self.outdir = outdir
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen([*IOATTR_CMD, "-m", "ioattr.cli.main", "record", "--pid", str(pid), "-o", str(outdir), *extra],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, env=IOATTR_ENV, cwd=IOATTR_CWD)
+        assert self.proc.stderr is not None
+        self.lines: list[str] = []
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if "recording" in line:
+                break
+            if time.monotonic() - t0 > timeout:
+                break
+        self.attach_s = time.monotonic() - t0
+        if not self.lines or "recording" not in self.lines[-1]:
+            self.stop()
+            raise RuntimeError(f"ioattr record did not start: {''.join(self.lines)}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        assert self.proc.stderr is not None
+        self.lines.append(self.proc.stderr.read())
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return -9
+
+
+def recorded_reads(rec: Path) -> int:
+    """Syscall-layer reads the recording holds (proves the probes saw the run)."""
+    r = subprocess.run([*IOATTR_CMD, "-m", "ioattr.cli.main", "report", str(rec), "--layer", "syscall", "--format", "json",
+                        "--by", "file"], capture_output=True, text=True, env=IOATTR_ENV, cwd=IOATTR_CWD)
+    if r.returncode != 0:
+        raise RuntimeError(f"ioattr report failed: {r.stderr.strip()}")
+    doc = json.loads(r.stdout)
+    return sum(int(row.get("count") or 0) for row in doc.get("rows", []) if row.get("op") == "read")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", "--rounds", dest="pairs", type=int, default=3,
+                    help="rounds, each running every configuration once (default 3)")
+    ap.add_argument("--record-variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="another attached configuration: `ioattr record` with these extra arguments "
+                         "(shell-quoted), e.g. nostage='--probes syscalls,targets,uring,block,pagecache'")
+    ap.add_argument("--duration", type=int, default=20, help="seconds per sysbench run (default 20)")
+    ap.add_argument("--quick", action="store_true", help="10 s runs (same number of pairs)")
+    ap.add_argument("--threads", type=int, default=2, help="sysbench threads (default 2)")
+    ap.add_argument("--tables", type=int, default=4)
+    ap.add_argument("--table-size", type=int, default=100_000)
+    ap.add_argument("--rand-type", default="uniform",
+                    help="sysbench --rand-type (default uniform: every row equally likely, so the "
+                         "small pool misses; sysbench's own default 'special' is mostly cache hits)")
+    ap.add_argument("--buffer-pool", default="32M", help="innodb_buffer_pool_size (default 32M)")
+    ap.add_argument("--warmup", type=int, default=10, help="seconds of sysbench before the pairs (default 10)")
+    ap.add_argument("--prog-stats", action="store_true",
+                    help="after the rounds, one more run per attached config with kernel BPF run-time "
+                         "stats on: runs and BPF ns per query for each ioattr program")
+    ap.add_argument("--max-busy", type=float, default=0.3,
+                    help="before each run, wait until other processes use fewer cores than this "
+                         "(default 0.3; this is a shared machine)")
+    ap.add_argument("--idle-timeout", type=float, default=600,
+                    help="max seconds to wait for that (default 600), then run anyway")
+    ap.add_argument("--json", default=str(HERE / "results" / "sysbench_qps.json"))
+    args = ap.parse_args()
+    # SIGTERM unwinds like an exception, so servers, probes and temp dirs are
+    # cleaned up (a background job started by a shell may have SIGINT ignored)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.quick:
+        args.duration = 10
+        args.warmup = min(args.warmup, 5)
+    if os.geteuid() != 0:
+        print("bench_sysbench_qps: needs root", file=sys.stderr)
+        return 2
+    for tool in ("sysbench", "mariadbd"):
+        if not shutil.which(tool):
+            print(f"bench_sysbench_qps: {tool} is not installed", file=sys.stderr)
+            return 2
+
+    configs: dict[str, list[str] | None] = {"detached": None, "attached": []}
+    for spec in args.record_variant:
+        name, _, rest = spec.partition("=")
+        if not name or name in configs:
+            ap.error(f"--record-variant {spec!r}: want a new NAME=ARGS")
+        configs[name] = shlex.split(rest)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    work = Path(tempfile.mkdtemp(prefix="ioattr-qps-", dir="/var/tmp"))
+    sb = dict(tables=args.tables, table_size=args.table_size)
+    runs: list[dict[str, object]] = []
+    pairs: list[dict[str, object]] = []
+    try:
+        code = snapshot_ioattr(work)
+        log(f"measuring ioattr {code['git_head']}{' + local changes' if code['tree_modified'] else ''} "
+            f"(frozen copy {code['snapshot_sha256']})")
+        with PrivateMariaDB(buffer_pool=args.buffer_pool) as db:
+            log(f"mariadbd pid {db.pid}, buffer pool {args.buffer_pool}, aio {db.aio_backend}; "
+                f"preparing {args.tables} x {args.table_size} rows")
+            t0 = time.monotonic()
+            db.sysbench("oltp_point_select", "prepare", threads=min(args.tables, 2), **sb)
+            log(f"prepared in {time.monotonic() - t0:.0f}s; warming up {args.warmup}s")
+            if args.warmup:
+                db.sysbench("oltp_point_select", "run", f"--rand-type={args.rand_type}",
+                            threads=args.threads, time=args.warmup, **sb)
+
+            def one_run(cfg: str, rnd: int, prog_stats: bool = False) -> dict[str, object]:
+                extra = configs[cfg]
+                rec = None
+                busy_before = wait_until_idle(args.max_busy, args.idle_timeout)
+                if extra is not None:
+                    rec = Recorder(db.pid, work / f"rec-{cfg}-{rnd}", extra)  # type: ignore[arg-type]
+                try:
+                    # CPU over the sysbench run only: the server (BPF programs run in its
+                    # context, so they count there), sysbench, and the recorder process
+                    reads0 = db.status("Innodb_buffer_pool_reads")
+                    server_cpu0, child_cpu0 = proc_cpu_s(db.pid), children_cpu_s()  # type: ignore[arg-type]
+                    rec_cpu0 = proc_cpu_s(rec.proc.pid) if rec else 0.0
+                    stats0 = ioattr_prog_stats() if prog_stats else {}
+                    out = db.sysbench("oltp_point_select", "run", f"--rand-type={args.rand_type}",
+                                      threads=args.threads, time=args.duration, **sb)
+                    server_cpu = proc_cpu_s(db.pid) - server_cpu0  # type: ignore[arg-type]
+                    sysbench_cpu = children_cpu_s() - child_cpu0
+                    rec_cpu = proc_cpu_s(rec.proc.pid) - rec_cpu0 if rec else 0.0
+                    stats1 = ioattr_prog_stats() if prog_stats else {}
+                finally:
+                    rc = rec.stop() if rec else 0
+                client_cpu = sysbench_cpu + rec_cpu
+                res: dict[str, object] = {"round": rnd, "config": cfg, "attached": rec is not None,
+                                          "host_busy_cores_before": round(busy_before, 2),
+                                          **parse_sysbench(out.stdout)}
+                reads = db.status("Innodb_buffer_pool_reads") - reads0
+                nq = max(int(res["queries"]), 1)  # type: ignore[arg-type]
+                if prog_stats:
+                    # other people's ioattr runs would show up under the same names
+                    res["prog_stats"] = {
+                        n: {"runs_per_query": (c - stats0.get(n, (0, 0))[0]) / nq,
+                            "bpf_ns_per_query": (t - stats0.get(n, (0, 0))[1]) / nq,
+                            "ns_per_run": (t - stats0.get(n, (0, 0))[1]) / max(c - stats0.get(n, (0, 0))[0], 1)}
+                        for n, (c, t) in sorted(stats1.items()) if c > stats0.get(n, (0, 0))[0]}
+                res["pool_reads_per_query"] = reads / nq
+                res["server_cpu_us_per_query"] = server_cpu * 1e6 / nq
+                res["client_cpu_us_per_query"] = client_cpu * 1e6 / nq
+                res["recorder_cpu_us_per_query"] = rec_cpu * 1e6 / nq
+                res["cpu_us_per_query"] = (server_cpu + client_cpu) * 1e6 / nq
+                if rec:
+                    if rc != 0:
+                        raise RuntimeError(f"ioattr record exited {rc}: {''.join(rec.lines)[-2000:]}")
+                    res["record_attach_s"] = rec.attach_s
+                    res["recorded_reads"] = recorded_reads(rec.outdir)
+                    res["recorded_reads_per_pool_read"] = int(res["recorded_reads"]) / max(reads, 1)  # type: ignore[arg-type]
+                    shutil.rmtree(rec.outdir, ignore_errors=True)
+                where = "stats run" if prog_stats else f"round {rnd + 1}/{args.pairs}"
+                log(f"  {where} {cfg:<12} {res['qps']:9.1f} qps, "
+                    f"{res['pool_reads_per_query']:.2f} pool reads/query, "
+                    f"cpu us/query: server {res['server_cpu_us_per_query']:.1f}, sysbench+recorder "
+                    f"{res['client_cpu_us_per_query']:.1f} (recorder {res['recorder_cpu_us_per_query']:.1f})"
+                    + (f", recorded {res['recorded_reads']} reads" if rec else ""))
+                return res
+
+            names = list(configs)
+            for i in range(args.pairs):
+                order = names[i % len(names):] + names[: i % len(names)]
+                got = {cfg: one_run(cfg, i) for cfg in order}
+                runs.extend(got[c] for c in order)
+                row: dict[str, object] = {"round": i, "order": order,
+                                          **{f"{c}_qps": got[c]["qps"] for c in names}}
+                for c in names[1:]:
+                    row[f"{c}_ratio"] = float(got[c]["qps"]) / float(got["detached"]["qps"])  # type: ignore[arg-type]
+                    row[f"{c}_cpu_ratio"] = (float(got[c]["cpu_us_per_query"])  # type: ignore[arg-type]
+                                             / float(got["detached"]["cpu_us_per_query"]))  # type: ignore[arg-type]
+                pairs.append(row)
+                log(f"  round {i + 1}: " + ", ".join(f"{c}/detached = {row[c + '_ratio']:.4f}" for c in names[1:]))
+            prog_stats: dict[str, object] = {}
+            if args.prog_stats:
+                from ioattr.collectors import libbpf
+
+                fd = libbpf.enable_run_time_stats()  # on while we hold the fd
+                if fd is None:
+                    log("  cannot enable BPF run-time stats (BPF_ENABLE_STATS); skipping --prog-stats")
+                else:
+                    try:
+                        for c in names[1:]:
+                            r = one_run(c, args.pairs, prog_stats=True)
+                            prog_stats[c] = {"qps_with_stats": r["qps"], "programs": r["prog_stats"]}
+                            for n, v in r["prog_stats"].items():  # type: ignore[union-attr]
+                                log(f"    {c} {n:<28} {v['runs_per_query']:6.2f} runs/query "
+                                    f"{v['ns_per_run']:8.0f} ns/run {v['bpf_ns_per_query']:8.0f} ns/query")
+                    finally:
+                        os.close(fd)
+            aio = db.aio_backend
+            version = db.query("SELECT VERSION()")[0][0]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    names = list(configs)
+    summary: dict[str, object] = {"target": "attached/detached >= 0.98 (median of rounds)"}
+    for c in names:
+        qps = [float(r["qps"]) for r in runs if r["config"] == c]  # type: ignore[arg-type]
+        mine = [r for r in runs if r["config"] == c]
+        entry: dict[str, object] = {
+            "qps_median": statistics.median(qps), "record_args": configs[c],
+            "server_cpu_us_per_query_median": statistics.median(float(r["server_cpu_us_per_query"]) for r in mine),  # type: ignore[arg-type]
+            "client_cpu_us_per_query_median": statistics.median(float(r["client_cpu_us_per_query"]) for r in mine),  # type: ignore[arg-type]
+        }
+        if c != "detached":
+            ratios = [float(p[f"{c}_ratio"]) for p in pairs]  # type: ignore[arg-type]
+            cpu = [float(p[f"{c}_cpu_ratio"]) for p in pairs]  # type: ignore[arg-type]
+            entry.update({"ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+                          "ratio_max": max(ratios), "met": statistics.median(ratios) >= 0.98,
+                          "cpu_per_query_ratio_median": statistics.median(cpu),
+                          "cpu_per_query_ratio_min": min(cpu), "cpu_per_query_ratio_max": max(cpu)})
+        summary[c] = entry
+    summary["pool_reads_per_query_median"] = statistics.median(
+        float(r["pool_reads_per_query"]) for r in runs)  # type: ignore[arg-type]
+    print()
+    print(f"{'round':>5} " + " ".join(f"{c + ' qps':>16}" for c in names)
+          + " " + " ".join(f"{c + '/det':>16}" for c in names[1:]))
+    for p in pairs:
+        print(f"{int(p['round']) + 1:>5} " + " ".join(f"{p[c + '_qps']:16.1f}" for c in names)  # type: ignore[call-overload]
+              + " " + " ".join(f"{p[c + '_ratio']:16.4f}" for c in names[1:]))
+    for c in names[1:]:
+        e = summary[c]
+        print(f"{c}: median ratio {e['ratio_median']:.4f} (min {e['ratio_min']:.4f}, max {e['ratio_max']:.4f}); "  # type: ignore[index]
+              f"target >= 0.98: {'MET' if e['met'] else 'NOT MET'}; CPU per query x{e['cpu_per_query_ratio_median']:.3f} "  # type: ignore[index]
+              f"(min {e['cpu_per_query_ratio_min']:.3f}, max {e['cpu_per_query_ratio_max']:.3f})")  # type: ignore[index]
+    print(f"{summary['pool_reads_per_query_median']:.2f} buffer-pool reads per query (median)")
+    result = {
+        "benchmark": "sysbench_qps",
+        "date": started.isoformat(timespec="seconds"),
+        "command": "sudo " + " ".join([".venv/bin/python"] + [os.path.relpath(sys.argv[0], REPO)]
+                                      + [shlex.quote(a) for a in sys.argv[1:]]),
+        "host": {"kernel": platform.release(), "cpus": os.cpu_count(), "loadavg_end": os.getloadavg()},
+        "ioattr": code,
+        "server": {"version": version, "aio": aio, "buffer_pool": args.buffer_pool, "flush_method": "O_DIRECT"},
+        "params": {"rounds": args.pairs, "duration_s": args.duration, "threads": args.threads,
+                   "tables": args.tables, "table_size": args.table_size, "warmup_s": args.warmup,
+                   "rand_type": args.rand_type,
+                   "attached": "ioattr record --pid <mariadbd> -o <dir> [ARGS], SIGINT after"},
+        "runs": runs,
+        "rounds": pairs,
+        "summary": summary,
+        "prog_stats": prog_stats or None,
+    }
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    log(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

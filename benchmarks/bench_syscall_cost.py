@@ -1,0 +1,844 @@
+#!/usr/bin/env python3
+"""What ioattr's probes add to one traced pread, against the bare syscall and the floor.
+
+Configurations, measured interleaved (every round runs each once, in a
+rotated order, so drift on a noisy VM hits them all alike):
+
+  pread, nothing attached ................................. bare
+  pread, the floor attached (benchmarks/floor.bpf.c) ....... floor
+  pread, the floor, loop NOT its target .................... floor_untraced
+  pread, tp_btf floor (benchmarks/rawtp_floor.bpf.c) ....... rawtp_floor (+ _untraced)
+  pread, ioattr (all probe sets), loop is a target ......... ioattr_all
+  pread, ioattr (syscalls set only), loop is a target ...... ioattr_syscalls
+  pread, ioattr (all sets), loop NOT a target .............. ioattr_untraced
+  pread, bpftrace per-(tid,fd) byte sum, loop pid .......... bpftrace
+  getppid, nothing / floor / tp_btf floor / ioattr untraced / ioattr traced
+
+The floor is what the issue measures against: per-syscall tracepoints
+(syscalls:sys_{enter,exit}_pread64) with a pid filter. ioattr attaches to the
+raw sys_enter/sys_exit tracepoints (tp_btf) instead, so the tp_btf floor
+(same filter, same "nothing else") shows how much of ioattr's cost is the
+attach method and how much is its programs' work.
+
+Each measurement is a fresh `pread_loop` process (benchmarks/pread_loop.c)
+that waits on stdin until the probes are attached and its pid is in the
+target map, runs a warm-up, then N timed calls in 10 batches; the median
+batch is the sample. Added cost = median over rounds of (config - bare of
+the same round). Every traced run is checked: the probes must have counted
+exactly the loop's calls, or the run is an error.
+
+Then, outside the timed rounds: attach time (ProbeSession.open, warm and
+cold, `ioattr record` until it says it is recording), and with kernel BPF
+run-time stats on, what each BPF program costs per run and per pread.
+
+Needs root. Other processes' tracing programs would contaminate the
+baseline: before every measurement we wait until no foreign tracing
+program is loaded, and redo a measurement during which one appeared.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import datetime
+import faulthandler
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
+
+from ioattr.collectors import abi, libbpf  # noqa: E402
+from ioattr.collectors.probes import ProbeSession  # noqa: E402
+
+TRACING_TYPES = {"tracing", "tracepoint", "raw_tracepoint", "raw_tracepoint_writable", "kprobe"}
+# Classic-tracepoint programs whose names say they fire on events a cached
+# pread or getppid never hits (direct IO, block layer, io_uring, page-cache
+# misses, fork/exit): other people's tools using only these can't disturb us.
+IRRELEVANT_TRACEPOINT = re.compile(r"iomap|block|blk|bio|rq_|uring|filemap|pagecache|sched_proc|fork|exit_proc",
+                                   re.I)
+NO_SUCH_PID = 0x7FFFFFFF  # above pid_max: keeps the targets map non-empty without matching
+SPAN = 1 << 20            # pread_loop cycles over the first MiB of its file
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- build
+def build(work: Path) -> tuple[Path, dict[str, Path]]:
+    exe = work / "pread_loop"
+    subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / "pread_loop.c")], check=True)
+    objs = {}
+    for name in ("floor", "rawtp_floor"):
+        obj = work / f"{name}.bpf.o"
+        # the same flags as bpf/Makefile
+        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall",
+                        f"-I{REPO / 'bpf'}", "-c", str(HERE / f"{name}.bpf.c"), "-o", str(obj)],
+                       check=True)
+        objs[name] = obj
+    return exe, objs
+
+
+def make_data_file(work: Path) -> Path:
+    """A 1 MiB file on a real filesystem (not tmpfs), read once so it is cached."""
+    path = work / "pread_loop.dat"
+    with open(path, "wb") as f:
+        f.write(os.urandom(SPAN))
+        f.flush()
+        os.fsync(f.fileno())
+    with open(path, "rb") as f:
+        while f.read(1 << 16):
+            pass
+    return path
+
+
+# --------------------------------------------------------------------------- BPF programs on the host
+def loaded_tracing_progs() -> dict[int, str]:
+    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
+    try:
+        progs = json.loads(out.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    return {p["id"]: p.get("name", "?") for p in progs
+            if p.get("type") in TRACING_TYPES
+            and not (p.get("type") == "tracepoint" and IRRELEVANT_TRACEPOINT.search(p.get("name", "")))}
+
+
+_get_next_id = None
+
+
+def all_prog_ids() -> set[int]:
+    """Ids of every BPF program loaded on the host (one cheap syscall per id)."""
+    global _get_next_id
+    if _get_next_id is None:
+        # our own function pointer, prototyped once, not libbpf.lib()'s shared one
+        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
+                              use_errno=True)(("bpf_prog_get_next_id", libbpf.lib()))
+        _get_next_id = fn
+    fn = _get_next_id
+    ids, cur, nxt = set(), 0, ctypes.c_uint32(0)
+    while fn(cur, ctypes.byref(nxt)) == 0:
+        cur = nxt.value
+        ids.add(cur)
+    return ids
+
+
+class ProgWatcher:
+    """Notes programs that get loaded while a measurement runs, even briefly.
+
+    Polls the program id list every 50 ms on a thread (one syscall per
+    loaded program, so nothing the measured loop would notice); ids only
+    grow, so a program that came and went between polls is missed only if
+    it lived under 50 ms.
+    """
+
+    def __init__(self, allowed: set[int]) -> None:
+        self.allowed = allowed
+        self.seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.seen |= all_prog_ids() - self.allowed
+
+    def __enter__(self) -> "ProgWatcher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seen |= all_prog_ids() - self.allowed
+
+
+def loaded_prog_names() -> dict[int, str]:
+    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
+    try:
+        return {p["id"]: p.get("name", "?") for p in json.loads(out.stdout or "[]")}
+    except json.JSONDecodeError:
+        return {}
+
+
+def fdinfo(fd: int) -> dict[str, int]:
+    out = {}
+    with open(f"/proc/self/fdinfo/{fd}") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            v = v.strip()
+            if v.isdigit():
+                out[k.strip()] = int(v)
+    return out
+
+
+# --------------------------------------------------------------------------- the loop process
+class Loop:
+    """One pread_loop process, started and waiting for its go byte."""
+
+    def __init__(self, exe: Path, mode: str, data: Path, calls: int, cpu: int | None) -> None:
+        self.mode = mode
+        self.calls = calls
+        self.warmup = max(calls // 10, 1000)
+        cmd = [str(exe), mode, str(data) if mode == "pread" else "-", str(calls), str(self.warmup), "10"]
+        if cpu is not None:
+            cmd = ["taskset", "-c", str(cpu)] + cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        m = re.match(r"ready (\d+)", line)
+        if not m:
+            self.proc.kill()
+            raise RuntimeError(f"pread_loop did not start: {line!r}")
+        self.pid = int(m.group(1))
+
+    def run(self) -> dict[str, object]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("g")
+        self.proc.stdin.close()
+        out = self.proc.stdout.read()
+        if self.proc.wait() != 0:
+            raise RuntimeError(f"pread_loop failed: {out}")
+        mean = float(re.search(r"ns_per_call ([\d.]+)", out).group(1))  # type: ignore[union-attr]
+        batches = [float(x) for x in re.search(r"batch_ns ([\d. ]+)", out).group(1).split()]  # type: ignore[union-attr]
+        return {"ns": statistics.median(batches), "mean_ns": mean, "batches": batches}
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    @property
+    def expected_calls(self) -> int:
+        return self.calls + self.warmup
+
+
+# --------------------------------------------------------------------------- attachments
+@dataclass
+class Attached:
+    """What a configuration attached: program fds (for stats), own prog ids, a check."""
+
+    prog_fds: dict[str, int]
+    own_ids: set[int]
+    verify: "callable[[Loop], str | None]"  # returns an error message or None
+
+
+@contextlib.contextmanager
+def attach_nothing(loop: Loop) -> Iterator[Attached]:
+    yield Attached({}, set(), lambda _l: None)
+
+
+@contextlib.contextmanager
+def attach_floor(obj_path: Path, target: bool, loop: Loop) -> Iterator[Attached]:
+    """Load floor.bpf.o or rawtp_floor.bpf.o with the loop (or nobody) as target."""
+    obj = libbpf.Object(str(obj_path))
+    try:
+        rodata = next(m for m in obj.maps() if m.name.endswith(".rodata"))
+        addr, size = rodata.initial_value()
+        tgid = ctypes.c_uint32(loop.pid if target else NO_SUCH_PID)
+        assert size >= ctypes.sizeof(tgid)
+        ctypes.memmove(addr, ctypes.byref(tgid), ctypes.sizeof(tgid))
+        obj.load()
+        for prog in obj.programs():
+            obj.links.append(prog.attach())
+        fds = {p.name: p.fd for p in obj.programs()}
+        bss = next(m for m in obj.maps() if m.name.endswith(".bss"))
+
+        def verify(lp: Loop) -> str | None:
+            hits = (ctypes.c_uint64 * 2)()
+            if not libbpf.map_lookup(bss.fd, ctypes.c_uint32(0), hits):
+                return "cannot read the floor's counters"
+            want = lp.expected_calls if (target and lp.mode == "pread") else 0
+            if not (hits[0] == hits[1] == want):
+                return f"{obj_path.name} saw {hits[0]}/{hits[1]} preads, expected {want}"
+            return None
+
+        yield Attached(fds, {fdinfo(fd)["prog_id"] for fd in fds.values()}, verify)
+    finally:
+        obj.close()
+
+
+def ioattr_counted(session: ProbeSession, pid: int) -> tuple[int, int]:
+    """(reads, bytes) io_stats holds for pid at the syscall layer."""
+    fd = session.map_fd("io_stats")
+    count = nbytes = 0
+    for key in libbpf.map_keys(fd, abi.IoKey):
+        if key.tgid != pid or key.layer != abi.Layer.SYSCALL or key.op != abi.Op.READ:
+            continue
+        val = abi.IoVal()
+        if libbpf.map_lookup(fd, key, val):
+            count += val.count
+            nbytes += val.bytes
+    return count, nbytes
+
+
+@contextlib.contextmanager
+def attach_ioattr(sets: tuple[str, ...] | None, target: bool, loop: Loop,
+                  bpf_dir: str | None = None) -> Iterator[Attached]:
+    session = ProbeSession(sets)
+    saved = os.environ.get("IOATTR_BPF_DIR")
+    if bpf_dir:
+        os.environ["IOATTR_BPF_DIR"] = bpf_dir  # an experimental build of bpf/ (--variant)
+    try:
+        session.open()
+    finally:
+        if bpf_dir:
+            if saved is None:
+                del os.environ["IOATTR_BPF_DIR"]
+            else:
+                os.environ["IOATTR_BPF_DIR"] = saved
+    try:
+        tgid = loop.pid if target else NO_SUCH_PID
+        libbpf.map_update(session.map_fd("targets"), ctypes.c_uint32(tgid), ctypes.c_uint32(1))
+        fds = session.program_fds()
+
+        def verify(lp: Loop) -> str | None:
+            count, nbytes = ioattr_counted(session, lp.pid)
+            want = lp.expected_calls if (target and lp.mode == "pread") else 0
+            if count != want or nbytes != want * 4096:
+                return f"ioattr counted {count} reads / {nbytes} bytes, expected {want}"
+            return None
+
+        yield Attached(fds, {fdinfo(fd)["prog_id"] for fd in fds.values()}, verify)
+    finally:
+        session.close()
+
+
+def bpftrace_program(pid: int) -> str:
+    # The same job as ioattr's syscall layer, minus fd->inode and latency:
+    # per (thread, fd) bytes read by pread64, enter/exit with a pid filter.
+    return (
+        f"tracepoint:syscalls:sys_enter_pread64 /pid == {pid}/ {{ @fd[tid] = args->fd; }} "
+        f"tracepoint:syscalls:sys_exit_pread64 /pid == {pid}/ {{ "
+        f"if (args->ret > 0) {{ @bytes[tid, @fd[tid]] = sum(args->ret); }} delete(@fd[tid]); }}"
+    )
+
+
+@contextlib.contextmanager
+def attach_bpftrace(work: Path, loop: Loop, settle: float = 1.0) -> Iterator[Attached]:
+    before = set(loaded_tracing_progs())
+    out_path = work / f"bpftrace.{loop.pid}.out"
+    out = open(out_path, "w")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(["bpftrace", "-e", bpftrace_program(loop.pid)], stdout=out,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        while "Attaching" not in out_path.read_text():
+            if proc.poll() is not None:
+                raise RuntimeError(f"bpftrace exited: {out_path.read_text()}")
+            if time.monotonic() - t0 > 60:
+                raise RuntimeError("bpftrace did not print 'Attaching' within 60 s")
+            time.sleep(0.02)
+        # "Attaching N probes..." comes before the attach itself; the byte
+        # check after the run proves the probes were live for every call.
+        time.sleep(settle)
+        own = set(loaded_tracing_progs()) - before
+        result: dict[str, int] = {}
+
+        def verify(lp: Loop) -> str | None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+            total = sum(int(v) for v in re.findall(r"^@bytes\[\d+, \d+\]: (\d+)", out_path.read_text(), re.M))
+            result["bytes"] = total
+            if lp.mode == "pread" and total != lp.expected_calls * 4096:
+                return f"bpftrace summed {total} bytes, expected {lp.expected_calls * 4096}"
+            return None
+
+        yield Attached({}, own, verify)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        out.close()
+
+
+# --------------------------------------------------------------------------- configurations
+@dataclass(frozen=True)
+class Config:
+    name: str
+    mode: str            # pread | getppid
+    kind: str            # none | floor | rawtp_floor | ioattr | bpftrace
+    sets: tuple[str, ...] | None = None
+    target: bool = True
+    baseline: str = "bare"
+    label: str = ""
+    bpf_dir: str | None = None  # --variant: ioattr objects built from a modified bpf/
+
+
+CONFIGS = (
+    Config("bare", "pread", "none", label="pread, nothing attached"),
+    Config("floor", "pread", "floor", label="pread, floor (bare enter/exit tp + pid filter)"),
+    Config("floor_untraced", "pread", "floor", target=False, label="pread, floor, NOT its target"),
+    Config("rawtp_floor", "pread", "rawtp_floor", label="pread, tp_btf floor (raw sys_enter/exit + pid)"),
+    Config("rawtp_floor_untraced", "pread", "rawtp_floor", target=False,
+           label="pread, tp_btf floor, NOT its target"),
+    Config("ioattr_all", "pread", "ioattr", None, True, label="pread, ioattr all sets, traced"),
+    Config("ioattr_syscalls", "pread", "ioattr", ("syscalls",), True,
+           label="pread, ioattr syscalls set only, traced"),
+    Config("ioattr_untraced", "pread", "ioattr", None, False, label="pread, ioattr all sets, NOT a target"),
+    Config("bpftrace", "pread", "bpftrace", label="pread, bpftrace per-(tid,fd) byte sum"),
+    Config("getppid_bare", "getppid", "none", baseline="getppid_bare", label="getppid, nothing attached"),
+    Config("getppid_floor", "getppid", "floor", baseline="getppid_bare", label="getppid, floor attached"),
+    Config("getppid_rawtp_floor", "getppid", "rawtp_floor", target=False, baseline="getppid_bare",
+           label="getppid, tp_btf floor, NOT its target"),
+    Config("getppid_ioattr_untraced", "getppid", "ioattr", None, False, baseline="getppid_bare",
+           label="getppid, ioattr all sets, NOT a target"),
+    Config("getppid_ioattr_traced", "getppid", "ioattr", None, True, baseline="getppid_bare",
+           label="getppid, ioattr all sets, traced"),
+)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args = args
+        self.work = work
+        self.exe, self.objs = build(work)
+        self.data = make_data_file(work)
+        self.redone = 0
+        self.contaminated = 0
+        self.waited_s = 0.0
+
+    def attach(self, cfg: Config, loop: Loop) -> contextlib.AbstractContextManager[Attached]:
+        if cfg.kind == "none":
+            return attach_nothing(loop)
+        if cfg.kind in ("floor", "rawtp_floor"):
+            return attach_floor(self.objs[cfg.kind], cfg.target, loop)
+        if cfg.kind == "ioattr":
+            return attach_ioattr(cfg.sets, cfg.target, loop, cfg.bpf_dir)
+        if cfg.kind == "bpftrace":
+            return attach_bpftrace(self.work, loop)
+        raise ValueError(cfg.kind)
+
+    def wait_quiet(self) -> bool:
+        """Wait (bounded) until no other tracing program is loaded on the host."""
+        t0 = time.monotonic()
+        quiet = True
+        while loaded_tracing_progs():
+            if time.monotonic() - t0 > self.args.quiet_timeout:
+                log(f"  warning: foreign tracing programs still loaded after {self.args.quiet_timeout:.0f}s: "
+                    f"{sorted(set(loaded_tracing_progs().values()))}; measuring anyway")
+                quiet = False
+                break
+            time.sleep(1.0)
+        self.waited_s += time.monotonic() - t0
+        return quiet
+
+    def calls_for(self, cfg: Config) -> int:
+        return self.args.calls * (5 if cfg.mode == "getppid" else 1)
+
+    def measure(self, cfg: Config, stats: bool = False) -> dict[str, object]:
+        attempts = self.args.attempts
+        for attempt in range(attempts):
+            if not self.wait_quiet():
+                attempt = attempts - 1  # waited long enough: keep this one, flagged
+            loop = Loop(self.exe, cfg.mode, self.data, self.calls_for(cfg), self.args.cpu)
+            try:
+                with self.attach(cfg, loop) as att:
+                    foreign = {i: n for i, n in loaded_tracing_progs().items() if i not in att.own_ids}
+                    before = {n: fdinfo(fd) for n, fd in att.prog_fds.items()} if stats else {}
+                    with ProgWatcher(all_prog_ids()) as watch:
+                        res = loop.run()
+                    after = {n: fdinfo(fd) for n, fd in att.prog_fds.items()} if stats else {}
+                    foreign.update({i: n for i, n in loaded_tracing_progs().items() if i not in att.own_ids})
+                    # programs seen by the watcher but gone by now: we can't tell what they were
+                    gone = watch.seen - set(loaded_prog_names())
+                    foreign.update({i: "?" for i in gone if i not in foreign})
+                    err = att.verify(loop)
+            finally:
+                loop.kill()
+            if err:
+                raise RuntimeError(f"{cfg.name}: {err}")
+            if foreign and attempt < attempts - 1:
+                self.redone += 1
+                log(f"  {cfg.name}: other BPF programs were loaded meanwhile "
+                    f"({sorted(set(foreign.values()))}); redoing")
+                continue
+            if foreign:
+                self.contaminated += 1
+                res["contaminated"] = sorted(set(foreign.values()))
+                log(f"  {cfg.name}: other BPF programs kept appearing; keeping a contaminated sample")
+            if stats:
+                res["progs"] = {
+                    n: {
+                        "prog_id": after[n]["prog_id"],
+                        "run_cnt": after[n]["run_cnt"] - before[n]["run_cnt"],
+                        "run_time_ns": after[n]["run_time_ns"] - before[n]["run_time_ns"],
+                    }
+                    for n in att.prog_fds
+                }
+                res["loop_calls"] = loop.expected_calls
+            return res
+        raise AssertionError("unreachable")
+
+    # ----------------------------------------------------------------- phases
+    def rounds(self, configs: list[Config]) -> dict[str, list[dict[str, object]]]:
+        samples: dict[str, list[dict[str, object]]] = {c.name: [] for c in configs}
+        for r in range(self.args.rounds):
+            order = configs[r % len(configs):] + configs[: r % len(configs)]
+            for cfg in order:
+                res = self.measure(cfg)
+                samples[cfg.name].append(res)
+                log(f"  round {r + 1}/{self.args.rounds} {cfg.name:<24} {res['ns']:8.1f} ns/call")
+        return samples
+
+    def attach_times(self) -> dict[str, object]:
+        reps = self.args.attach_reps
+        out: dict[str, object] = {}
+        for label, sets in (("all", None), ("syscalls", ("syscalls",))):
+            opens, closes = [], []
+            for _ in range(reps + 1):  # the first one warms libbpf and the page cache up
+                s = ProbeSession(sets)
+                t0 = time.perf_counter()
+                s.open()
+                t1 = time.perf_counter()
+                s.close()
+                t2 = time.perf_counter()
+                opens.append(t1 - t0)
+                closes.append(t2 - t1)
+            out[f"probe_session_open_{label}_s"] = {"median": statistics.median(opens[1:]),
+                                                    "max": max(opens[1:]), "first": opens[0]}
+            out[f"probe_session_close_{label}_s"] = {"median": statistics.median(closes[1:])}
+        # cold: a fresh interpreter, imports included
+        code = ("import time; t=time.perf_counter(); from ioattr.collectors.probes import ProbeSession; "
+                "s=ProbeSession(); s.open(); print(time.perf_counter()-t); s.close()")
+        cold = []
+        for _ in range(reps):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            cold.append(float(r.stdout.strip().splitlines()[-1]))
+        out["probe_session_open_cold_s"] = {"median": statistics.median(cold), "max": max(cold)}
+        # the user's view: `ioattr record` from exec until it says it is recording
+        ioattr = shutil.which("ioattr") or str(Path(sys.executable).with_name("ioattr"))
+        target = subprocess.Popen(["sleep", "600"])
+        rec_times = []
+        try:
+            for i in range(max(3, reps // 2)):
+                outdir = self.work / f"rec{i}"
+                t0 = time.monotonic()
+                p = subprocess.Popen([ioattr, "record", "--pid", str(target.pid), "-o", str(outdir)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                line = ""
+                assert p.stderr is not None
+                for line in p.stderr:
+                    if "recording" in line:
+                        break
+                t1 = time.monotonic()
+                p.send_signal(signal.SIGINT)
+                rest = p.stderr.read()
+                rc = p.wait(timeout=60)
+                if "recording" not in line or rc != 0:
+                    raise RuntimeError(f"ioattr record failed (exit {rc}): {line}{rest}")
+                rec_times.append(t1 - t0)
+        finally:
+            target.kill()
+            target.wait()
+        out["ioattr_record_until_recording_s"] = {"median": statistics.median(rec_times), "max": max(rec_times)}
+        # the floor, for scale
+        ft = []
+        for _ in range(reps):
+            obj = libbpf.Object(str(self.objs["floor"]))
+            t0 = time.perf_counter()
+            obj.load()
+            for prog in obj.programs():
+                obj.links.append(prog.attach())
+            ft.append(time.perf_counter() - t0)
+            obj.close()
+        out["floor_load_attach_s"] = {"median": statistics.median(ft)}
+        return out
+
+    def prog_stats(self, configs: list[Config]) -> dict[str, object]:
+        """Per-program run time with kernel BPF stats on (own timed runs: stats cost time)."""
+        fd = libbpf.enable_run_time_stats()
+        restore_sysctl = None
+        if fd is None:  # old kernel: fall back to the sysctl, restored afterwards
+            path = Path("/proc/sys/kernel/bpf_stats_enabled")
+            restore_sysctl = path.read_text().strip()
+            path.write_text("1")
+        try:
+            wanted = ["floor", "rawtp_floor", "ioattr_all", "ioattr_syscalls", "ioattr_untraced",
+                      "rawtp_floor_untraced", "getppid_ioattr_untraced", "getppid_rawtp_floor"]
+            cfgs = [c for c in CONFIGS if c.name in wanted] + [c for c in configs if c.bpf_dir]
+            out: dict[str, object] = {}
+            for cfg in cfgs:
+                runs = [self.measure(cfg, stats=True) for _ in range(self.args.stats_reps)]
+                progs: dict[str, dict[str, float]] = {}
+                for name in runs[0]["progs"]:  # type: ignore[union-attr]
+                    cnt = [r["progs"][name]["run_cnt"] for r in runs]  # type: ignore[index]
+                    tim = [r["progs"][name]["run_time_ns"] for r in runs]  # type: ignore[index]
+                    calls = runs[0]["loop_calls"]
+                    progs[name] = {
+                        "run_cnt": statistics.median(cnt),
+                        "run_time_ns": statistics.median(tim),
+                        "ns_per_run": statistics.median(t / c if c else 0.0 for t, c in zip(tim, cnt)),
+                        "ns_per_loop_call": statistics.median(t / calls for t in tim),  # type: ignore[operator]
+                    }
+                out[cfg.name] = {"loop_calls": runs[0]["loop_calls"],
+                                 "ns_per_call_with_stats": statistics.median(r["ns"] for r in runs),  # type: ignore[misc]
+                                 "progs": progs}
+                log(f"  stats {cfg.name}: " + ", ".join(
+                    f"{n} {p['ns_per_run']:.0f} ns/run, {p['ns_per_loop_call']:.0f} ns/call"
+                    for n, p in progs.items() if p["run_cnt"]))
+            # run_time_ns includes reading the clock twice per run; a program that
+            # only compares the pid shows what that costs here
+            empty = [p["ns_per_run"] for p in out["rawtp_floor_untraced"]["progs"].values()  # type: ignore[index]
+                     if p["run_cnt"]]
+            base = statistics.median(empty) if empty else 0.0
+            for d in out.values():
+                for p in d["progs"].values():  # type: ignore[index]
+                    p["net_ns_per_run"] = max(p["ns_per_run"] - base, 0.0) if p["run_cnt"] else 0.0
+            return {"configs": out, "empty_program_ns_per_run": base,
+                    "note": "ns_per_run includes the stats clock reads; net_ns_per_run subtracts "
+                            "empty_program_ns_per_run (a tp_btf program that only compares the pid)"}
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if restore_sysctl is not None:
+                Path("/proc/sys/kernel/bpf_stats_enabled").write_text(restore_sysctl)
+
+
+# --------------------------------------------------------------------------- summary
+def summarize(samples: dict[str, list[dict[str, object]]], configs: list[Config]) -> dict[str, object]:
+    by = {c.name: c for c in configs}
+    out: dict[str, object] = {}
+    for c in configs:
+        ns = [float(s["ns"]) for s in samples[c.name]]  # type: ignore[arg-type]
+        row: dict[str, object] = {"label": c.label, "median_ns": statistics.median(ns), "samples_ns": ns}
+        if c.name != c.baseline and c.baseline in samples:
+            base = [float(s["ns"]) for s in samples[c.baseline]]  # type: ignore[arg-type]
+            diffs = [a - b for a, b in zip(ns, base)]
+            row["added_ns"] = statistics.median(diffs)
+            row["added_ns_per_round"] = diffs
+            row["ratio_to_bare"] = statistics.median(a / b for a, b in zip(ns, base))
+            # cross-check: the least-disturbed batch of each run (noise only ever adds time)
+            mn = [min(s["batches"]) for s in samples[c.name]]  # type: ignore[type-var]
+            mb = [min(s["batches"]) for s in samples[c.baseline]]  # type: ignore[type-var]
+            row["added_ns_min_batches"] = statistics.median(a - b for a, b in zip(mn, mb))
+        out[c.name] = row
+    # ratios to the floor's added cost
+    floor_add = out.get("floor", {}).get("added_ns")  # type: ignore[union-attr]
+    if floor_add:
+        for name, c in by.items():
+            if c.mode == "pread" and c.kind != "none" and "added_ns" in out[name]:  # type: ignore[operator]
+                out[name]["added_vs_floor"] = out[name]["added_ns"] / floor_add  # type: ignore[index]
+    return out
+
+
+def verdicts(summary: dict[str, object], attach: dict[str, object] | None) -> dict[str, object]:
+    s = summary
+    v: dict[str, object] = {}
+    if "ioattr_all" in s and "floor" in s:
+        a = s["ioattr_all"]["added_ns"]  # type: ignore[index]
+        f = s["floor"]["added_ns"]  # type: ignore[index]
+        v["traced_pread_le_2x_floor"] = {"added_ns": a, "floor_ns": f, "ratio": a / f, "met": a <= 2 * f}
+    if "ioattr_untraced" in s:
+        a = s["ioattr_untraced"]["added_ns"]  # type: ignore[index]
+        v["untraced_pread_le_50ns"] = {"added_ns": a, "met": a <= 50}
+    if "getppid_ioattr_untraced" in s:
+        a = s["getppid_ioattr_untraced"]["added_ns"]  # type: ignore[index]
+        v["untraced_getppid_le_50ns"] = {"added_ns": a, "met": a <= 50}
+    if attach:
+        t = attach["probe_session_open_all_s"]["median"]  # type: ignore[index]
+        c = attach["probe_session_open_cold_s"]["median"]  # type: ignore[index]
+        r = attach["ioattr_record_until_recording_s"]["median"]  # type: ignore[index]
+        v["attach_le_1s"] = {"probe_session_open_s": t, "cold_open_s": c, "ioattr_record_s": r,
+                             "met": max(t, c) <= 1.0}
+    return v
+
+
+def ioattr_objects(d: Path) -> dict[str, str]:
+    """sha256 (12 hex) of each BPF object in d: identifies the code measured."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted(d.glob("*.bpf.o"))}
+
+
+def freeze_objects(work: Path) -> tuple[Path, Path]:
+    """Copy ioattr's BPF objects aside and load only the copy from now on.
+
+    Other people rebuild bpf/ while a long benchmark runs; a copy keeps
+    every round (and `ioattr record` in the attach timing, through the
+    environment) on one build.
+    """
+    from ioattr.collectors.probes import bpf_object_dir
+
+    src = bpf_object_dir()
+    dst = work / "ioattr-bpf"
+    dst.mkdir()
+    for obj in src.glob("*.bpf.o"):
+        shutil.copy2(obj, dst / obj.name)
+    os.environ["IOATTR_BPF_DIR"] = str(dst)
+    return src, dst
+
+
+def git_state() -> dict[str, object]:
+    def git(*a: str) -> str:
+        r = subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True)
+        return r.stdout.strip()
+
+    return {"head": git("rev-parse", "--short", "HEAD"),
+            "bpf_sources_modified": bool(git("status", "--porcelain", "--", "bpf"))}
+
+
+def host_info() -> dict[str, object]:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": cpu,
+            "libbpf": ".".join(map(str, libbpf.version())), "loadavg_start": os.getloadavg()}
+
+
+def print_table(summary: dict[str, object], attach: dict[str, object] | None,
+                stats: dict[str, object] | None, verd: dict[str, object]) -> None:
+    print()
+    print(f"{'configuration':<50} {'median ns':>10} {'added ns':>9} {'x bare':>7} {'x floor':>8} {'(min)':>7}")
+    for name, row in summary.items():
+        r = row  # type: ignore[assignment]
+        add = f"{r['added_ns']:9.1f}" if "added_ns" in r else f"{'-':>9}"
+        xb = f"{r['ratio_to_bare']:7.2f}" if "ratio_to_bare" in r else f"{'-':>7}"
+        xf = f"{r['added_vs_floor']:8.2f}" if "added_vs_floor" in r else f"{'-':>8}"
+        mn = f"{r['added_ns_min_batches']:7.1f}" if "added_ns_min_batches" in r else f"{'-':>7}"
+        print(f"{r['label']:<50} {r['median_ns']:10.1f} {add} {xb} {xf} {mn}")
+    if attach:
+        print()
+        for k, v in attach.items():
+            print(f"{k:<40} median {v['median']:.3f} s" + (f"  (max {v['max']:.3f})" if "max" in v else ""))
+    if stats:
+        print()
+        print(f"BPF run-time stats (empty program: {stats['empty_program_ns_per_run']:.1f} ns/run of "
+              "clock overhead, subtracted in 'net')")
+        print(f"{'config':<28} {'program':<24} {'runs/call':>9} {'ns/run':>8} {'net':>8} {'ns/call':>8}")
+        for cfg, d in stats["configs"].items():  # type: ignore[union-attr]
+            for prog, p in d["progs"].items():  # type: ignore[index]
+                if not p["run_cnt"]:
+                    continue
+                print(f"{cfg:<28} {prog:<24} {p['run_cnt'] / d['loop_calls']:9.2f} "  # type: ignore[index]
+                      f"{p['ns_per_run']:8.1f} {p['net_ns_per_run']:8.1f} {p['ns_per_loop_call']:8.1f}")
+    print()
+    for k, v in verd.items():
+        print(f"{k:<28} {'MET' if v['met'] else 'NOT MET'}  {json.dumps({a: round(b, 3) if isinstance(b, float) else b for a, b in v.items() if a != 'met'})}")  # type: ignore[union-attr]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--calls", type=int, default=200_000, help="preads per run (getppid runs do 5x)")
+    ap.add_argument("--attach-reps", type=int, default=5, help="repetitions of each attach timing")
+    ap.add_argument("--stats-reps", type=int, default=3, help="runs per config with BPF stats on")
+    ap.add_argument("--no-bpftrace", action="store_true", help="skip the bpftrace comparison")
+    ap.add_argument("--no-attach", action="store_true", help="skip attach timings")
+    ap.add_argument("--no-stats", action="store_true", help="skip the per-program run-time breakdown")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
+                    help="also measure ioattr built from DIR (a modified copy of bpf/ after make; "
+                         "all probe sets, traced pread and untraced getppid) -- to try a BPF change")
+    ap.add_argument("--only", help="comma-separated config names to run (default all)")
+    ap.add_argument("--cpu", type=int, help="pin the loop to this CPU (taskset)")
+    ap.add_argument("--quiet-timeout", type=float, default=300,
+                    help="max seconds to wait for other tracing programs to go away (default 300)")
+    ap.add_argument("--attempts", type=int, default=6,
+                    help="redo a measurement during which other BPF programs were loaded, up to "
+                         "this many tries; then keep it, flagged (default 6)")
+    ap.add_argument("--quick", action="store_true", help="3 rounds x 100k calls, fewer repetitions")
+    ap.add_argument("--json", default=str(HERE / "results" / "syscall_cost.json"), help="where to write results")
+    args = ap.parse_args()
+    # SIGTERM unwinds like an exception, so servers, probes and temp dirs are
+    # cleaned up (a background job started by a shell may have SIGINT ignored)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    faulthandler.enable()
+    if args.quick:
+        args.rounds, args.calls, args.attach_reps, args.stats_reps = 3, 100_000, 3, 1
+    if os.geteuid() != 0:
+        print("bench_syscall_cost: needs root", file=sys.stderr)
+        return 2
+    configs = list(CONFIGS)
+    if args.no_bpftrace or not shutil.which("bpftrace"):
+        configs = [c for c in configs if c.kind != "bpftrace"]
+    for spec in args.variant:
+        name, _, vdir = spec.partition("=")
+        if not name or not vdir or not (Path(vdir) / "syscalls.bpf.o").exists():
+            ap.error(f"--variant {spec}: want NAME=DIR with DIR/syscalls.bpf.o built")
+        vdir = str(Path(vdir).resolve())
+        configs += [
+            Config(f"{name}", "pread", "ioattr", None, True, label=f"pread, variant {name}, traced", bpf_dir=vdir),
+            Config(f"{name}_untraced", "pread", "ioattr", None, False,
+                   label=f"pread, variant {name}, NOT a target", bpf_dir=vdir),
+            Config(f"getppid_{name}_untraced", "getppid", "ioattr", None, False, baseline="getppid_bare",
+                   label=f"getppid, variant {name}, NOT a target", bpf_dir=vdir),
+        ]
+    if args.only:
+        keep = set(args.only.split(","))
+        unknown = keep - {c.name for c in configs}
+        if unknown:
+            ap.error(f"--only: unknown configs {sorted(unknown)}; known: {[c.name for c in configs]}")
+        # a config's baseline is always measured too
+        keep |= {c.baseline for c in configs if c.name in keep}
+        configs = [c for c in configs if c.name in keep]
+
+    work = Path(tempfile.mkdtemp(prefix="ioattr-bench-", dir="/var/tmp"))
+    try:
+        bench = Bench(args, work)
+        started = datetime.datetime.now(datetime.timezone.utc)
+        obj_src, obj_dir = freeze_objects(work)
+        objects = ioattr_objects(obj_dir)
+        log(f"syscall cost: {args.rounds} rounds x {len(configs)} configs, {args.calls} preads per run")
+        samples = bench.rounds(configs)
+        summary = summarize(samples, configs)
+        attach = None if args.no_attach else bench.attach_times()
+        stats = None if args.no_stats else bench.prog_stats(configs)
+        verd = verdicts(summary, attach)
+        rebuilt = ioattr_objects(obj_src) != objects
+        if rebuilt:
+            log(f"note: {obj_src} was rebuilt while this ran; the figures are for the build copied at the start")
+        print_table(summary, attach, stats, verd)
+        result = {
+            "benchmark": "syscall_cost",
+            "date": started.isoformat(timespec="seconds"),
+            "command": "sudo " + " ".join([".venv/bin/python"] + [os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]),
+            "host": {**host_info(), "loadavg_end": os.getloadavg()},
+            "ioattr": {"git": git_state(), "bpf_objects_from": str(obj_src), "bpf_objects_sha256": objects,
+                       "rebuilt_during_run": rebuilt},
+            "params": {"rounds": args.rounds, "pread_calls": args.calls, "getppid_calls": args.calls * 5,
+                       "pread_size": 4096, "file_span_bytes": SPAN, "batches": 10, "cpu_pin": args.cpu,
+                       "bpftrace": shutil.which("bpftrace") and subprocess.run(
+                           ["bpftrace", "--version"], capture_output=True, text=True).stdout.strip(),
+                       "bpftrace_program": bpftrace_program(12345).replace("12345", "PID")},
+            "method": "median over 10 batches per run; added_ns = median over rounds of (config - baseline "
+                      "of the same round); rounds interleave configs in rotated order",
+            "summary": summary,
+            "attach": attach,
+            "prog_stats": stats,
+            "verdicts": verd,
+            "redone_measurements": bench.redone,
+            "contaminated_samples": bench.contaminated,
+            "waited_for_quiet_s": round(bench.waited_s, 1),
+        }
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        log(f"wrote {out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
