@@ -65,6 +65,7 @@ class MapDrainer:
         self.moved_fields = moved_fields
         self.idle_intervals = idle_intervals
         self.gc_fill = gc_fill
+        self._buffers = libbpf.BatchBuffers(key_dtype.itemsize, val_dtype.itemsize, max_entries)
         self._prev_keys = np.empty(0, dtype=self.raw_key)
         self._prev_vals = np.empty(0, dtype=val_dtype)
         self._idle = np.empty(0, dtype=np.int64)
@@ -72,7 +73,7 @@ class MapDrainer:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """The map's current contents: (keys as raw bytes, values)."""
         kraw, vraw, n = libbpf.lookup_batch(self.fd, self.key_dtype.itemsize, self.val_dtype.itemsize,
-                                            self.max_entries)
+                                            self.max_entries, buffers=self._buffers)
         keys = np.frombuffer(kraw, dtype=self.raw_key, count=n)
         vals = np.frombuffer(vraw, dtype=self.val_dtype, count=n)
         return keys, vals
