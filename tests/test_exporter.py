@@ -206,7 +206,10 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
         exp.wait_for("exporting ")
         recorder = Background("record", "-o", str(rec), "--pid", str(live_db.pid), "--interval", "0.3")
         recorder.wait_recording()
-        time.sleep(0.5)
+        # the recorder's own start-up (its server connection reading the dictionary) happens
+        # before its baseline: take the exporter's baseline after it, once both have drained
+        time.sleep(1.0)
+        base = scrape(port)
         Workload(live_db, updates=True, limit=6000).start().finish()
         _flush_dirty(live_db)
         time.sleep(1.0)  # a few drains of both
@@ -230,8 +233,9 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     for layer in ("syscall", "block"):
         rep = report_json(rec, "--by", "file", "--layer", layer)
         for op, metric in (("read", "ioattr_read_bytes_total"), ("write", "ioattr_write_bytes_total")):
-            exported = _by_file(samples(text, metric), layer)
-            later = _by_file(samples(after, metric), layer)
+            before = _by_file(samples(base, metric), layer)
+            exported = {f: v - before.get(f, 0) for f, v in _by_file(samples(text, metric), layer).items()}
+            later = {f: v - before.get(f, 0) for f, v in _by_file(samples(after, metric), layer).items()}
             recorded: dict[str, int] = {}
             for row in rep["rows"]:
                 if row["op"] == op and row["file"] and not row["file"].startswith("["):
