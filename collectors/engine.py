@@ -15,6 +15,8 @@ from typing import Any
 
 import pymysql
 
+from ioattr.collectors.targets import socket_inodes
+
 
 @dataclass
 class EngineOptions:
@@ -34,16 +36,8 @@ class EngineError(Exception):
 
 def server_sockets(pid: int) -> list[str]:
     """Unix socket paths the process is listening on (from /proc/net/unix)."""
-    inodes = set()
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    except OSError:
+    inodes = {str(i) for i in socket_inodes(pid)}
+    if not inodes:
         return []
     paths = []
     try:

@@ -41,7 +41,8 @@ def pids_with_comm(names: tuple[str, ...] | list[str]) -> list[int]:
     return sorted(out)
 
 
-def _socket_inodes(pid: int) -> set[int]:
+def socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets pid has open (from /proc/PID/fd)."""
     out = set()
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -68,8 +69,8 @@ def servers_talked_to(clients: set[int]) -> set[int]:
         return set()
     client_inodes: set[int] = set()
     for c in clients:
-        client_inodes |= _socket_inodes(c)
-    server_inodes = {s: _socket_inodes(s) for s in servers}
+        client_inodes |= socket_inodes(c)
+    server_inodes = {s: socket_inodes(s) for s in servers}
     found: set[int] = set()
     try:
         out = subprocess.run(["ss", "-Hxan"], capture_output=True, text=True, timeout=5).stdout
