@@ -45,9 +45,10 @@ complete when it listed the directory.
 
 Locks (flock, advisory): one compactor per recording (REC itself,
 exclusive, non-blocking); a table directory is locked exclusively only
-around a rename or deletions, and shared while a reader lists it, so a
-listing never sees half of a swap. A reader that lost a file to a
-compaction between listing and reading lists again (reader.py).
+around a rename or deletions, and shared by a reader while it lists it and
+while each of its queries runs (reader.py), so a listing never sees half
+of a swap and no file a query reads is deleted under it; a reader whose
+listing went stale between two queries lists again.
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ import fcntl
 import json
 import os
 import re
+import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,7 @@ from typing import Callable, Iterator
 
 ROLLUP_SECONDS = 60
 FANOUT = (30, 12, 24)        # parts of level L merged into one part of level L+1
-ROW_GROUP_ROWS = 122_880     # DuckDB's own row-group size: one scan task per row group
+ROW_GROUP_ROWS = 32_768      # a merge holds ~one row group (io: 82 columns); DuckDB scans them in parallel
 SUM_COLUMNS = {
     "io": ["count", "bytes", "lat_sum_ns"] + [f"h{i:02d}" for i in range(64)],
     "pages": ["pages", "bytes"],
@@ -164,20 +165,19 @@ def live_parts(parts: list[Part], warn: Warn = _stderr_warn) -> list[Part]:
     return out
 
 
-def snapshot(table_dir: Path, warn: Warn = _stderr_warn) -> list[Path]:
+def snapshot(table_dir: Path, warn: Warn = _stderr_warn, locked: bool = False) -> list[Path]:
     """The files a reader should read now: live parts that are complete Parquet files.
 
-    Listed under a shared lock, so never in the middle of a compactor's rename
-    or deletions; damaged files are reported and left out (never fatal)."""
-    with dir_lock(table_dir, fcntl.LOCK_SH):
-        parts = scan(table_dir)
-    good = []
-    for p in live_parts(parts, warn):
-        if complete_parquet(p.path):
-            good.append(p.path)
-        else:
-            warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}")
-    return good
+    Listed under a shared lock (taken here unless the caller holds it), so never in
+    the middle of a compactor's rename or deletions; damaged files are reported and
+    left out (never fatal)."""
+    good, bad = [], []
+    with contextlib.nullcontext() if locked else dir_lock(table_dir, fcntl.LOCK_SH):
+        for p in live_parts(scan(table_dir), warn):
+            (good if complete_parquet(p.path) else bad).append(p)
+    for p in bad:
+        warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}")
+    return [p.path for p in good]
 
 
 # -- compaction -------------------------------------------------------------------
@@ -200,17 +200,29 @@ class Merge:
         return self.target.with_name(self.target.name + ".tmp")
 
 
-def plan(table: str, table_dir: Path, fanout: tuple[int, ...] = FANOUT, warn: Warn = _stderr_warn) -> Merge | None:
-    """The next merge: the oldest FANOUT[L] adjacent complete parts of the lowest level L that has them."""
-    live = [p for p in live_parts(scan(table_dir), warn)]
-    ok = {p.path for p in live if complete_parquet(p.path)}
+def plan(table: str, table_dir: Path, fanout: tuple[int, ...] = FANOUT, warn: Warn = _stderr_warn,
+         checked: dict[Path, bool] | None = None) -> Merge | None:
+    """The next merge: the oldest FANOUT[L] adjacent complete parts of the lowest level L
+    that has them. `checked` caches completeness across calls (parts are immutable)."""
+    cache = {} if checked is None else checked
+
+    def ok(p: Part) -> bool:
+        if p.path not in cache:
+            cache[p.path] = complete_parquet(p.path)
+        return cache[p.path]
+
+    run = _first_run(live_parts(scan(table_dir), warn), fanout, ok)
+    return None if run is None else Merge(table, table_dir, run, run[0].level + 1)
+
+
+def _first_run(live: list[Part], fanout: tuple[int, ...], ok: Callable[[Part], bool]) -> list[Part] | None:
     for level, need in enumerate(fanout):
         run: list[Part] = []
         for p in live:
-            if p.level == level and p.path in ok:
+            if p.level == level and ok(p):
                 run.append(p)
                 if len(run) == need:
-                    return Merge(table, table_dir, run, level + 1)
+                    return run
             else:
                 run = []
     return None
@@ -245,6 +257,7 @@ def write_segment(m: Merge, rollup: int = ROLLUP_SECONDS) -> Path:
         # the recorder's host is busy with the benchmark: one thread, streaming, little memory
         con.execute("SET threads = 1")
         con.execute("SET preserve_insertion_order = true")
+        con.execute("SET enable_progress_bar = false")
         files = "[" + ", ".join(_lit(p.path) for p in m.inputs) + "]"
         src = f"read_parquet({files}, union_by_name = true)"
         have = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
@@ -407,8 +420,9 @@ def compact(rec: Path, *, tables: list[str] | None = None, fanout: tuple[int, ..
             if not tdir.is_dir():
                 continue
             cleanup(tdir, warn)
+            checked: dict[Path, bool] = {}
             while max_merges is None or len(done) < max_merges:
-                m = plan(table, tdir, fanout, warn)
+                m = plan(table, tdir, fanout, warn, checked)
                 if m is None:
                     break
                 write_segment(m, rollup)
@@ -420,36 +434,75 @@ def compact(rec: Path, *, tables: list[str] | None = None, fanout: tuple[int, ..
     return done
 
 
+def needs_compaction(rec: Path, fanout: tuple[int, ...] = FANOUT) -> bool:
+    """Cheap (directory listings only): is there a merge to do, or a crash's leftovers?"""
+    from ioattr.recording import TABLES
+
+    for table in TABLES:
+        tdir = Path(rec) / table
+        try:
+            names = os.listdir(tdir)
+        except OSError:
+            continue
+        if any(SEG_TMP_RE.match(n) for n in names):
+            return True
+        parts = [p for p in (parse_part(tdir / n) for n in names) if p is not None]
+        live = live_parts(parts, lambda m: None)
+        if len(live) != len(parts) or _first_run(live, fanout, lambda p: True) is not None:
+            return True
+    return False
+
+
 class BackgroundCompactor:
-    """The recorder's: compact after a chunk is written, off the recording thread."""
+    """The recorder's: compacts in a child process (`python -m ioattr.compact --background`),
+    at low priority, so the recorder's loop, its memory and the GIL are left alone. A child
+    is started after a chunk is written when there is something to merge, and once more when
+    the recording ends (waited for). A child killed with the recorder leaves nothing a reader
+    would miscount (see the module's crash-safety notes)."""
 
     def __init__(self, rec: Path, warn: Warn = _stderr_warn) -> None:
         self.rec = Path(rec)
         self.warn = warn
-        self.thread: threading.Thread | None = None
-        self.failed = False
+        self.proc: "subprocess.Popen | None" = None
+        self.failures = 0
 
     def poke(self) -> None:
-        if self.failed or (self.thread is not None and self.thread.is_alive()):
-            return
-        self.thread = threading.Thread(target=self._run, name="ioattr-compact", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            compact(self.rec, warn=self.warn)
-        except Busy:
-            pass
-        except Exception as e:  # never stop a recording: chunks stay readable as they are
-            self.failed = True
-            self.warn(f"compaction stopped ({type(e).__name__}: {e}); the recording stays in chunks")
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                return                      # still at it; the next chunk will poke again
+            self._reap()
+        if self.failures < 3 and needs_compaction(self.rec):
+            self._start()
 
     def finish(self) -> None:
         """Wait for a running compaction, then run one to completion."""
-        if self.thread is not None:
-            self.thread.join()
-        if not self.failed:
-            self._run()
+        if self.proc is not None:
+            self.proc.wait()
+            self._reap()
+        if self.failures < 3 and needs_compaction(self.rec):
+            self._start(wait=True)
+            if self.proc is not None:
+                self.proc.wait()
+                self._reap()
+
+    def _start(self, wait: bool = False) -> None:
+        args = [sys.executable, "-m", "ioattr.compact", "--background", str(self.rec)]
+        if wait:
+            args.insert(-1, "--wait")
+        try:
+            # close_fds (the default): the child holds none of the recorder's BPF objects
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        except OSError as e:
+            self.failures = 3
+            self.warn(f"cannot start compaction ({e.strerror}); the recording stays in chunks")
+
+    def _reap(self) -> None:
+        rc = self.proc.returncode if self.proc is not None else 0
+        self.proc = None
+        if rc not in (0, EXIT_BUSY):
+            self.failures += 1
+            if self.failures == 3:
+                self.warn("compaction keeps failing; the recording stays in chunks (still complete)")
 
 
 def _duck_type(t) -> str:
@@ -468,23 +521,35 @@ def _duck_type(t) -> str:
     return "BIGINT"
 
 
+EXIT_BUSY = 75     # another compactor holds the recording (EX_TEMPFAIL)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ioattr.compact",
                                  description="merge a recording's chunks into segments (see ioattr/compact.py)")
     ap.add_argument("recording")
     ap.add_argument("--wait", action="store_true", help="wait for a compaction already running")
+    ap.add_argument("--background", action="store_true", help="the recorder's: low priority, quiet")
     a = ap.parse_args(argv)
     rec = Path(a.recording)
     if not (rec / "meta.json").exists():
         print(f"ioattr compact: not an ioattr recording: {rec}", file=sys.stderr)
         return 2
+    if a.background:
+        with contextlib.suppress(OSError):
+            os.nice(10)
     t0 = time.perf_counter()
     try:
         merges = compact(rec, wait=a.wait)
     except Busy as e:
-        print(f"ioattr compact: {e}", file=sys.stderr)
+        if not a.background:
+            print(f"ioattr compact: {e}", file=sys.stderr)
+        return EXIT_BUSY
+    except Exception as e:   # one line; the recording stays readable whatever happened
+        print(f"ioattr compact: {rec}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    print(f"{len(merges)} merges in {time.perf_counter() - t0:.1f} s")
+    if not a.background:
+        print(f"{len(merges)} merges in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

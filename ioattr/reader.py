@@ -5,18 +5,22 @@ atomically), and on one whose writer was killed (meta.json then says
 "recording" and the last chunk in progress is simply absent). A chunk that
 is not a complete Parquet file is left out with a warning, never fatal.
 Chunks merged into segments (compact.py) are read from their segment,
-also while a compaction is going on: never both, never neither.
+also while a compaction is going on: never both, never neither (listing and
+each query hold shared locks on the table directories).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
 
-from ioattr.compact import snapshot
+from ioattr.compact import dir_lock, snapshot
 from ioattr.errors import UsageError
 from ioattr.recording import TABLES
 
@@ -39,8 +43,8 @@ class Recording:
         self.chunk_counts: dict[str, int] = {}
         self._files: dict[str, list[Path]] = {}
         self._kinds: dict[str, str] = {}
-        # (warnings from the first listing only; a retry lists again quietly)
-        self._retrying(lambda: None if self._files else self._open_tables(warn))
+        with self._locked():
+            self._open_tables(warn)
         self.chunk_count = self.chunk_counts.get("io", 0)
         self.con.execute("CREATE TABLE query_texts (digest UBIGINT, text VARCHAR)")
         texts = []
@@ -66,13 +70,39 @@ class Recording:
         return self.chunk_counts.get(table, 0) > 0
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
-        return self._retrying(lambda: self.con.execute(sql, params or []).fetchall())
+        with self._locked():
+            # a compaction may have replaced files since we listed them: their rows are now
+            # in a segment, so list again (no file goes away while we hold the locks)
+            if self._stale():
+                self._open_tables()
+            return self.con.execute(sql, params or []).fetchall()
+
+    def _stale(self) -> bool:
+        """Whether a file we listed is gone (one directory read per table)."""
+        for table, files in self._files.items():
+            if files:
+                try:
+                    names = set(os.listdir(self.path / table))
+                except OSError:
+                    return True
+                if any(f.name not in names for f in files):
+                    return True
+        return False
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Shared locks on the table directories: a compactor renames or deletes only under
+        an exclusive one (compact.py), so what we listed stays there while DuckDB reads it."""
+        with contextlib.ExitStack() as stack:
+            for table in TABLES:
+                stack.enter_context(dir_lock(self.path / table, fcntl.LOCK_SH))
+            yield
 
     def _open_tables(self, warn=lambda m: None) -> None:
         """A view per table over its live parts: chunks and the segments that replaced
         chunks (compact.py), each chunk's rows counted once."""
         for table, schema in TABLES.items():
-            good = snapshot(self.path / table, warn)
+            good = snapshot(self.path / table, warn, locked=True)
             self.chunk_counts[table] = len(good)
             if table in self._kinds:
                 self.con.execute(f"DROP {self._kinds.pop(table)} {table}")
@@ -86,19 +116,6 @@ class Recording:
                 cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
                 self.con.execute(f"CREATE TABLE {table} ({cols})")
                 self._kinds[table] = "TABLE"
-
-    def _retrying(self, fn):
-        """fn(); when it fails because a compaction deleted a file after we listed it (its
-        rows are now in the segment that replaced it), list the tables again and retry."""
-        for attempt in range(10):
-            try:
-                if attempt:
-                    self._open_tables()
-                return fn()
-            except duckdb.IOException:
-                gone = any(not f.exists() for files in self._files.values() for f in files)
-                if attempt == 9 or not gone:
-                    raise
 
     def phases(self) -> list[dict[str, Any]]:
         return [{"name": p["name"], "start": p["start"], "end": p.get("end")} for p in self.meta["phases"]]

@@ -147,7 +147,8 @@ def test_reader_running_while_compaction_runs(rec: Path, expected: dict[str, str
     for t in threads:
         t.start()
     try:
-        C.compact(rec, fanout=FANOUT, tables=["io"])
+        merges = C.compact(rec, fanout=(2, 2, 2, 2, 2), tables=["io"])   # 31 merges: many moments
+        assert len(merges) == 31
     finally:
         stop.set()
         for t in threads:
@@ -203,13 +204,17 @@ def test_crash_mid_compaction(rec: Path, expected: dict[str, str]) -> None:
     assert reports(rec) == expected
 
 
-def test_the_writer_compacts_as_it_records(tmp_path: Path, expected: dict[str, str], pristine: Path) -> None:
-    """RecordingWriter compacts in the background and when closed (default fan-out: 30 chunks)."""
+def test_the_writer_compacts_as_it_records(tmp_path: Path, expected: dict[str, str]) -> None:
+    """RecordingWriter compacts (child processes) as chunks accumulate and when closed (default
+    fan-out: 30 chunks per level-1 segment)."""
     rec = tmp_path / "rec"
     _generator().generate(rec, hours=SECONDS / 3600, interval=1.0, chunk_seconds=1.0, seed=7, compact=True,
                           tables=4, connections=3)
     assert files(rec) == ["chunk-000031.parquet", "chunk-000032.parquet", "seg1-000001-000030.parquet"]
     assert reports(rec) == expected     # same data as the uncompacted twin (same seed)
+    r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(rec)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("0 merges"), (r.stdout, r.stderr)
 
 
 def test_only_the_widest_part_counts() -> None:
