@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from ioattr.compact import dir_lock, snapshot
+from ioattr.compact import _duck_type, dir_lock, snapshot
 from ioattr.errors import UsageError
 from ioattr.recording import TABLES
 
@@ -130,16 +130,3 @@ class Recording:
     def dropped_total(self) -> int:
         return int(sum(int(v) for v in (self.meta.get("dropped") or {}).values()))
 
-
-def _duck_type(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_floating(t):
-        return "DOUBLE"
-    if pa.types.is_string(t):
-        return "VARCHAR"
-    if t == pa.uint64():
-        return "UBIGINT"
-    if t == pa.int32():
-        return "INTEGER"
-    return "BIGINT"
