@@ -23,9 +23,14 @@
 struct rq_pending {
 	__u64 ts;
 	__u64 bytes;
+	__u64 bio; /* the request's first bio at issue: tells a re-issue from a reuse */
 	struct io_key key;
 };
 
+/* request -> what it is and whose. Requests are preallocated per tag, so the
+ * same few addresses come back: an entry is reused in place at the next issue
+ * and completion marks it done (ts = 0), instead of an insert and a delete
+ * per request. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -45,7 +50,11 @@ struct submitter {
 
 /* bio -> the target thread that submitted it. A request is often dispatched
  * from another task's context (plug flush, queue run), so the submitter must
- * be caught when the bio is queued, not when the request is issued. */
+ * be caught when the bio is queued, not when the request is issued.
+ * Bios come from slab caches, so addresses recur: an entry is overwritten in
+ * place when its address is queued again, and issue marks it used (ts = 0,
+ * which reads as stale) rather than deleting it. Entries of bios merged into
+ * other requests are never used; the LRU drops them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -56,34 +65,38 @@ struct {
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct submitter s;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid;
+	struct submitter s, *slot;
 	__u64 key = (__u64)bio;
 
-	s.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-	s.sectors = BPF_CORE_READ(bio, bi_iter.bi_size) >> 9;
-	s.ts = bpf_ktime_get_ns();
-	if ((__u32)(pid_tgid >> 32) == cfg.self_tgid && cfg.self_tgid) {
+	if (tgid == cfg.self_tgid && cfg.self_tgid) {
 		/* ioattr's own reads (tablespace headers): never charge them to the server */
 		s.tgid = SUBMITTER_SELF;
 		s.tid = 0;
-		bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
-		return 0;
+	} else if (is_target(tgid)) {
+		s.tgid = tgid;
+		s.tid = owner_tid(task, task->pid);
+	} else {
+		return 0; /* most bios: nothing to remember */
 	}
-	if (!is_target(pid_tgid >> 32))
-		return 0;
-	s.tgid = pid_tgid >> 32;
-	s.tid = owner_tid(bpf_get_current_task_btf(), (__u32)pid_tgid);
-	bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
+	s.sector = bio->bi_iter.bi_sector;
+	s.sectors = bio->bi_iter.bi_size >> 9;
+	s.ts = bpf_ktime_get_ns();
+	slot = bpf_map_lookup_elem(&bio_submitter, &key);
+	if (slot)
+		*slot = s;
+	else
+		bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
 	return 0;
 }
 
 static __always_inline bool current_is_jbd2(void)
 {
-	char comm[5] = {};
+	struct task_struct *task = bpf_get_current_task_btf();
 
-	bpf_get_current_comm(comm, sizeof(comm));
-	return comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2';
+	return task->comm[0] == 'j' && task->comm[1] == 'b' && task->comm[2] == 'd' &&
+	       task->comm[3] == '2';
 }
 
 /* Find the inode a data request serves; returns the kind it is. */
@@ -92,12 +105,9 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inod
 	*api = IOA_API_OTHER;
 	if (!bio)
 		return IOA_KIND_UNKNOWN;
-	if (cfg.dio_end_io_addr && (__u64)BPF_CORE_READ(bio, bi_end_io) == cfg.dio_end_io_addr) {
-		struct iomap_dio *dio = BPF_CORE_READ(bio, bi_private);
-		struct file *f = BPF_CORE_READ(dio, iocb, ki_filp);
-
+	if (cfg.dio_end_io_addr && (__u64)bio->bi_end_io == cfg.dio_end_io_addr) {
 		*api = IOA_API_DIRECT;
-		if (file_inode_id(f, id))
+		if (dio_bio_inode_id(bio, id))
 			return IOA_KIND_FILE;
 		return IOA_KIND_UNKNOWN;
 	}
@@ -105,8 +115,7 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inod
 		return IOA_KIND_SWAP;
 	if (current_is_jbd2())
 		return IOA_KIND_JOURNAL;
-	struct address_space *mapping = bio_first_mapping(bio);
-	if (mapping && inode_id_of(BPF_CORE_READ(mapping, host), id)) {
+	if (bio_first_inode_id(bio, id)) {
 		*api = IOA_API_BUFFERED;
 		if ((id->mode & S_IFMT) == S_IFREG)
 			return IOA_KIND_FILE;
@@ -120,20 +129,21 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inod
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(ioattr_rq_issue, struct request *rq)
 {
-	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
+	__u32 opf = rq->cmd_flags;
 	__u32 reqop = opf & 0xff;
-	struct rq_pending p = {};
+	struct rq_pending p = {}, *slot;
 	struct submitter *sub = NULL;
-	struct bio *bio = BPF_CORE_READ(rq, bio);
+	struct bio *bio = rq->bio;
 	__u64 bio_key = (__u64)bio;
 	struct inode_id id = {};
 	__u64 key = (__u64)rq;
+	__u64 now = bpf_ktime_get_ns();
 	__u8 api = IOA_API_OTHER;
 
 	p.key.layer = IOA_LAYER_BLOCK;
 	p.key.api = IOA_API_OTHER;
 	p.key.dev = request_dev(rq);
-	p.bytes = BPF_CORE_READ(rq, __data_len);
+	p.bytes = rq->__data_len;
 	if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_READ)) {
 		p.key.op = IOA_OP_READ;
 	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_WRITE)) {
@@ -156,17 +166,17 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 		/* An entry left by a bio that was merged into another request (so never
 		 * issued first) must not be taken for a later bio at the same address;
 		 * a split bio keeps its pointer and moves forward within its range. */
-		__u64 rs = BPF_CORE_READ(rq, __sector);
+		__u64 rs = rq->__sector;
 
-		if (sub && (rs < sub->sector || rs >= sub->sector + (sub->sectors ?: 1) ||
-			    bpf_ktime_get_ns() - sub->ts > 10000000000ULL)) {
+		if (sub && (!sub->ts || rs < sub->sector || rs >= sub->sector + (sub->sectors ?: 1) ||
+			    now - sub->ts > 10000000000ULL)) {
 			bpf_map_delete_elem(&bio_submitter, &bio_key);
 			sub = NULL;
 		}
 		if (sub) {
 			p.key.tgid = sub->tgid;
 			p.key.tid = sub->tid;
-			bpf_map_delete_elem(&bio_submitter, &bio_key);
+			sub->ts = 0; /* used (see bio_submitter) */
 			if (p.key.tgid == SUBMITTER_SELF) {
 				p.key.tgid = 0;
 				p.key.kind = IOA_KIND_UNTRACKED;
@@ -201,8 +211,22 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			p.key.dev = id.dev;
 		}
 	}
-	p.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&rq_inflight, &key, &p, BPF_ANY))
+	p.ts = now;
+	p.bio = bio_key;
+	/* in place when this request was seen before (its completion can't run
+	 * before this program returns) */
+	slot = bpf_map_lookup_elem(&rq_inflight, &key);
+	if (slot) {
+		/* Still open with another bio: the struct was reused, so the earlier
+		 * request finished without us seeing its completion (seen for ~1% of
+		 * requests under load, by bpftrace on the plain tracepoints too).
+		 * Its bytes happened: count them, without a latency. A re-issue of
+		 * the same bio (requeue) is the same IO and is not counted twice. */
+		if (slot->ts && slot->bio != bio_key)
+			account(&slot->key, slot->bytes, 0, false);
+		*slot = p;
+	}
+	else if (bpf_map_update_elem(&rq_inflight, &key, &p, BPF_ANY))
 		count_drop(IOA_DROP_INFLIGHT_FULL);
 	return 0;
 }
@@ -213,13 +237,13 @@ int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigne
 	__u64 key = (__u64)rq;
 	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
 
-	if (!p)
-		return 0;
+	if (!p || !p->ts)
+		return 0; /* issued before we attached, or already completed */
 	/* a partial completion: wait for the one that finishes the request */
-	if (p->bytes && nr_bytes < BPF_CORE_READ(rq, __data_len))
+	if (p->bytes && nr_bytes < rq->__data_len)
 		return 0;
 	account(&p->key, p->bytes, bpf_ktime_get_ns() - p->ts, true);
-	bpf_map_delete_elem(&rq_inflight, &key);
+	p->ts = 0;
 	return 0;
 }
 

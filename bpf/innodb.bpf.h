@@ -5,8 +5,10 @@
  *
  * For a file userspace registered in innodb_files, every page of an IO is
  * classified from its FIL header and index page header (big-endian):
- *   page number @4, FIL_PAGE_TYPE @24, key version @26, space id @34,
- *   PAGE_LEVEL @64, PAGE_INDEX_ID @66.
+ *   page number @4, FIL_PAGE_TYPE @24, space id @34, PAGE_LEVEL @64,
+ *   PAGE_INDEX_ID @66.
+ * The decoding itself is innodb_page.h (pure C, also built into the fuzz
+ * harness tests/fuzz/classify_fuzz.c); this file reads the bytes and counts.
  * Reads are classified once the data is in the buffer (at completion),
  * writes at submission. A page whose header can't be read, or that is
  * encrypted, is counted as such, never guessed. Everything is gated by
@@ -17,12 +19,7 @@
 #define IOATTR_INNODB_BPF_H
 
 #include "ioattr.h"
-
-#define FIL_PAGE_INDEX 17855
-#define FIL_PAGE_RTREE 17854
-#define FIL_PAGE_TYPE_INSTANT 18 /* MariaDB: root of an instantly altered index (MySQL 8: SDI blob) */
-#define MAX_PAGES_PER_IO 256
-#define PAGE_HDR_BYTES 74
+#include "innodb_page.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,32 +47,13 @@ struct {
 	__type(value, struct page_hdr);
 } hdr_scratch SEC(".maps");
 
-static __always_inline __u16 be16(const __u8 *p)
-{
-	return ((__u16)p[0] << 8) | p[1];
-}
-
-static __always_inline __u32 be32(const __u8 *p)
-{
-	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
-}
-
-static __always_inline __u64 be64(const __u8 *p)
-{
-	return ((__u64)be32(p) << 32) | be32(p + 4);
-}
-
 struct classify_ctx {
-	struct page_key key;  /* template: who, op, api, stage, digest */
-	__u64 buf;            /* user address of the first page */
-	__u64 first_page;     /* page number the IO starts at (file offset >> shift) */
-	__u32 space_id;       /* the file's own space */
-	__u32 dblwr_lo;
-	__u32 dblwr_hi;
+	struct page_key key;     /* template: who, op, api, stage, digest */
+	struct innodb_file file; /* the file's space, page size, class, doublewrite range */
+	__u64 buf;               /* user address of the first page */
+	__u64 first_page;        /* page number the IO starts at (file offset >> shift) */
 	__u32 page_bytes;
 	__u8 shift;
-	__u8 file_class;
-	__u8 encrypted;
 };
 
 static __always_inline void account_pages(struct page_key *k, __u64 pages, __u64 bytes)
@@ -103,39 +81,15 @@ static long classify_one(__u32 i, struct classify_ctx *c)
 	__u32 zero = 0;
 	struct page_hdr *h = bpf_map_lookup_elem(&hdr_scratch, &zero);
 	struct page_key k = c->key;
-	__u64 page_no = c->first_page + i;
 	__u64 addr = c->buf + ((__u64)i << (c->shift & 31));
+	__u32 len = PAGE_HDR_BYTES;
 
 	if (!h)
 		return 1;
-	k.file_class = c->file_class;
-	k.space_id = c->space_id;
-	k.level = IOA_LEVEL_NONE;
-	if (c->file_class == IOA_FC_SYSTEM && page_no >= c->dblwr_lo && page_no < c->dblwr_hi)
-		k.file_class = IOA_FC_DOUBLEWRITE;
-	if (c->encrypted) {
-		k.flags = IOA_PAGE_F_ENCRYPTED;
-		account_pages(&k, 1, c->page_bytes);
-		return 0;
-	}
-	if (bpf_probe_read_user(h->b, PAGE_HDR_BYTES, (void *)addr)) {
-		k.flags = IOA_PAGE_F_UNREADABLE;
-		account_pages(&k, 1, c->page_bytes);
-		return 0;
-	}
-	k.page_type = be16(h->b + 24);
-	k.space_id = be32(h->b + 34);
-	/* a doublewrite copy carries another page's header: that is expected */
-	if (k.file_class != IOA_FC_DOUBLEWRITE &&
-	    (be32(h->b + 4) != (__u32)page_no || k.space_id != c->space_id))
-		k.flags |= IOA_PAGE_F_MISMATCH;
-	if (k.page_type == FIL_PAGE_INDEX || k.page_type == FIL_PAGE_RTREE ||
-	    k.page_type == FIL_PAGE_TYPE_INSTANT) {
-		__u16 level = be16(h->b + 64);
-
-		k.level = level > 254 ? 254 : level;
-		k.index_id = be64(h->b + 66);
-	}
+	/* an encrypted file's headers are not looked at: don't read them either */
+	if (!c->file.encrypted && bpf_probe_read_user(h->b, PAGE_HDR_BYTES, (void *)addr))
+		len = 0;
+	ioa_classify_page(&k, &c->file, c->first_page + i, h->b, len);
 	account_pages(&k, 1, c->page_bytes);
 	return 0;
 }
@@ -146,27 +100,22 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 {
 	struct classify_ctx c = {};
 	__u32 shift = f->page_shift;
-	__u64 n;
+	int cut;
+	__u32 n;
 
-	if (!cfg.innodb_pages || shift < 9 || shift > 16 || !buf)
+	if (!cfg.innodb_pages || !buf)
 		return;
-	n = nbytes >> shift;
+	n = ioa_io_pages(nbytes, shift, &cut);
 	if (!n)
 		return;
-	if (n > MAX_PAGES_PER_IO) {
+	if (cut)
 		count_drop(IOA_DROP_PAGES_CUT);
-		n = MAX_PAGES_PER_IO;
-	}
 	c.key = *tmpl;
+	c.file = *f;
 	c.buf = buf;
 	c.first_page = pos >> shift;
-	c.space_id = f->space_id;
-	c.dblwr_lo = f->dblwr_lo;
-	c.dblwr_hi = f->dblwr_hi;
 	c.page_bytes = 1U << shift;
 	c.shift = shift;
-	c.file_class = f->file_class;
-	c.encrypted = f->encrypted;
 	bpf_loop(n, classify_one, &c, 0);
 }
 

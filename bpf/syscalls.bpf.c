@@ -2,11 +2,12 @@
 /*
  * Syscall layer: what target processes asked of files.
  *
- * One tp_btf program pair on sys_enter/sys_exit covers the read/write
- * families, fsync and friends, libaio (io_submit .. io_getevents) and
- * opens. A switch on the syscall number runs first, so every other
- * syscall on the host costs one compare; the target check comes next, so
- * IO syscalls of untraced processes cost one hash lookup.
+ * One enter and one exit body cover the read/write families, fsync and
+ * friends, libaio (io_submit .. io_getevents) and opens, under two attach
+ * methods (see the programs at the end): per-syscall tracepoints (the
+ * default) or the raw sys_enter/sys_exit tracepoints. A switch on the
+ * syscall number runs first; the target check comes next, so IO syscalls
+ * of untraced processes cost one hash lookup.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -264,80 +265,85 @@ static __always_inline void emit_open(struct task_struct *task, struct task_io_s
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
+/*
+ * The two bodies, shared by both attach methods. Each takes what its
+ * tracepoint says (the syscall number, the arguments or the return value),
+ * so the logic exists once.
+ *
+ * tgid and tid come from the task (plain BTF loads), not from
+ * bpf_get_current_pid_tgid(): the task pointer is needed for the task
+ * storage anyway, and every helper call costs ~25 ns on a retpoline+SRSO
+ * host.
+ */
+static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3, __u64 a4)
 {
 	struct task_struct *task;
 	struct task_io_state *st;
 	struct inode_id ino;
-	__u64 pid_tgid;
 	__u32 tgid;
 	__u8 op, api;
 
-	if (!classify(id, &op, &api))
-		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	tgid = pid_tgid >> 32;
-	if (!is_target(tgid))
+	if (!classify(nr, &op, &api))
 		return 0;
 	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
+	if (!is_target(tgid))
+		return 0;
 
-	if (id == NR_io_submit) {
-		aio_submit(task, tgid, (__u32)pid_tgid, (long)SYSARG2(regs), SYSARG3(regs));
+	if (nr == NR_io_submit) {
+		aio_submit(task, tgid, task->pid, (long)a2, a3);
 		return 0;
 	}
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
-	st->nr = id;
+	st->nr = nr;
 	st->op = op;
 	st->api = api;
-	if (id == NR_io_getevents || id == NR_io_pgetevents) {
-		st->arg = SYSARG4(regs); /* struct io_event __user *events */
+	if (nr == NR_io_getevents || nr == NR_io_pgetevents) {
+		st->arg = a4; /* struct io_event __user *events */
 		st->active = 1;
 		return 0;
 	}
-	if (id == NR_open || id == NR_creat) {
-		st->arg = SYSARG1(regs);
+	if (nr == NR_open || nr == NR_creat) {
+		st->arg = a1;
 		st->fd = -100; /* AT_FDCWD */
 		st->active = 1;
 		return 0;
 	}
-	if (id == NR_openat || id == NR_openat2) {
-		st->fd = (int)SYSARG1(regs);
-		st->arg = SYSARG2(regs);
+	if (nr == NR_openat || nr == NR_openat2) {
+		st->fd = (int)a1;
+		st->arg = a2;
 		st->active = 1;
 		return 0;
 	}
-	if (!fd_inode_id(task, (int)SYSARG1(regs), &ino) || !is_data_inode(ino.mode)) {
+	if (!fd_inode_id(task, (int)a1, &ino) || !is_data_inode(ino.mode)) {
 		st->active = 0;
 		return 0;
 	}
 	st->ino = ino.ino;
 	st->dev = ino.dev;
-	st->arg = SYSARG2(regs); /* the buffer (or iovec array) */
+	st->arg = a2; /* the buffer (or iovec array) */
 	if (cfg.innodb_pages) {
-		if (id == NR_pread64 || id == NR_pwrite64)
-			st->pos = SYSARG4(regs);
-		else if (id == NR_read || id == NR_write)
-			st->pos = BPF_CORE_READ(fd_to_file(task, (int)SYSARG1(regs)), f_pos);
+		if (nr == NR_pread64 || nr == NR_pwrite64)
+			st->pos = a4;
+		else if (nr == NR_read || nr == NR_write)
+			st->pos = BPF_CORE_READ(fd_to_file(task, (int)a1), f_pos);
 	}
 	st->ts = bpf_ktime_get_ns();
 	st->active = 1;
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
+/* Exit: only a thread whose enter armed its task storage gets past the
+ * storage lookup, so the target check is not repeated. The caller has
+ * already dropped syscalls we do not handle, and io_submit (done at enter). */
+static __always_inline int sys_exit_body(long nr, long ret)
 {
 	struct task_struct *task;
 	struct task_io_state *st;
-	long nr = SYSCALL_NR(regs);
-	__u64 pid_tgid;
-	__u8 op, api;
+	__u32 tgid, tid;
 
-	if (!classify(nr, &op, &api) || nr == NR_io_submit)
-		return 0;
 	task = bpf_get_current_task_btf();
 	st = bpf_task_storage_get(&task_state, task, 0, 0);
 	if (!st || !st->active)
@@ -345,22 +351,23 @@ int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
 	st->active = 0;
 	if (st->nr != nr)
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
+	tgid = task->tgid;
+	tid = task->pid;
 
 	if (st->api == IOA_API_LIBAIO) {
 		if (ret > 0)
-			aio_reap(pid_tgid >> 32, st->arg, ret);
+			aio_reap(tgid, st->arg, ret);
 		return 0;
 	}
 	if (st->api == IOA_API_OTHER) {
 		if (ret >= 0)
-			emit_open(task, st, pid_tgid >> 32, (__u32)pid_tgid, ret);
+			emit_open(task, st, tgid, tid, ret);
 		return 0;
 	}
 	if (ret < 0) /* failed calls moved nothing; EAGAIN retries would inflate counts */
 		return 0;
 	struct io_key key = {
-		.tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid, .ino = st->ino, .dev = st->dev,
+		.tgid = tgid, .tid = tid, .ino = st->ino, .dev = st->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
 		.stage = st->stage, .digest = st->digest,
 	};
@@ -371,12 +378,74 @@ int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, pid_tgid >> 32, (__u32)pid_tgid, st->op, IOA_API_SYNC, st->stage,
-				  st->digest);
+			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, st->stage, st->digest);
 			classify_pages(&t, f, st->arg, ret, st->pos);
 		}
 	}
 	return 0;
+}
+
+/*
+ * Attach method 1 (the default where the kernel has CONFIG_FTRACE_SYSCALLS):
+ * per-syscall tracepoints. The loader attaches these programs to
+ * syscalls:sys_enter_<name> / sys_exit_<name> of every syscall classify()
+ * handles (collectors/probes.py IO_SYSCALLS; no exit for io_submit), so
+ * other syscalls cost only the syscall slow path (~50 ns here) and no
+ * program runs for them. Every sys_enter_<name> record is laid out alike:
+ * the common fields, int __syscall_nr at 8, then each argument as 8 bytes
+ * from 16; sys_exit_<name>: __syscall_nr at 8, long ret at 16.
+ *
+ * The kernel refuses to attach a program that reads past the end of a
+ * tracepoint's record (EACCES), and a record holds only its syscall's
+ * arguments, so the enter body comes in three programs that read the
+ * first 4, 3 or 1 arguments; the loader picks one per syscall by its
+ * argument count (probes.py ENTER_PROGRAM).
+ */
+SEC("tracepoint/syscalls/sys_enter_pread64")
+int ioattr_tp_ent4(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_body(ctx->nr, ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_read")
+int ioattr_tp_ent3(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_body(ctx->nr, ctx->args[0], ctx->args[1], ctx->args[2], 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int ioattr_tp_ent1(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_body(ctx->nr, ctx->args[0], 0, 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pread64")
+int ioattr_tp_exit(struct syscall_trace_exit *ctx)
+{
+	return sys_exit_body(ctx->nr, ctx->ret);
+}
+
+/*
+ * Attach method 2 (fallback): the raw sys_enter/sys_exit tracepoints. One
+ * pair covers everything, but any program there costs ~150 ns on every
+ * syscall of every process; the classify() switch runs first so ours add
+ * nothing more to syscalls we ignore.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ioattr_sys_enter, struct pt_regs *regs, long id)
+{
+	return sys_enter_body(id, SYSARG1(regs), SYSARG2(regs), SYSARG3(regs), SYSARG4(regs));
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ioattr_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = SYSCALL_NR(regs);
+	__u8 op, api;
+
+	if (!classify(nr, &op, &api) || nr == NR_io_submit)
+		return 0;
+	return sys_exit_body(nr, ret);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -101,6 +101,8 @@ def lib() -> ctypes.CDLL:
         "bpf_program__fd": (c_int, [c_void_p]),
         "bpf_program__attach": (c_void_p, [c_void_p]),
         "bpf_program__attach_tracepoint": (c_void_p, [c_void_p, c_char_p, c_char_p]),
+        "bpf_program__attach_perf_event": (c_void_p, [c_void_p, c_int]),
+        "bpf_link__fd": (c_int, [c_void_p]),
         "bpf_program__attach_uprobe_opts": (c_void_p, [c_void_p, c_int, c_char_p, c_size_t, c_void_p]),
         "bpf_link__destroy": (c_int, [c_void_p]),
         "bpf_map_lookup_batch": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_void_p,
@@ -218,37 +220,62 @@ def map_keys(fd: int, key_type: type) -> Iterator[object]:
 
 
 class BatchBuffers:
-    """Key and value buffers for lookup_batch, allocated once per map and reused:
-    a fresh full-size allocation every drain cost ~45 ms of CPU per second."""
+    """Key and value buffers for lookup_batch, kept per map and reused across drains.
 
-    def __init__(self, key_size: int, value_size: int, max_entries: int) -> None:
+    They start small and grow (doubling, capped at max_entries) only when a drain finds
+    more entries than they hold, so their size follows the map's real entry count rather
+    than its capacity: a full-size pair for a 65536-entry io_stats is ~37 MiB that
+    create_string_buffer zero-fills (resident at once), and allocating it every drain cost
+    ~45 ms of CPU per second.
+    """
+
+    def __init__(self, key_size: int, value_size: int, max_entries: int, initial: int = 1024) -> None:
         self.key_size, self.value_size, self.max_entries = key_size, value_size, max_entries
-        self.keys = ctypes.create_string_buffer(key_size * max_entries)
-        self.vals = ctypes.create_string_buffer(value_size * max_entries)
+        self.capacity = 0
+        self.keys = self.vals = None  # type: ignore[assignment]
+        self.ensure(min(max(1, initial), max_entries))
+
+    def ensure(self, n: int, keep: int = 0) -> None:
+        """Room for at least n entries (at most max_entries); the first `keep` entries survive."""
+        n = min(n, self.max_entries)
+        if n <= self.capacity:
+            return
+        cap = min(max(n, 2 * self.capacity), self.max_entries)
+        keys = ctypes.create_string_buffer(self.key_size * cap)
+        vals = ctypes.create_string_buffer(self.value_size * cap)
+        if keep:
+            ctypes.memmove(keys, self.keys, keep * self.key_size)
+            ctypes.memmove(vals, self.vals, keep * self.value_size)
+        self.keys, self.vals, self.capacity = keys, vals, cap
 
 
 def lookup_batch(fd: int, key_size: int, value_size: int, max_entries: int,
                  chunk: int = 4096, buffers: BatchBuffers | None = None) -> tuple[bytes, bytes, int]:
     """Read a whole hash map in batches: (keys, values, count) as bytes of just the entries read.
 
-    Uses BPF_MAP_LOOKUP_BATCH (~1 µs per entry) instead of one syscall per key.
+    Uses BPF_MAP_LOOKUP_BATCH (~1 µs per entry) instead of one syscall per key. With
+    `buffers` (kept by the caller across calls) nothing map-sized is allocated per call.
     """
     L = lib()
     if buffers is None:
-        buffers = BatchBuffers(key_size, value_size, max_entries)
-    keys, vals = buffers.keys, buffers.vals
+        buffers = BatchBuffers(key_size, value_size, max_entries, initial=min(chunk, max_entries))
     out_batch = c_uint64(0)
     in_batch = c_uint64(0)
+    count = c_uint32(0)
     total = 0
     first = True
     while total < max_entries:
-        count = c_uint32(min(chunk, max_entries - total))
+        want = min(chunk, max_entries - total)
+        if total + want > buffers.capacity:
+            buffers.ensure(total + want, keep=total)
+            want = min(want, buffers.capacity - total)
+        count.value = want
         err = L.bpf_map_lookup_batch(
             fd,
             None if first else ctypes.byref(in_batch),
             ctypes.byref(out_batch),
-            ctypes.byref(keys, total * key_size),
-            ctypes.byref(vals, total * value_size),
+            ctypes.byref(buffers.keys, total * key_size),
+            ctypes.byref(buffers.vals, total * value_size),
             ctypes.byref(count),
             None,
         )
@@ -264,8 +291,8 @@ def lookup_batch(fd: int, key_size: int, value_size: int, max_entries: int,
             raise LibbpfError("map lookup_batch", e or abs(err))
         in_batch.value = out_batch.value
         first = False
-    # copy only what was read, not the whole (mostly empty) buffer
-    return ctypes.string_at(keys, total * key_size), ctypes.string_at(vals, total * value_size), total
+    # copy only what was read, not the whole buffer
+    return ctypes.string_at(buffers.keys, total * key_size), ctypes.string_at(buffers.vals, total * value_size), total
 
 
 class Program:
@@ -295,6 +322,12 @@ class Program:
         ptr = lib().bpf_program__attach_tracepoint(self.ptr, category.encode(), event.encode())
         return Link(_check_ptr(ptr, f"attach to tracepoint {category}:{event}"))
 
+    def attach_perf_event(self, pfd: int) -> "Link":
+        """Attach to an open perf event (see open_tracepoint_event). The link
+        owns `pfd` once this succeeds; on failure the caller still does."""
+        ptr = lib().bpf_program__attach_perf_event(self.ptr, pfd)
+        return Link(_check_ptr(ptr, f"attach {self.name} to perf event"))
+
     def attach_uprobe(self, pid: int, binary: str, func_offset: int, retprobe: bool = False) -> "Link":
         class UprobeOpts(ctypes.Structure):
             _fields_ = [("sz", c_size_t), ("ref_ctr_offset", c_size_t), ("bpf_cookie", c_uint64),
@@ -310,10 +343,136 @@ class Link:
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
 
+    @property
+    def fd(self) -> int:
+        return int(lib().bpf_link__fd(self.ptr)) if self.ptr else -1
+
     def destroy(self) -> None:
         if self.ptr:
             lib().bpf_link__destroy(self.ptr)
             self.ptr = 0
+
+
+_PERF_EVENT_OPEN_NR = {"x86_64": 298, "aarch64": 241}
+PERF_TYPE_TRACEPOINT = 2
+PERF_FLAG_FD_CLOEXEC = 8
+PERF_EVENT_IOC_DISABLE = 0x2401
+
+
+def open_tracepoint_event(category: str, event: str, tracefs: str = "/sys/kernel/tracing") -> int:
+    """A perf event on tracepoint category:event (all CPUs see BPF attached
+    to it), as libbpf's attach_tracepoint opens it; returns the fd. Opening
+    it here, not in libbpf, lets the caller keep a dup of the fd (see
+    close_fds_in_child)."""
+    try:
+        with open(os.path.join(tracefs, "events", category, event, "id")) as f:
+            tp_id = int(f.read())
+    except (OSError, ValueError) as e:
+        raise LibbpfError(f"tracepoint {category}:{event} id", getattr(e, "errno", None) or errno.ENOENT) from e
+    nr = _PERF_EVENT_OPEN_NR.get(os.uname().machine)
+    if nr is None:
+        raise LibbpfError(f"perf_event_open on {os.uname().machine}", errno.ENOSYS)
+    attr = (ctypes.c_uint64 * 16)()  # struct perf_event_attr, 128 bytes (PERF_ATTR_SIZE_VER7)
+    attr[0] = PERF_TYPE_TRACEPOINT | (ctypes.sizeof(attr) << 32)  # type, size
+    attr[1] = tp_id  # config; the rest zero: a counting event, BPF does the work
+    _libc.syscall.restype = ctypes.c_long
+    fd = _libc.syscall(ctypes.c_long(nr), ctypes.byref(attr), c_int(-1), c_int(0), c_int(-1),
+                       ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC))
+    if fd < 0:
+        raise LibbpfError(f"perf_event_open {category}:{event}", ctypes.get_errno() or errno.EINVAL)
+    return int(fd)
+
+
+_closers: list[int] = []  # pids of close_fds_in_child helpers still tearing down
+
+
+def close_fds_in_child(fds: list[int]) -> None:
+    """Close perf event fds without waiting for the kernel's teardown.
+
+    Tearing down a tracepoint perf event waits for RCU grace periods under
+    a global mutex (~30-200 ms each, one after another); for the ~40
+    per-syscall tracepoints that is seconds, and a process that exits with
+    them open waits that long in its exit. A helper process (`cat`, detached
+    with `setsid -f` so it is nobody's child) inherits the fds and does that
+    wait instead; ours are closed at once and the helper exits when the
+    teardown is done. Callers detach the BPF programs and disable the events
+    first, so nothing runs meanwhile. wait_for_closers() waits for helpers."""
+    fds = [fd for fd in fds if fd >= 0]
+    if not fds:
+        return
+    import shutil
+    import subprocess
+    import threading
+
+    # the helper says its pid, then holds the fds until its stdin closes
+    argv = ["sh", "-c", "echo $$; exec cat >/dev/null"]
+    setsid = shutil.which("setsid")
+    if setsid:
+        argv = [setsid, "-f", *argv]
+    pid = 0
+    child = None
+    try:
+        child = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        pid = int(child.stdout.readline() or 0)
+    except (OSError, ValueError):
+        pid = 0
+    for fd in fds:
+        try:
+            os.close(fd)  # without a helper this is where the wait happens
+        except OSError:
+            pass
+    if child is None:
+        return
+    child.stdin.close()  # the helper exits; the kernel tears the events down in its exit
+    child.stdout.close()
+    if pid:
+        _closers.append(pid)
+    # reap `setsid` (it exits at once) or, without setsid, the helper itself
+    threading.Thread(target=child.wait, name="ioattr-perf-close", daemon=True).start()
+
+
+def wait_for_closers(timeout: float = 30.0) -> bool:
+    """Wait until the helpers of close_fds_in_child are gone, i.e. the perf
+    events they held are torn down; False on timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while _closers:
+        for pid in list(_closers):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    gone = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except (OSError, IndexError):
+                gone = True
+            if gone:
+                _closers.remove(pid)
+        if not _closers:
+            break
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def disable_perf_event(fd: int) -> None:
+    """Stop a perf event firing (it stays open)."""
+    _libc.ioctl(c_int(fd), ctypes.c_ulong(PERF_EVENT_IOC_DISABLE), c_int(0))
+
+
+def destroy_links(links: list[Link]) -> None:
+    """Destroy many links side by side. Detaching a program from a tracepoint
+    waits for an RCU grace period (~50-80 ms here); one at a time, the ~40
+    per-syscall tracepoints would take seconds. ctypes drops the GIL."""
+    live = [link for link in links if link.ptr]
+    if len(live) <= 1:
+        for link in live:
+            link.destroy()
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(len(live), 64)) as pool:
+        list(pool.map(Link.destroy, live))
 
 
 class Object:

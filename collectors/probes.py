@@ -8,6 +8,20 @@ into one `io_stats` table that one drain reads.
 Required sets failing to load is a usage/host problem (exit 2 upstream);
 optional sets that fail (a tracepoint this kernel lacks, say) are left out
 and reported in `degraded`, never silently.
+
+The syscalls set has two attach methods ("syscall hooks"), chosen at open:
+
+- ``tracepoints``: the same enter and exit bodies attached to
+  ``syscalls:sys_enter_<name>``/``sys_exit_<name>`` of each IO syscall
+  ioattr handles (~40 perf events). Other syscalls pay at most the syscall
+  tracing slow path (≤ ~50 ns on the project VM) and run no program. The
+  default where tracefs has the ``syscalls`` events (CONFIG_FTRACE_SYSCALLS).
+- ``raw``: one pair on the raw ``sys_enter``/``sys_exit`` tracepoints
+  (tp_btf). Works without CONFIG_FTRACE_SYSCALLS, but any program there adds
+  ~150 ns to every syscall of every process.
+
+``IOATTR_SYSCALL_HOOK=tracepoints|raw`` (or ``ProbeSession(syscall_hook=)``)
+forces one; the fallback is said in `notes`, and doctor shows the hook in use.
 """
 from __future__ import annotations
 
@@ -17,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ioattr.collectors import abi
+from ioattr.collectors import features
 from ioattr.collectors import libbpf
 from ioattr.errors import HostError
 
@@ -34,9 +49,41 @@ class ProbeSet:
     manual: bool = False          # programs are attached per target (uprobes), not at load
 
 
+# The syscalls set's attach methods. ``tracepoints`` needs the per-syscall
+# tracepoints of IO_SYSCALLS (checked one by one at open); ``raw`` needs
+# RAW_SYSCALL_TRACEPOINTS (ProbeSet.tracepoints of the syscalls set).
+SYSCALL_HOOKS = ("tracepoints", "raw")
+SYSCALL_HOOK_ENV = "IOATTR_SYSCALL_HOOK"
+# what bpf/syscalls.bpf.c classify() handles; keep the two lists in step
+IO_SYSCALLS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+               "preadv2", "pwritev2", "fsync", "fdatasync", "sync_file_range", "io_submit",
+               "io_getevents", "io_pgetevents", "open", "creat", "openat", "openat2")
+NO_EXIT_PROBE = ("io_submit",)  # all of its work happens at enter
+# syscalls the tracepoints hook cannot do without (the rest are skipped if absent)
+CORE_IO_SYSCALLS = ("read", "write", "pread64", "pwrite64", "fsync", "openat")
+# The kernel refuses a program that reads past the end of a tracepoint's
+# record, which holds only that syscall's arguments: the enter body comes as
+# programs reading 4, 3 or 1 arguments (bpf/syscalls.bpf.c), one per syscall
+# by its argument count on x86_64. Syscalls not listed have 4 or more.
+ENTER_PROGRAM = {"fsync": "ioattr_tp_ent1", "fdatasync": "ioattr_tp_ent1", "creat": "ioattr_tp_ent1",
+                 "read": "ioattr_tp_ent3", "write": "ioattr_tp_ent3", "readv": "ioattr_tp_ent3",
+                 "writev": "ioattr_tp_ent3", "io_submit": "ioattr_tp_ent3", "open": "ioattr_tp_ent3"}
+SYSCALL_PROGRAMS = {"tracepoints": ("ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_ent1", "ioattr_tp_exit"),
+                    "raw": ("ioattr_sys_enter", "ioattr_sys_exit")}
+
+
+def syscall_program(event: str) -> str:
+    """The program the tracepoints hook attaches to syscalls:<event>."""
+    if event.startswith("sys_exit_"):
+        return "ioattr_tp_exit"
+    return ENTER_PROGRAM.get(event[len("sys_enter_"):], "ioattr_tp_ent4")
+
+
+RAW_SYSCALL_TRACEPOINTS = ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")
+
 PROBE_SETS: tuple[ProbeSet, ...] = (
-    ProbeSet("syscalls", "read/write/fsync families, libaio, opens (tp_btf sys_enter/sys_exit)", True,
-             ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")),
+    ProbeSet("syscalls", "read/write/fsync families, libaio, opens (per-syscall tracepoints, "
+             "or tp_btf sys_enter/sys_exit)", True, RAW_SYSCALL_TRACEPOINTS),
     ProbeSet("targets", "follow forks and execs of traced commands (tp_btf sched_process_fork/exec)",
              False, ("sched:sched_process_fork", "sched:sched_process_exec")),
     ProbeSet("uring", "io_uring submissions and completions (io_uring tracepoints)", False,
@@ -51,9 +98,54 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
 
 
 def missing_tracepoints(spec: ProbeSet) -> list[str]:
-    from ioattr.collectors.features import tracepoint_exists
+    return [tp for tp in spec.tracepoints if not features.tracepoint_exists(*tp.split(":", 1))]
 
-    return [tp for tp in spec.tracepoints if not tracepoint_exists(*tp.split(":", 1))]
+
+def syscall_tracepoints() -> tuple[list[tuple[str, str]], list[str]]:
+    """The per-syscall tracepoints the ``tracepoints`` hook attaches to on
+    this kernel, as (category, event), and the IO syscalls it has none for."""
+    have, missing = [], []
+    for name in IO_SYSCALLS:
+        events = [f"sys_enter_{name}"] + ([] if name in NO_EXIT_PROBE else [f"sys_exit_{name}"])
+        if all(features.tracepoint_exists("syscalls", ev) for ev in events):
+            have += [("syscalls", ev) for ev in events]
+        else:
+            missing.append(name)
+    return have, missing
+
+
+def requested_syscall_hook(requested: str | None = None) -> str:
+    """"tracepoints", "raw" or "auto": `requested`, else $IOATTR_SYSCALL_HOOK, else auto."""
+    req = (requested or os.environ.get(SYSCALL_HOOK_ENV) or "auto").strip().lower()
+    if req not in SYSCALL_HOOKS + ("auto",):
+        raise HostError(f"unknown syscall hook {req!r} ({SYSCALL_HOOK_ENV} or syscall_hook=): "
+                        f"use {', '.join(SYSCALL_HOOKS)} or auto")
+    return req
+
+
+RAW_COST = "the raw sys_enter/sys_exit tracepoints, which add ~150 ns to every syscall of every process"
+
+
+def choose_syscall_hook(req: str = "auto") -> tuple[str, str]:
+    """(hook, why): the syscalls set's attach method for request `req`
+    (see requested_syscall_hook) on this host. Raises HostError when the
+    forced "tracepoints" hook is unavailable."""
+    if req == "raw":
+        return "raw", "raw sys_enter/sys_exit tracepoints, as requested"
+    _, missing = syscall_tracepoints()
+    lacking = [n for n in missing if n in CORE_IO_SYSCALLS]
+    if not lacking:
+        how = "as requested" if req == "tracepoints" else "the default"
+        return "tracepoints", (f"per-syscall tracepoints ({how})"
+                               + (f"; this kernel has none for {', '.join(missing)}" if missing else ""))
+    if not features.tracepoint_exists("syscalls", "sys_enter_pread64"):
+        why = (f"no per-syscall tracepoints ({features.TRACEFS}/events/syscalls is missing: "
+               "CONFIG_FTRACE_SYSCALLS off?)")
+    else:
+        why = f"no per-syscall tracepoint for {', '.join(lacking)}"
+    if req == "tracepoints":
+        raise HostError(f"cannot use the per-syscall tracepoints ({SYSCALL_HOOK_ENV}=tracepoints): {why}")
+    return "raw", why
 
 
 def bpf_object_dir() -> Path:
@@ -84,6 +176,17 @@ class LoadedSet:
     spec: ProbeSet
     obj: libbpf.Object
     programs: list[str] = field(default_factory=list)
+    perf_fds: list[int] = field(default_factory=list)  # our dups of the links' perf events
+
+    def release(self) -> None:
+        """Detach and close, without waiting for the perf events' teardown
+        (libbpf.close_fds_in_child): disable them, drop the links, close."""
+        for fd in self.perf_fds:
+            libbpf.disable_perf_event(fd)
+        libbpf.destroy_links(self.obj.links)
+        self.obj.close()
+        fds, self.perf_fds = self.perf_fds, []
+        libbpf.close_fds_in_child(fds)
 
 
 class ProbeSession:
@@ -95,14 +198,21 @@ class ProbeSession:
     """
 
     def __init__(self, sets: tuple[str, ...] | None = None, *, follow_forks: bool = False,
-                 trace_all: bool = False, max_stats: int = 65536, innodb_pages: bool = False) -> None:
+                 trace_all: bool = False, max_stats: int = 65536, innodb_pages: bool = False,
+                 fine_stages: bool = False, syscall_hook: str | None = None) -> None:
         self.wanted = sets or tuple(p.name for p in PROBE_SETS)
         self.follow_forks = follow_forks
         self.trace_all = trace_all
         self.max_stats = max_stats
         self.innodb_pages = innodb_pages
+        self.fine_stages = fine_stages  # --stages full: statements start in parse (bpf/stage.bpf.c)
         self.loaded: list[LoadedSet] = []
         self.degraded: dict[str, str] = {}
+        # things worth one line that are not a missing feature (a costlier fallback)
+        self.notes: dict[str, str] = {}
+        self.requested_syscall_hook = syscall_hook
+        self.syscall_hook: str | None = None  # "tracepoints" or "raw" once the syscalls set is loaded
+        self.syscall_hook_why = ""
         self.shared_fds: dict[str, int] = {}
         self.dio_end_io_addr = kallsyms_address("iomap_dio_bio_end_io")
 
@@ -120,6 +230,7 @@ class ProbeSession:
         cfg.follow_forks = int(self.follow_forks)
         cfg.trace_all = int(self.trace_all)
         cfg.innodb_pages = int(self.innodb_pages)
+        cfg.fine_stages = int(self.fine_stages)
         return cfg
 
     def _write_config(self, obj: libbpf.Object) -> None:
@@ -131,12 +242,25 @@ class ProbeSession:
                     raise HostError(f"{obj.path}: .rodata is {size} bytes, expected the config struct")
                 ctypes.memmove(addr, ctypes.byref(cfg), ctypes.sizeof(cfg))
 
-    def _load_one(self, spec: ProbeSet) -> LoadedSet:
+    def _load_one(self, spec: ProbeSet, hook: str | None = None) -> LoadedSet:
+        """Load one set's object and attach its programs. `hook` (syscalls set
+        only) picks the attach method: only its programs are loaded."""
         path = bpf_object_dir() / f"{spec.name}.bpf.o"
         if not path.exists():
             raise HostError(f"BPF object {path} is missing: reinstall ioattr (make install)")
         obj = libbpf.Object(str(path))
+        loaded = LoadedSet(spec, obj)
         try:
+            tp_attach: list[tuple[str, str]] = []
+            if hook is not None:
+                progs = {p.name: p for p in obj.programs()}
+                if not all(n in progs for n in SYSCALL_PROGRAMS[hook]):
+                    raise HostError(f"{path} has no {hook} programs ({', '.join(SYSCALL_PROGRAMS[hook])}): "
+                                    "rebuild it (make -C bpf)")
+                for name, prog in progs.items():
+                    prog.set_autoload(name in SYSCALL_PROGRAMS[hook])
+                if hook == "tracepoints":
+                    tp_attach, _ = syscall_tracepoints()
             self._write_config(obj)
             for m in obj.maps():
                 if m.name in self.shared_fds:
@@ -147,19 +271,51 @@ class ProbeSession:
             for m in obj.maps():
                 if m.name in SHARED_MAPS and m.name not in self.shared_fds:
                     self.shared_fds[m.name] = os.dup(m.fd)
-            loaded = LoadedSet(spec, obj)
             for prog in obj.programs():
-                if not spec.manual:
+                if not prog.autoload:
+                    continue
+                if tp_attach:
+                    for cat, event in tp_attach:
+                        if syscall_program(event) == prog.name:
+                            self._attach_tracepoint(loaded, prog, cat, event)
+                elif not spec.manual:
                     obj.links.append(prog.attach())
                 loaded.programs.append(prog.name)
             return loaded
         except Exception:
-            obj.close()
+            loaded.release()
             raise
+
+    @staticmethod
+    def _attach_tracepoint(loaded: LoadedSet, prog: libbpf.Program, category: str, event: str) -> None:
+        """What libbpf's attach_tracepoint does, keeping a dup of the perf event
+        fd so close() need not wait for its teardown."""
+        pfd = libbpf.open_tracepoint_event(category, event, features.TRACEFS)
+        try:
+            dup = os.dup(pfd)
+        except OSError:
+            os.close(pfd)
+            raise
+        try:
+            link = prog.attach_perf_event(pfd)
+        except Exception:
+            os.close(pfd)
+            os.close(dup)
+            raise
+        loaded.obj.links.append(link)
+        if link.fd == pfd:
+            # attached by ioctl (kernel without BPF perf links): the program leaves
+            # the event only when the event dies, so no dup may outlive close()
+            os.close(dup)
+        else:
+            loaded.perf_fds.append(dup)
 
     def open(self) -> None:
         for spec in PROBE_SETS:
             if spec.name not in self.wanted:
+                continue
+            if spec.name == "syscalls":
+                self._open_syscalls(spec)
                 continue
             missing = missing_tracepoints(spec)
             if missing:
@@ -177,9 +333,56 @@ class ProbeSession:
                     raise HostError(f"cannot load the {spec.name} probes: {e}", detail=e.log) from e
                 self.degraded[spec.name] = f"{spec.purpose}: not available ({e})"
 
+    def _open_syscalls(self, spec: ProbeSet) -> None:
+        """The required syscalls set, on the hook chosen for this host. When
+        the per-syscall tracepoints were the default choice but are missing or
+        fail to attach, fall back to the raw ones and say so in `notes`."""
+        try:
+            req = requested_syscall_hook(self.requested_syscall_hook)
+            hook, why = choose_syscall_hook(req)
+        except HostError:
+            self.close()
+            raise
+        fallback = ""  # why raw is used where the tracepoints would have been
+        if hook == "tracepoints":
+            try:
+                self.loaded.append(self._load_one(spec, "tracepoints"))
+            except (libbpf.LibbpfError, HostError) as e:
+                if req == "tracepoints":
+                    self.close()
+                    raise HostError(f"cannot load the syscalls probes on per-syscall tracepoints: {e}",
+                                    detail=getattr(e, "log", "") or getattr(e, "detail", "")) from e
+                fallback = f"the per-syscall tracepoints failed ({e})"
+            else:
+                self.syscall_hook, self.syscall_hook_why = hook, why
+                return
+        elif req == "auto":
+            fallback = why
+        missing = missing_tracepoints(spec)
+        if missing:
+            self.close()
+            raise HostError(f"cannot trace {spec.purpose}: tracepoint {missing[0]} is missing on this kernel"
+                            + (f", and {fallback}" if fallback else ""))
+        try:
+            self.loaded.append(self._load_one(spec, "raw"))
+        except libbpf.LibbpfError as e:
+            self.close()
+            raise HostError(f"cannot load the {spec.name} probes: {e}", detail=e.log) from e
+        except HostError:
+            self.close()
+            raise
+        self.syscall_hook = "raw"
+        if fallback:
+            self.syscall_hook_why = f"{fallback}; using {RAW_COST}"
+            self.notes["syscalls"] = f"syscall hook: {self.syscall_hook_why}"
+        else:
+            self.syscall_hook_why = why
+
     def close(self) -> None:
+        # detaching waits for grace periods: all links at once, then the objects
+        libbpf.destroy_links([link for ls in self.loaded for link in ls.obj.links])
         for ls in reversed(self.loaded):
-            ls.obj.close()
+            ls.release()
         self.loaded.clear()
         for fd in self.shared_fds.values():
             try:

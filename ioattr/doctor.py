@@ -42,6 +42,8 @@ DIO_END_IO = "iomap_dio_bio_end_io"
 TRACEPOINTS: tuple[tuple[str, str, str], ...] = (
     ("raw_syscalls", "sys_enter", "syscall entry (syscalls probe set)"),
     ("raw_syscalls", "sys_exit", "syscall exit (syscalls probe set)"),
+    ("syscalls", "sys_enter_pread64", "per-syscall entry (syscalls probe set, tracepoints hook)"),
+    ("syscalls", "sys_exit_pread64", "per-syscall exit (syscalls probe set, tracepoints hook)"),
     ("io_uring", "io_uring_submit_req", "io_uring submissions (uring probe set)"),
     ("io_uring", "io_uring_complete", "io_uring completions (uring probe set)"),
     ("block", "block_rq_issue", "block request issue (block probe set)"),
@@ -490,11 +492,17 @@ def check_probe_sets(out: Checks) -> None:
     from ioattr.collectors.probes import PROBE_SETS, ProbeSession
 
     results: dict[str, tuple[bool, str]] = {}
+    hook: tuple[bool, str] = (False, "not tried: the syscalls probe set did not load")
 
     def session(names: tuple[str, ...]) -> None:
+        nonlocal hook
         with ProbeSession(names) as s:
             for ls in s.loaded:
-                results[ls.spec.name] = (True, "loaded and attached: " + ", ".join(ls.programs))
+                detail = "loaded and attached: " + ", ".join(ls.programs)
+                if ls.spec.name == "syscalls":
+                    detail += f" ({s.syscall_hook} hook, {len(ls.obj.links)} tracepoints)"
+                    hook = _syscall_hook_check(s.syscall_hook, s.syscall_hook_why, ls)
+                results[ls.spec.name] = (True, detail)
             for name, why in s.degraded.items():
                 results[name] = (False, why)
 
@@ -514,6 +522,19 @@ def check_probe_sets(out: Checks) -> None:
     for p in PROBE_SETS:
         ok, detail = results.get(p.name, (False, "not tried"))
         out.add(f"probe set {p.name}", ok, f"{p.purpose}: {detail}" if ok else detail, p.required)
+    out.add("syscall hook", *hook)
+
+
+def _syscall_hook_check(hook: str | None, why: str, ls) -> tuple[bool, str]:
+    """Which attach method the syscalls set uses here (see collectors/probes.py).
+    ok unless it fell back to the raw tracepoints, which tax every syscall."""
+    if hook == "tracepoints":
+        n = len(ls.obj.links)
+        return True, (f"{why}: syscalls:sys_enter_/sys_exit_<name> of the IO syscalls ({n} tracepoints); "
+                      "other syscalls pay only the syscall tracing slow path")
+    if "as requested" in why:
+        return True, f"{why}: every syscall of every process pays the raw tracepoints (~150 ns here)"
+    return False, why
 
 
 def _describe_probe_error(e: Exception) -> str:
