@@ -68,6 +68,8 @@ enum ioattr_stage {
 	IOA_STAGE_EXECUTE = 4,
 	IOA_STAGE_COMMIT = 5,
 	IOA_STAGE_PURGE = 6,      /* a background thread running InnoDB purge (thd_attach_thd) */
+	IOA_STAGE_STATEMENT = 7,  /* inside a client statement whose stage is not traced
+	                           * (cfg.fine_stages off: only dispatch_command attached) */
 };
 
 struct io_key {
@@ -205,7 +207,8 @@ struct ioattr_config {
 	__u8 follow_forks;     /* add children of targets to the target set */
 	__u8 trace_all;        /* every process is a target (testing/ad hoc) */
 	__u8 innodb_pages;     /* classify InnoDB pages of innodb_files */
-	__u8 pad;
+	__u8 fine_stages;      /* the stage uprobes past dispatch_command are attached: a
+	                        * statement starts in parse, not in IOA_STAGE_STATEMENT */
 };
 
 #endif /* IOATTR_H */

@@ -68,6 +68,7 @@ class Stage(enum.IntEnum):
     EXECUTE = 4
     COMMIT = 5
     PURGE = 6
+    STATEMENT = 7  # inside a client statement, stage not traced (--stages statement)
 
 
 class FileClass(enum.IntEnum):
@@ -138,7 +139,7 @@ class TaskEvent(ctypes.Structure):
 class Config(ctypes.Structure):
     _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
-                ("innodb_pages", ctypes.c_uint8), ("pad", ctypes.c_uint8)]
+                ("innodb_pages", ctypes.c_uint8), ("fine_stages", ctypes.c_uint8)]
 
 
 # numpy views of the same layouts, for decoding batch drains without a Python loop per field

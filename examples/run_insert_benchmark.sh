@@ -81,19 +81,20 @@ for size in $sizes; do
     rec=$out/$size
     echo "=== insert benchmark, size $size -> $rec"
     # The benchmark marks each phase with a statement containing ioattr:phase=NAME, which
-    # the recorder sees through its probes on mariadbd.
+    # the recorder sees through its probes on mariadbd. --stages full: explain's story needs the
+    # optimize/execute stages (they cost QPS; the default `statement` gives digests only).
     start=$(date +%s)
     if [ "$mode" = server ]; then
         start_server
         say "private MariaDB pid $PID (buffer pool 16M)"
-        "$IOATTR" record -o "$rec" --pid "$PID" --mysql-defaults-file "$CLIENT_CNF" -- \
+        "$IOATTR" record -o "$rec" --pid "$PID" --stages full --mysql-defaults-file "$CLIENT_CNF" -- \
             "$PYTHON" "$here/insert_benchmark.py" --socket "$SOCKET" --size "$size" \
             --json "$out/$size.json" || die 1 "the $size run failed (recording, if any, in $rec)"
         stop_server
     else
         # It also prints "== phase NAME"; --phase-pattern turns those lines into the same
         # phases should the recorder not see the statements.
-        "$IOATTR" record -o "$rec" --phase-pattern '^== phase (\S+)$' -- \
+        "$IOATTR" record -o "$rec" --stages full --phase-pattern '^== phase (\S+)$' -- \
             "$PYTHON" "$here/insert_benchmark.py" --private --size "$size" \
             --json "$out/$size.json" || die 1 "the $size run failed (recording, if any, in $rec)"
     fi

@@ -73,8 +73,9 @@ def run_demo(opts: DemoOptions) -> int:
         cmd, first_phase, baseline = _workload(db, opts)
         say("recording: " + " ".join(Path(c).name if i < 2 else c for i, c in enumerate(cmd)))
         spec = TargetSpec(pids=[db.pid], command=cmd)
+        # the whole story: stages too (their uprobes cost QPS, not a concern in a demo)
         rec_opts = RecordOptions(output=opts.output, targets=spec, interval=1.0, phase=first_phase,
-                                 log=say, discard_command_output=True)
+                                 log=say, discard_command_output=True, stages="full")
         code = Recorder(rec_opts).run()
         if code != 0:
             raise RuntimeFailure("the demo's workload failed; the recording is kept at " + str(opts.output))

@@ -8,6 +8,18 @@ from dataclasses import dataclass
 
 from ioattr.errors import UsageError
 
+RERUN_FULL = "stage not traced (recorded with --stages statement): rerun with --stages full"
+
+
+def stage_mode(meta: dict) -> str | None:
+    """How a recording traced query processing (meta.json "stages"): "full" (parse, optimize,
+    execute, commit), "statement" (digests and roles; the stage inside a statement is null) or
+    None (no stage probes). Recordings from before --stages traced full stages when attached."""
+    if "stages" in meta:
+        return meta["stages"]
+    return "full" if meta.get("stage_probes") else None
+
+
 _PROCESS = "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END"
 _THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"
 # the row's own text, else the recording's digest map (meta.json "queries"), else the bare digest
@@ -44,7 +56,8 @@ _DIMS = [
     Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
               "B-tree level: leaf or non_leaf"),
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),
-    Dimension("stage", "stage", "stage", "where in query processing: parse, optimize, execute, commit, background"),
+    Dimension("stage", "stage", "stage", "where in query processing: parse, optimize, execute, commit "
+              "(--stages full; null inside statements with the default --stages statement), background"),
     Dimension("query", _QUERY, _QUERY, "normalized statement (literals stripped)"),
     Dimension("phase", "phase", "phase", "benchmark phase"),
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ioattr.dimensions import INDEX_SQL, QUERY_SQL
+from ioattr.dimensions import INDEX_SQL, QUERY_SQL, RERUN_FULL, stage_mode
 from ioattr.errors import UsageError
 from ioattr.findings import Evidence, run_findings
 from ioattr.phase_stats import PAGE_FILE_CLASSES, PhaseStats, phase_stats, pick_phase
@@ -146,8 +146,11 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     missing = []
     if not (_has_engine_counters(rec) and _has_engine_counters(other)):
         missing.append("engine counters (recorded without a server connection)")
-    if not all(r.meta.get("stage_probes") for r in {id(rec): rec, id(other): other}.values()):
+    modes = {stage_mode(r.meta) for r in (rec, other)}
+    if None in modes:
         missing.append("query/stage attribution (stage probes were not attached)")
+    elif "statement" in modes:
+        missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed)")
     return {
         "metric": name,
         "unit": f"per {unit}",

@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ioattr.dimensions import RERUN_FULL, stage_mode
+
 SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
 MINOR_SHARE = 0.03     # below this (with evidence present) a cause is refuted
 
 I_INDEX, I_LEVEL, I_STAGE, I_ROLE, I_CLASS, I_QUERY = range(6)
+FINE_STAGES = ("parse", "optimize", "execute", "commit")
 
 
 @dataclass
@@ -41,10 +44,23 @@ class Evidence:
         return (self.per_op("target", pred) - self.per_op("base", pred)) / self.change
 
     @property
-    def has_stages(self) -> bool:
-        """Whether the stage probes attributed anything (in either phase)."""
+    def stage_modes(self) -> set[str | None]:
+        return {stage_mode(self.base.rec.meta), stage_mode(self.target.rec.meta)}
+
+    @property
+    def has_queries(self) -> bool:
+        """Whether the stage probes attributed IO to statements (and purge) at all."""
         return any(k[I_STAGE] is not None for c in (self.base_contrib, self.target_contrib) for k in c) \
-            or bool(self.base.rec.meta.get("stage_probes"))
+            or any(m is not None for m in self.stage_modes)
+
+    @property
+    def has_stages(self) -> bool:
+        """Whether parse/optimize/execute/commit were traced (--stages full) on both sides."""
+        modes = self.stage_modes
+        if "statement" in modes:
+            return False
+        return modes == {"full"} or any(k[I_STAGE] in FINE_STAGES
+                                        for c in (self.base_contrib, self.target_contrib) for k in c)
 
     @property
     def has_roles(self) -> bool:
@@ -95,12 +111,16 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
     secondary_queries = {k[I_QUERY] for k in e.target_contrib
                          if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")}
 
+    # with --stages statement the stage inside a statement is null: PRIMARY reads are then
+    # tied to the statement (its digest) rather than to its execute/optimize stage
+    stages = ("execute", "optimize") if e.has_stages else (None,)
+
     def pred(k: tuple) -> bool:
         return bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY") and k[I_QUERY] in secondary_queries
-                    and k[I_STAGE] in ("execute", "optimize"))
+                    and k[I_STAGE] in stages)
 
     share = e.share(pred)
-    if not e.has_stages:
+    if not e.has_queries:
         primary = e.share(lambda k: bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY")))
         return _f("clustered_lookups", title, "inconclusive",
                   "without statement attribution (stage probes off) PRIMARY reads can't be tied to "
@@ -110,7 +130,8 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
                                                    if k[I_QUERY] == q and pred(k)), default=None)
     return _f("clustered_lookups", title, _by_share(share),
               f"PRIMARY pages read by statements that also read a secondary index explain "
-              f"{_pct(share)} of the change",
+              f"{_pct(share)} of the change"
+              + ("" if e.has_stages else " (per statement; stage not traced: --stages statement)"),
               share_of_change=share, baseline_per_op=e.per_op("base", pred),
               target_per_op=e.per_op("target", pred), top_query=top)
 
@@ -227,7 +248,7 @@ def purge_reads(e: Evidence) -> dict[str, Any]:
     share = e.share(pred)
     hll_b = e.base.stats.counters.get("innodb_status_last:history_list_length")
     hll_t = e.target.stats.counters.get("innodb_status_last:history_list_length")
-    present = e.has_stages or any(k[I_CLASS] == "undo" for k in e.target_contrib)
+    present = e.has_queries or any(k[I_CLASS] == "undo" for k in e.target_contrib)
     return _f("purge_reads", title, _by_share(share, evidence_present=present),
               f"purge threads and undo tablespaces explain {_pct(share)} of the change"
               + ("" if present else " (purge can't be told apart without the stage probes)"),
@@ -267,8 +288,10 @@ def flush_storms(e: Evidence) -> dict[str, Any]:
 
 def optimizer_reads(e: Evidence) -> dict[str, Any]:
     title = "Reads issued while queries are optimized"
-    if not e.has_stages:
+    if not e.has_queries:
         return _f("optimizer_reads", title, "inconclusive", "no stage attribution (stage probes off)")
+    if not e.has_stages:
+        return _f("optimizer_reads", title, "inconclusive", RERUN_FULL)
     share = e.share(lambda k: k[I_STAGE] == "optimize")
     return _f("optimizer_reads", title, _by_share(share),
               f"reads in the optimize stage explain {_pct(share)} of the change",

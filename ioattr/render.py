@@ -79,5 +79,13 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         console.print(summary_table)
     console.print(table)
     if report.get("dropped"):
-        console.print(f"dropped: {report['dropped']} events (a BPF map was full; see meta.json)")
+        from ioattr.labels import drops_line
+
+        by = {d["reason"]: d["count"] for d in report.get("dropped_by") or []}
+        caps = {d["map"]: d["max_entries"] for d in report.get("dropped_by") or [] if "max_entries" in d}
+        console.print(drops_line(by, caps) if by else
+                      f"WARNING: {report['dropped']:,} IO/events dropped (a BPF map was full; see meta.json)")
+    if report.get("stages") == "statement":
+        console.print("stage: \"-\" inside statements = not traced (recorded with --stages statement); "
+                      "rerun with --stages full for parse/optimize/execute/commit")
     return buf.getvalue()

@@ -7,6 +7,7 @@ devices, threads, roles, statement digests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,6 +23,11 @@ from ioattr.recording import HIST_COLUMNS
 
 STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
 STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
+# inside a statement whose stage was not traced (--stages statement, the default): the digest
+# is known, the stage is not, so it is null (never a guess)
+STAGE_NAMES[int(abi.Stage.STATEMENT)] = None
+IN_STATEMENT = frozenset(int(s) for s in (abi.Stage.PARSE, abi.Stage.OPTIMIZE, abi.Stage.EXECUTE,
+                                          abi.Stage.COMMIT, abi.Stage.STATEMENT))
 
 
 @dataclass
@@ -32,6 +38,7 @@ class Naming:
     servers: dict[int, ServerContext] = field(default_factory=dict)
     queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
     stage_probes: bool = False
+    stages: str | None = None  # the stage probes' mode, "statement" or "full" (None: not attached)
 
     connection_tids: set[int] = field(default_factory=set)
 
@@ -40,7 +47,7 @@ class Naming:
             return None
         if stage == abi.Stage.PURGE:
             return "purge"  # seen inside InnoDB's purge task (thd_attach_thd .. thd_detach_thd)
-        if abi.Stage.PARSE <= stage <= abi.Stage.COMMIT:
+        if stage in IN_STATEMENT:
             # the stage probes saw this thread run a client statement: it serves a
             # connection, even where performance_schema has no OS id for it (MariaDB
             # leaves THREAD_OS_ID NULL for threads reused from the thread cache)
@@ -64,7 +71,17 @@ class Naming:
 
 
 def _opt_ints(values: np.ndarray) -> list[int | None]:
-    return [int(v) if v else None for v in values]
+    return [v or None for v in values.tolist()]
+
+
+def _by_value(fn: Callable[..., Any], keys: list) -> list:
+    """[fn(k) for k in keys], calling fn once per distinct key (in order of first appearance).
+
+    An interval has ~1000s of rows but few distinct threads, files, digests...: the names
+    are computed per distinct value, then spread with one dict lookup per row."""
+    uniq = dict.fromkeys(keys)  # distinct keys, in order of first appearance
+    cache = {k: fn(*k) if isinstance(k, tuple) else fn(k) for k in uniq}
+    return list(map(cache.__getitem__, keys))
 
 
 class IoRows:
@@ -78,43 +95,50 @@ class IoRows:
         rows = len(d)
         pids = k["tgid"].astype(np.int64)
         tids = k["tid"].astype(np.int64)
-        files: list[str | None] = []
-        for i in range(rows):
-            kind = int(k["kind"][i])
+        pid_l, tid_l, stage_l = pids.tolist(), tids.tolist(), k["stage"].tolist()
+        dev_l, kind_l = k["dev"].tolist(), k["kind"].tolist()
+
+        def file_of(kind: int, dev: int, ino: int, pid: int) -> str | None:
             if kind in KIND_FILE_LABELS:
-                files.append(KIND_FILE_LABELS[kind])
-            else:
-                files.append(n.files.lookup(int(k["dev"][i]), int(k["ino"][i]), int(pids[i])))
-        digests = k["digest"].astype(np.uint64)
+                return KIND_FILE_LABELS[kind]
+            return n.files.lookup(dev, ino, pid)
+
+        files = _by_value(file_of, list(zip(kind_l, dev_l, k["ino"].tolist(), pid_l)))
+        pid_tid = list(zip(pid_l, tid_l))
+        # threads seen running a statement this interval serve connections: known before any
+        # row's role is named, so every row of a thread gets the same role whatever the row order
+        n.connection_tids.update(t for t, s in set(zip(tid_l, stage_l)) if t and s in IN_STATEMENT)
+        digest_l = k["digest"].astype(np.uint64).tolist()
         cols: dict[str, object] = {
             "ts_start": [ts_start] * rows,
             "ts_end": [ts_end] * rows,
             "phase": [phase] * rows,
-            "layer": [LAYER_NAMES[int(x)] for x in k["layer"]],
-            "op": [OP_NAMES[int(x)] for x in k["op"]],
-            "api": [API_NAMES.get(int(x), "other") for x in k["api"]],
-            "kind": [KIND_NAMES.get(int(x), "unknown") for x in k["kind"]],
-            "pid": _opt_ints(pids),
-            "tid": _opt_ints(tids),
-            "process": [n.tasks.process(int(p)) if p else None for p in pids],
-            "thread": [n.tasks.thread(int(p), int(t)) if t else None for p, t in zip(pids, tids)],
-            "role": [n.role(int(p), int(t), int(s)) for p, t, s in zip(pids, tids, k["stage"])],
-            "stage": [n.stage(int(s)) if t else None for s, t in zip(k["stage"], tids)],
-            "digest": [int(x) if x else None for x in digests],
-            "query": [n.query(int(x)) for x in digests],
-            "file_class": [FC_NAMES[classify_path(f)] if f and not f.startswith("[") else None
-                           for f in files],
-            "dev": ["%d:%d" % abi.dev_major_minor(int(x)) for x in k["dev"]],
-            "device": [n.devices.lookup(int(x)) for x in k["dev"]],
+            "layer": _by_value(LAYER_NAMES.__getitem__, k["layer"].tolist()),
+            "op": _by_value(OP_NAMES.__getitem__, k["op"].tolist()),
+            "api": _by_value(lambda x: API_NAMES.get(x, "other"), k["api"].tolist()),
+            "kind": _by_value(lambda x: KIND_NAMES.get(x, "unknown"), kind_l),
+            "pid": [v or None for v in pid_l],
+            "tid": [v or None for v in tid_l],
+            "process": _by_value(lambda p: n.tasks.process(p) if p else None, pid_l),
+            "thread": _by_value(lambda p, t: n.tasks.thread(p, t) if t else None, pid_tid),
+            "role": _by_value(n.role, list(zip(pid_l, tid_l, stage_l))),
+            "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
+            "digest": [x or None for x in digest_l],
+            "query": _by_value(n.query, digest_l),
+            "file_class": _by_value(lambda f: FC_NAMES[classify_path(f)] if f and not f.startswith("[") else None,
+                                    files),
+            "dev": _by_value(lambda x: "%d:%d" % abi.dev_major_minor(x), dev_l),
+            "device": _by_value(n.devices.lookup, dev_l),
             "ino": _opt_ints(k["ino"]),
             "file": files,
             "count": d.count.astype(np.int64),
             "bytes": d.bytes.astype(np.int64),
             "lat_sum_ns": d.lat_sum_ns.astype(np.int64),
         }
-        hist = d.hist.astype(np.int64)
+        # one contiguous column per slot (a strided view would be copied again by pyarrow)
+        hist = np.ascontiguousarray(d.hist.astype(np.int64).T) if rows else None
         for i, name in enumerate(HIST_COLUMNS):
-            cols[name] = hist[:, i] if rows else np.empty(0, dtype=np.int64)
+            cols[name] = hist[i] if rows else np.empty(0, dtype=np.int64)
         return cols
 
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import UsageError
 from ioattr.metrics_server import ServerCounters
@@ -39,6 +40,8 @@ class TopOptions:
     layer: str = "syscall"
     rows: int | None = None       # batch: rows per snapshot (None: all)
     width: int | None = None      # batch: line width (default: the terminal's, else 160)
+    stages: str = DEFAULT_STAGE_MODE  # --stages: statement (digests) or full (+ stage uprobes)
+    max_stats: int = 65536        # --max-entries: io_stats capacity
 
 
 class _Stop(Exception):
@@ -136,7 +139,8 @@ class TopApp:
         h.targets = [f"{s.naming.tasks.process(pid) or '?'}[{pid}]" for pid in sorted(s.tracker.current)]
         h.degraded = sorted(s.degraded)
         try:
-            h.dropped = sum(s.drops().values())
+            h.drops = s.drops()
+            h.dropped = sum(h.drops.values())
         except Exception:  # noqa: BLE001 - a header detail must not stop the view
             pass
 
@@ -169,7 +173,8 @@ class TopApp:
         o = self.opts
         if not o.batch and not Terminal.usable():
             raise UsageError("top needs a terminal (stdin and stdout); use --batch for scripts")
-        session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, log=self._log))
+        session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, stages=o.stages,
+                                             max_stats=o.max_stats, log=self._log))
         handled = [signal.SIGTERM, signal.SIGHUP] + ([] if o.batch else [signal.SIGWINCH])
         prev = {sig: signal.signal(sig, self._on_signal) for sig in handled}
         try:

@@ -35,11 +35,11 @@ def server():
         fixtures_mariadb._SESSION_SERVERS.remove(db)
 
 
-def _run_phases(db, rec: Path, phases: list[tuple[str, object]]) -> None:
+def _run_phases(db, rec: Path, phases: list[tuple[str, object]], *extra: str) -> None:
     """Cold restart, then each (name, work) as a phase started by an SQL marker."""
     db.restart()
     db.query("SELECT id FROM b.t WHERE id = 1")  # open the table before measuring
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.25")
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.25", *extra)
     try:
         bg.wait_recording()
         conn = db.connect()
@@ -66,7 +66,10 @@ def _verdicts(result: dict) -> dict[str, str]:
     return {f["id"]: f["verdict"] for f in result["findings"]}
 
 
-def test_uncached_clustered_lookups(server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stages", ["full", "statement"])
+def test_uncached_clustered_lookups(server, tmp_path: Path, stages: str) -> None:
+    """With --stages full the reads are in `execute`; with the default --stages statement
+    the stage is null (not traced) and the finding ties the reads to the statement instead."""
     rnd = random.Random(7)
 
     def cached(cur) -> None:
@@ -78,12 +81,22 @@ def test_uncached_clustered_lookups(server, tmp_path: Path) -> None:
             cur.execute("SELECT c FROM b.t WHERE k = %s", (rnd.randrange(ROWS),))
 
     rec = tmp_path / "rec"
-    _run_phases(server, rec, [("cached", cached), ("uncached", uncached)])
+    _run_phases(server, rec, [("cached", cached), ("uncached", uncached)], "--stages", stages)
     res = _explain(rec, "--baseline", "cached", "--target", "uncached")
     assert res["metric"] == "reads_per_query"
     top = res["contributors"][0]
     assert top["dims"]["index"] == "b.t.PRIMARY" and top["dims"]["level"] == "leaf", top
-    assert top["dims"]["stage"] == "execute" and top["dims"]["role"] == "connection", top
+    assert top["dims"]["stage"] == ("execute" if stages == "full" else None), top
+    assert top["dims"]["role"] == "connection", top
+    assert top["dims"]["query"] and top["dims"]["query"].startswith("SELECT c FROM b.t WHERE k"), top
+    optimizer = next(f for f in res["findings"] if f["id"] == "optimizer_reads")
+    if stages == "statement":
+        # degrades honestly: the stage was not traced
+        assert optimizer["verdict"] == "inconclusive" and "--stages full" in optimizer["evidence"]["summary"]
+        assert any("--stages full" in m for m in res["missing"]), res["missing"]
+    else:
+        assert "--stages" not in optimizer["evidence"]["summary"], optimizer
+        assert not any("stage" in m for m in res["missing"]), res["missing"]
     assert top["share_of_change"] > 0.5
     assert abs(sum(c["share_of_change"] for c in res["contributors"]) - 1.0) < 1e-6
     v = _verdicts(res)

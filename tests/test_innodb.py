@@ -6,12 +6,13 @@ every page InnoDB reads or writes by type and B-tree level.
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Background, assert_no_ioattr_programs, report_json
+from tests.helpers import Background, assert_no_ioattr_programs, ioattr, report_json
 
 ROWS = 120000
 PAGE_METRICS = ("index_leaf", "index_non_leaf", "undo_log", "blob", "system_page")
@@ -46,13 +47,14 @@ def metrics(db, prefix: str) -> dict[str, int]:
     return {name[len(prefix):]: int(count) for name, count in rows}
 
 
-def record_queries(db, tmp: Path, statements: list[str], *, flush: bool = False) -> tuple[Path, dict, dict]:
+def record_queries(db, tmp: Path, statements: list[str], *extra: str,
+                   flush: bool = False) -> tuple[Path, dict, dict]:
     """Cold restart, record while running statements; return (rec, read deltas, write deltas)."""
     db.restart()
     # open the table (and sample its statistics) before measuring: that is not the scan's IO
     db.query("SELECT id FROM bench.t WHERE id = 1")
     rec = tmp / f"rec-{time.monotonic_ns()}"
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3")
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3", *extra)
     bg.wait_recording()
     r0, w0 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
     for sql in statements:
@@ -114,7 +116,10 @@ def test_clustered_scan_reads_primary(server, tmp_path: Path) -> None:
 def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Path) -> None:
     covering = "SELECT k FROM bench.t WHERE k BETWEEN 20000 AND 60000"
     non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 20000 AND 60000"
-    rec, _, _ = record_queries(server, tmp_path, [covering, non_covering])
+    rec, _, _ = record_queries(server, tmp_path, [covering, non_covering], "--stages", "full")
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["stages"] == "full", meta
+    assert meta["servers"][0]["stage_probes"].startswith("attached 7 uprobes"), meta["servers"]
     got = pages_by(rec, "query", "stage", "index", "level")
     cov = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT k FROM")}
     non = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
@@ -125,6 +130,27 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
     assert primary_exec > 20, non
     # literals never reach the recording
     assert all("20000" not in (k[0] or "") for k in got), got
+
+
+def test_default_stages_give_digests_with_stage_null(server, tmp_path: Path) -> None:
+    """--stages statement (the default): 3 uprobes, one hit per statement; IO inside a
+    statement has its digest and role, and its stage is null (not traced), never `parse`."""
+    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
+    rec, _, _ = record_queries(server, tmp_path, [non_covering])
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["stages"] == "statement", meta
+    assert meta["servers"][0]["stage_probes"].startswith("attached 3 uprobes"), meta["servers"]
+    got = pages_by(rec, "query", "stage", "role", "index", "level")
+    mine = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
+    assert sum(v for k, v in mine.items() if k[3] == "bench.t.PRIMARY" and k[4] == "leaf") > 20, got
+    assert {k[1] for k in mine} == {None}, mine            # stage: not traced, so null
+    assert {k[2] for k in mine} == {"connection"}, mine    # the role still comes from dispatch_command
+    assert not any(k[1] in ("parse", "optimize", "execute", "commit") for k in got), got
+    # the report says why the stage is null
+    rep = report_json(rec, "--by", "query,stage")
+    assert rep["stages"] == "statement"
+    text = ioattr("report", str(rec), "--by", "query,stage").stdout
+    assert "--stages full" in " ".join(text.split()), text
 
 
 def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
