@@ -23,7 +23,15 @@ SERVER_COMMS = ("mysqld", "mariadbd")
 
 
 def is_server(pid: int) -> bool:
-    return process_comm(pid) in SERVER_COMMS
+    """A mysqld/mariadbd, by name or by binary (a server started through a renamed link
+    has that link's name as comm, but /proc/PID/exe is still the server's binary)."""
+    if process_comm(pid) in SERVER_COMMS:
+        return True
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")  # upgraded on disk
+        return os.path.basename(exe) in SERVER_COMMS
+    except OSError:
+        return False
 
 
 @dataclass
@@ -40,6 +48,8 @@ class ServerContext:
     _next_names: float = 0.0
     _next_roles: float = 0.0
     _next_files: float = 0.0
+    _next_connect: float = 0.0
+    _connect_delay: float = 1.0
 
     def connect(self) -> None:
         try:
@@ -51,6 +61,9 @@ class ServerContext:
             eng.connect()
         except EngineError as e:
             self.engine_error = str(e)
+            # retried by retry_connect: 1, 2, 4 ... 30 s apart
+            self._next_connect = time.monotonic() + self._connect_delay
+            self._connect_delay = min(self._connect_delay * 2, 30.0)
             return
         self.engine = eng
         self.engine_error = None
@@ -66,9 +79,22 @@ class ServerContext:
         except EngineError:
             pass  # MySQL 8 has no such table; encryption then shows as unreadable page headers
 
+    def retry_connect(self) -> bool:
+        """A server found while it was starting (a restart under --comm) did not accept
+        connections yet: try again, backing off. True when it just connected."""
+        if self.engine is not None or time.monotonic() < self._next_connect:
+            return False
+        self.connect()
+        if self.engine is None:
+            return False
+        self._next_files = self._next_names = self._next_roles = 0.0  # everything, now
+        self.refresh()
+        return True
+
     def describe(self) -> dict:
         return {
             "pid": self.pid,
+            "datadir": self.directories[0] if self.directories else None,  # mysqld's cwd
             "connected": self.engine is not None,
             "version": self.engine.version if self.engine else None,
             "flavor": self.engine.flavor if self.engine else None,

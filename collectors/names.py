@@ -5,6 +5,12 @@
   scans of /proc/PID/fd and /proc/PID/maps, cached. Deleted files keep the
   name they had, marked "(deleted)"; O_TMPFILE files are labelled as
   anonymous temp files; files never seen open stay unnamed (None), never guessed.
+  Counts are kept per inode, and a filesystem reuses the inode of a deleted file
+  for the next one created (ext4 does at once): when one inode had several paths
+  within an interval, its rows are labelled "DIR/[N files reusing one inode]"
+  (DIR: the paths' common directory) rather than given the newest path.
+  The table is bounded (least recently used names go first; a live file's name
+  comes back from /proc), so millions of short-lived files don't grow it forever.
 - devices: dev_t -> "vda" from sysfs.
 - processes and threads: pid/tid -> comm, cached so exited ones keep a name.
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import OrderedDict
 
 from ioattr.collectors import abi
 
@@ -27,27 +34,72 @@ def label_link(target: str) -> str:
     return target
 
 
+MAX_FILE_NAMES = 100_000    # more than the kernel's io_stats / tracked_inodes maps hold
+MAX_TASK_NAMES = 100_000
+_DELETED = " (deleted)"
+
+
+def _base(name: str) -> str:
+    return name[: -len(_DELETED)] if name.endswith(_DELETED) else name
+
+
+def _same_inode(path: str, key: tuple[int, int]) -> bool:
+    """path still leads to inode key (a hard link or another spelling, not a reuse)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_ino == key[1] and abi.kernel_dev_of_stat(st.st_dev) == key[0]
+
+
+def _cap(table: dict, limit: int) -> None:
+    """Drop the oldest entries (insertion order; an OrderedDict in LRU order) over limit."""
+    while len(table) > limit:
+        del table[next(iter(table))]
+
+
 class FileNames:
-    def __init__(self, rescan_seconds: float = 2.0) -> None:
-        self.names: dict[tuple[int, int], str] = {}
+    def __init__(self, rescan_seconds: float = 2.0, max_names: int = MAX_FILE_NAMES) -> None:
+        self.names: "OrderedDict[tuple[int, int], str]" = OrderedDict()  # least recently used first
+        self.max_names = max_names
         self.rescan_seconds = rescan_seconds
         self._last_scan: dict[int, float] = {}
+        # inodes that had more than one path since the last end_interval(): (paths, directories)
+        self._reused: dict[tuple[int, int], tuple[int, set[str]]] = {}
+
+    def _assign(self, key: tuple[int, int], name: str, opened: bool = False) -> None:
+        """Name an inode. `opened`: a new open of it -- if the inode had another path that no
+        longer leads to it, the filesystem reused a deleted file's inode."""
+        prev = self.names.get(key)
+        if opened and prev is not None and _base(prev) != _base(name) and not _same_inode(_base(prev), key):
+            n, dirs = self._reused.get(key, (1, {os.path.dirname(_base(prev))}))
+            dirs.add(os.path.dirname(_base(name)))
+            self._reused[key] = (n + 1, dirs)
+        self.names[key] = name
+        self.names.move_to_end(key)
+        if len(self.names) > self.max_names:
+            _cap(self.names, self.max_names)
 
     def set(self, dev: int, ino: int, name: str) -> None:
         prev = self.names.get((dev, ino))
         # a later "(deleted)" view of the same file keeps the original path visible
-        if prev and name.endswith(" (deleted)") and not prev.endswith(" (deleted)"):
-            name = prev + " (deleted)"
-        self.names[(dev, ino)] = name
+        if prev and name.endswith(_DELETED) and not prev.endswith(_DELETED):
+            name = prev + _DELETED
+        self._assign((dev, ino), name)
 
     def on_open(self, ev: abi.OpenEvent) -> None:
         key = (int(ev.dev), int(ev.ino))
+        asked = os.path.basename(ev.path.decode(errors="replace").rstrip("/"))
         link = f"/proc/{ev.tgid}/fd/{ev.fd}"
         try:
             st = os.stat(link)
             if abi.kernel_dev_of_stat(st.st_dev) == key[0] and st.st_ino == key[1]:
-                self.names[key] = label_link(os.readlink(link))
-                return
+                name = label_link(os.readlink(link))
+                # the fd may have been closed and reused since, for another file that got the
+                # same (freed and reused) inode: then the name it shows is not this open's
+                if not asked or name.startswith("[") or os.path.basename(_base(name)) == asked:
+                    self._assign(key, name, opened=True)
+                    return
         except OSError:
             pass
         path = ev.path.decode(errors="replace")
@@ -59,9 +111,16 @@ class FileNames:
                 path = os.path.join(os.readlink(base), path)
             except OSError:
                 pass
+        # the file may be gone already: its directory's real path (as /proc/PID/fd would show it)
+        path = os.path.normpath(path)
+        path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
         # an open is the freshest word on this inode: it overrides a name the
         # inode had before it was freed and reused
-        self.names[key] = os.path.normpath(path)
+        self._assign(key, path, opened=True)
+
+    def end_interval(self) -> None:
+        """The interval's rows are named: inode reuse seen so far no longer applies."""
+        self._reused.clear()
 
     def scan_process(self, pid: int) -> None:
         """Name every file pid has open or mapped."""
@@ -93,13 +152,21 @@ class FileNames:
                     major, minor = (int(x, 16) for x in parts[3].split(":"))
                     key = (abi.kernel_dev(major, minor), ino)
                     if key not in self.names:
-                        self.names[key] = parts[5].strip()
+                        self._assign(key, parts[5].strip())
         except (OSError, ValueError):
             pass
 
     def lookup(self, dev: int, ino: int, pid: int = 0) -> str | None:
-        name = self.names.get((dev, ino))
-        if name is None and pid:
+        key = (dev, ino)
+        reused = self._reused.get(key)
+        if reused is not None:
+            n, dirs = reused
+            common = os.path.commonpath(sorted(dirs)) if all(d.startswith("/") for d in dirs) else ""
+            return f"{common.rstrip('/')}/[{n} files reusing one inode]"
+        name = self.names.get(key)
+        if name is not None:
+            self.names.move_to_end(key)
+        elif pid:
             last = self._last_scan.get(pid, 0.0)
             if time.monotonic() - last >= self.rescan_seconds:
                 self.scan_process(pid)
@@ -133,9 +200,10 @@ class TaskNames:
     A live task is re-read once per interval (exec and prctl rename tasks);
     an exited one keeps the last name seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_names: int = MAX_TASK_NAMES) -> None:
         self.procs: dict[int, str] = {}
         self.threads: dict[int, str] = {}
+        self.max_names = max_names  # oldest first out: a recording's tasks come and go
         self._fresh: set[tuple[str, int]] = set()
 
     def new_interval(self) -> None:
@@ -147,6 +215,7 @@ class TaskNames:
             name = _read(f"/proc/{pid}/comm")
             if name is not None:
                 self.procs[pid] = name
+                _cap(self.procs, self.max_names)
         return self.procs.get(pid)
 
     def thread(self, pid: int, tid: int) -> str | None:
@@ -155,6 +224,7 @@ class TaskNames:
             name = _read(f"/proc/{pid}/task/{tid}/comm")
             if name is not None:
                 self.threads[tid] = name
+                _cap(self.threads, self.max_names)
         return self.threads.get(tid)
 
     def on_task_event(self, pid: int, tid: int, comm: str, renamed: bool = False) -> None:
@@ -167,6 +237,8 @@ class TaskNames:
         self.threads.setdefault(tid, comm)
         if pid == tid:
             self.procs.setdefault(pid, comm)
+        _cap(self.threads, self.max_names)
+        _cap(self.procs, self.max_names)
 
     def remember_threads(self, pid: int) -> None:
         """Cache every thread's name now, while they are alive."""
@@ -178,11 +250,19 @@ class TaskNames:
             name = _read(f"/proc/{pid}/task/{t}/comm")
             if name is not None:
                 self.threads[int(t)] = name
+        _cap(self.threads, self.max_names)
 
 
 def _read(path: str) -> str | None:
+    """A small /proc file's text, stripped (os.open/os.read: cheaper than a file object,
+    and names are read for every traced thread each interval)."""
     try:
-        with open(path) as f:
-            return f.read().strip()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        return os.read(fd, 4096).decode(errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

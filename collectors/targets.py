@@ -21,11 +21,18 @@ FLAG_FOLLOWED = 2
 
 
 def process_comm(pid: int) -> str | None:
+    # os.open/os.read, not open(): --comm scans every process each interval, and a text
+    # file object costs more than the read itself (~2x the whole scan)
     try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
+        fd = os.open(f"/proc/{pid}/comm", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        return os.read(fd, 256).decode(errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def pids_with_comm(names: tuple[str, ...] | list[str]) -> list[int]:

@@ -41,7 +41,10 @@ leaves covered files that readers ignore and the next compaction deletes
 (until then plain SQL over `io/*.parquet` counts them twice: run
 `python -m ioattr.compact REC` on a crashed recording). The recorder
 keeps writing chunks meanwhile: a compaction only touches files that were
-complete when it listed the directory.
+complete when it listed the directory. A segment stands for (and lets the
+cleanup delete) the chunks it names only if its own footer says it covers
+them (`usable_part`): a torn segment, or any other file under a segment's
+name, hides and deletes nothing.
 
 Locks (flock, advisory): one compactor per recording (REC itself,
 exclusive, non-blocking); a table directory is locked exclusively only
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -144,7 +148,7 @@ def dir_lock(path: Path, mode: int) -> Iterator[bool]:
 def scan(table_dir: Path) -> list[Part]:
     try:
         names = os.listdir(table_dir)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     parts = [p for p in (parse_part(table_dir / n) for n in names) if p is not None]
     return sorted(parts, key=lambda p: (p.first, -p.last, -p.level))
@@ -165,16 +169,53 @@ def live_parts(parts: list[Part], warn: Warn = _stderr_warn) -> list[Part]:
     return out
 
 
-def snapshot(table_dir: Path, warn: Warn = _stderr_warn, locked: bool = False) -> list[Path]:
+def segment_covers(path: Path) -> tuple[int, int] | None:
+    """The chunk numbers a segment's own footer says it covers (write_segment's
+    `ioattr.segment` metadata); None when the footer can't be read or has none."""
+    try:
+        import pyarrow.parquet as pq
+
+        info = json.loads((pq.read_schema(path).metadata or {})[b"ioattr.segment"])
+        first, last = info["covers"]
+        return int(first), int(last)
+    except Exception:       # any damage: pyarrow's errors, a missing key, bad JSON, ...
+        return None
+
+
+def usable_part(p: Part) -> bool:
+    """A chunk that is a complete Parquet file, or a segment whose footer says it is the
+    segment its name says: only such a segment may stand for (and retire) the chunks it
+    names; a torn file, or any other file under a segment's name, is not one."""
+    if not complete_parquet(p.path):
+        return False
+    return p.level == 0 or segment_covers(p.path) == (p.first, p.last)
+
+
+def readable_live(parts: list[Part], warn: Warn = _stderr_warn,
+                  ok: Callable[[Part], bool] = usable_part) -> tuple[list[Part], list[Part]]:
+    """(live parts that are complete, damaged parts that would have been live). A damaged
+    part shadows nothing: the parts it would have replaced are taken instead, so a torn
+    or foreign file named like a segment never hides the chunks it names."""
+    usable, damaged = list(parts), []
+    while True:
+        live = live_parts(usable, warn)
+        bad = [p for p in live if not ok(p)]
+        if not bad:
+            return live, damaged
+        damaged += bad
+        usable = [p for p in usable if p not in bad]
+
+
+def snapshot(table_dir: Path, warn: Warn = _stderr_warn, locked: bool = False,
+             exclude: "set[Path] | frozenset[Path]" = frozenset()) -> list[Path]:
     """The files a reader should read now: live parts that are complete Parquet files.
 
     Listed under a shared lock (taken here unless the caller holds it), so never in
-    the middle of a compactor's rename or deletions; damaged files are reported and
-    left out (never fatal)."""
-    good, bad = [], []
+    the middle of a compactor's rename or deletions; damaged files (and those in
+    `exclude`, found damaged by the caller) are reported and left out (never fatal)."""
     with contextlib.nullcontext() if locked else dir_lock(table_dir, fcntl.LOCK_SH):
-        for p in live_parts(scan(table_dir), warn):
-            (good if complete_parquet(p.path) else bad).append(p)
+        parts = [p for p in scan(table_dir) if p.path not in exclude]
+        good, bad = readable_live(parts, warn)
     for p in bad:
         warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}")
     return [p.path for p in good]
@@ -208,10 +249,10 @@ def plan(table: str, table_dir: Path, fanout: tuple[int, ...] = FANOUT, warn: Wa
 
     def ok(p: Part) -> bool:
         if p.path not in cache:
-            cache[p.path] = complete_parquet(p.path)
+            cache[p.path] = usable_part(p)
         return cache[p.path]
 
-    run = _first_run(live_parts(scan(table_dir), warn), fanout, ok)
+    run = _first_run(readable_live(scan(table_dir), warn, ok)[0], fanout, ok)
     return None if run is None else Merge(table, table_dir, run, run[0].level + 1)
 
 
@@ -383,7 +424,8 @@ def cleanup(table_dir: Path, warn: Warn = _stderr_warn) -> int:
                 (table_dir / n).unlink()
                 removed += 1
     parts = scan(table_dir)
-    live = {p.path for p in live_parts(parts, warn)}
+    # only a complete segment replaces what it covers: a damaged one deletes nothing
+    live = {p.path for p in readable_live(parts, warn)[0]}
     covered = [p for p in parts if p.path not in live and _covered_by_segment(p, parts, live)
                and complete_parquet(p.path)]
     if covered:
@@ -545,6 +587,12 @@ def main(argv: list[str] | None = None) -> int:
         if not a.background:
             print(f"ioattr compact: {e}", file=sys.stderr)
         return EXIT_BUSY
+    except OSError as e:     # disk full included: the segment's .tmp is gone, the chunks untouched
+        why = ("disk full (no space left on device)" if e.errno in (errno.ENOSPC, errno.EDQUOT)
+               or "No space left on device" in str(e) else f"{type(e).__name__}: {e}")
+        print(f"ioattr compact: {rec}: {why}; not compacted, the recording stays readable in chunks",
+              file=sys.stderr)
+        return 1
     except Exception as e:   # one line; the recording stays readable whatever happened
         print(f"ioattr compact: {rec}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -74,22 +74,30 @@ class Control:
                 pass
 
 
-def register(recording: Path) -> Control:
-    ctl_dir = recording / "control"
-    ctl_dir.mkdir(mode=0o700, exist_ok=True)
-    run_file = None
+def _start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot): with the pid, it names one process
+    for good (a pid alone is reused once the recorder that wrote a run file is gone)."""
     try:
-        RUN_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-        run_file = RUN_DIR / f"record-{os.getpid()}.json"
-        _write_atomic(run_file, {"pid": os.getpid(), "recording": str(recording.resolve()),
-                                 "started": time.time()})
-    except OSError:
-        run_file = None  # marks then need --recording
-    return Control(recording, run_file)
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
-def active_recordings() -> list[dict]:
-    out = []
+def _alive(info: dict) -> bool:
+    """The recorder a run file describes is still running (not a reused pid)."""
+    pid = info.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    now = _start_time(pid)
+    if now is None:
+        return False
+    return info.get("start_time") in (None, now)  # files without it: from an older version
+
+
+def _run_files() -> list[tuple[Path, dict | None]]:
+    out: list[tuple[Path, dict | None]] = []
     try:
         files = sorted(RUN_DIR.glob("record-*.json"))
     except OSError:
@@ -98,10 +106,34 @@ def active_recordings() -> list[dict]:
         try:
             info = json.loads(f.read_text())
         except (OSError, ValueError):
-            continue
-        if os.path.exists(f"/proc/{info.get('pid')}"):
-            out.append(info)
+            info = None
+        out.append((f, info if isinstance(info, dict) else None))
     return out
+
+
+def register(recording: Path) -> Control:
+    ctl_dir = recording / "control"
+    ctl_dir.mkdir(mode=0o700, exist_ok=True)
+    run_file = None
+    try:
+        RUN_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # run files of recorders that were killed (SIGKILL, a crash) never got removed
+        for f, info in _run_files():
+            if info is not None and not _alive(info):
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+        run_file = RUN_DIR / f"record-{os.getpid()}.json"
+        _write_atomic(run_file, {"pid": os.getpid(), "start_time": _start_time(os.getpid()),
+                                 "recording": str(recording.resolve()), "started": time.time()})
+    except OSError:
+        run_file = None  # marks then need --recording
+    return Control(recording, run_file)
+
+
+def active_recordings() -> list[dict]:
+    return [info for _, info in _run_files() if info is not None and _alive(info)]
 
 
 def resolve_recording(recording: str | None) -> Path:

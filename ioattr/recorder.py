@@ -12,6 +12,7 @@ wrapped command's output (--phase-pattern), and statements containing
 """
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -28,9 +29,11 @@ from ioattr import control
 from ioattr.auto_phases import AutoPhaser
 from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec
-from ioattr.errors import UsageError
-from ioattr.recording import RecordingWriter
+from ioattr.errors import RuntimeFailure, UsageError
+from ioattr.labels import drops_line
+from ioattr.recording import RecordingWriteError, RecordingWriter
 from ioattr.session import Interval, LiveSession, SessionOptions
 
 
@@ -45,6 +48,8 @@ class RecordOptions:
     probe_sets: tuple[str, ...] | None = None
     innodb_pages: bool = True
     keep_literals: bool = False
+    stages: str = DEFAULT_STAGE_MODE
+    max_stats: int = 65536  # io_stats capacity (--max-entries)
     engine: EngineOptions = field(default_factory=EngineOptions)
     discard_command_output: bool = False
     phase_pattern: str | None = None
@@ -96,8 +101,10 @@ class Recorder:
         if pid == 0:  # child
             try:
                 os.close(w)
-                os.read(r, 1)
+                go = os.read(r, 1)
                 os.close(r)
+                if go != b"g":
+                    os._exit(127)  # ioattr failed before tracing began: don't run it untraced
                 if out_w is not None:
                     os.dup2(out_w, 1)
                     os.dup2(out_w, 2)
@@ -133,8 +140,10 @@ class Recorder:
         o = self.opts
         session = LiveSession(SessionOptions(
             targets=o.targets, probe_sets=o.probe_sets, innodb_pages=o.innodb_pages,
-            keep_literals=o.keep_literals, follow_forks=bool(o.targets.command), engine=o.engine, log=o.log))
+            keep_literals=o.keep_literals, follow_forks=bool(o.targets.command), stages=o.stages, max_stats=o.max_stats,
+            engine=o.engine, log=o.log))
         barrier_fd = None
+        failure: RecordingWriteError | None = None
         prev_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with session:
@@ -142,7 +151,8 @@ class Recorder:
                     o.output, targets=o.targets.describe(), interval=o.interval, phase=o.phase,
                     probe_sets=session.active_sets, degraded=session.degraded)
                 writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
-                                   phase_pattern=o.phase_pattern)
+                                   phase_pattern=o.phase_pattern, max_entries={"io_stats": o.max_stats},
+                                   syscall_hook=session.probes.syscall_hook if session.probes else None)
                 session.phase = o.phase
                 if o.targets.command:
                     self.child_pid, barrier_fd = self._spawn_command()
@@ -150,7 +160,7 @@ class Recorder:
                 session.start(skip_pid=self.child_pid)
                 self._describe(session, writer)
                 # engine and host counters: the baseline snapshot (collectors/counters.py)
-                self.counters = CounterCollector(note=lambda text: (writer.note(text), o.log(text)))
+                self.counters = CounterCollector(note=lambda text: self._counters_note(writer, text))
                 self._counters(session, writer, force=True)
                 ctl = control.register(o.output)
                 if barrier_fd is not None:
@@ -160,20 +170,80 @@ class Recorder:
                 o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
                       f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
-                    self._loop(session, writer, ctl)
+                    try:
+                        self._loop(session, writer, ctl)
+                    finally:
+                        if writer.broken is None:  # after a write error nothing more is written
+                            self._write(writer, session.tick())
+                            self._counters(session, writer, force=True)  # engine and host counters, last
+                            writer.flush(session.drops())
+                            warn = drops_line(writer.meta.get("dropped"), writer.meta.get("max_entries"))
+                            if warn:
+                                o.log(warn)  # never silent: also in meta.json and every report
+                            self._describe(session, writer)
+                            writer.close("complete")
+                except RecordingWriteError as e:
+                    failure = e
+                    writer.abandon(e)
                 finally:
-                    self._write(writer, session.tick())
-                    self._counters(session, writer, force=True)  # engine and host counters, last
-                    writer.flush(session.drops())
-                    self._describe(session, writer)
                     ctl.unregister()
-                    writer.close("complete")
+            # the session is closed: nothing of ours is attached any more
+            if failure is not None:
+                self._after_write_failure(failure)
         finally:
             for s, h in prev_handlers.items():
                 signal.signal(s, h)
             if barrier_fd is not None:
                 os.close(barrier_fd)
         return self._exit_code()
+
+    def _after_write_failure(self, failure: RecordingWriteError) -> None:
+        """The recording can't be written (disk full...): tracing has stopped. A wrapped
+        command is left alone to finish its work (waited for, so it is not orphaned; a
+        SIGINT/SIGTERM to ioattr meanwhile is passed on to it). Then exit 1 with one line."""
+        o = self.opts
+        chunks = f"{o.output} keeps the {self._chunks_written(failure)} chunks written before"
+        if self.child_pid is not None and self.child_status is None:
+            o.log(f"{failure.reason}: recording stopped; waiting for the command "
+                  f"(pid {self.child_pid}) to finish")
+            self._wait_child()
+            msg = f"the command exited with status {self.child_status}"
+            chunks += f"; {msg}"
+        raise RuntimeFailure(f"{failure}; recording stopped; {chunks}") from None
+
+    @staticmethod
+    def _chunks_written(failure: RecordingWriteError) -> int:
+        try:
+            meta = json.loads((failure.rec / "meta.json").read_text())
+            return int(meta.get("chunks") or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _wait_child(self) -> None:
+        """Wait for the command; a SIGINT/SIGTERM that reaches ioattr meanwhile goes on to it."""
+        self.stop_reason = None        # what stopped the recording is not for the command
+        while True:
+            if self.stop_reason:
+                self.stop_reason = None
+                try:
+                    os.kill(self.child_pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            try:
+                pid, status = os.waitpid(self.child_pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.child_status = os.waitstatus_to_exitcode(status)
+                return
+            time.sleep(0.1)
+
+    def _counters_note(self, writer: RecordingWriter, text: str) -> None:
+        writer.note(text)
+        # a refused login was said once already (LiveSession: "cannot connect ... engine counters
+        # will be missing"); the note stays in meta.json, stderr gets one line per problem
+        if "no engine counters (cannot connect" not in text:
+            self.opts.log(text)
 
     def _exit_code(self) -> int:
         if self.child_status is not None and self.child_status != 0:
@@ -185,6 +255,9 @@ class Recorder:
     def _describe(session: LiveSession, writer: RecordingWriter) -> None:
         writer.meta["servers"] = session.servers()
         writer.meta["stage_probes"] = session.naming.stage_probes
+        # "statement" (digests; stage null inside statements), "full" (+ parse/optimize/execute/
+        # commit) or null (no stage probes attached); recordings without the key are "full"
+        writer.meta["stages"] = session.naming.stages
         # every statement digest's text (literals stripped unless --keep-literals): rows drained
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
@@ -195,6 +268,10 @@ class Recorder:
             ctx.names.refresh_if_stale()
             names.update({str(i): n for i, n in ctx.names.names.items()})
         writer.meta["indexes"] = names
+        # the recorder's name tables (bounded: collectors/names.py), to see they don't grow forever
+        writer.meta["name_tables"] = {"files": len(session.naming.files.names),
+                                      "processes": len(session.naming.tasks.procs),
+                                      "threads": len(session.naming.tasks.threads)}
         writer.write_meta()
 
     @staticmethod

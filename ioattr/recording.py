@@ -16,6 +16,8 @@ recording names files, queries and processes of the traced host.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import platform
@@ -30,7 +32,7 @@ import pyarrow.parquet as pq
 
 from ioattr import __version__
 from ioattr.collectors.abi import HIST_SLOTS
-from ioattr.errors import UsageError
+from ioattr.errors import RuntimeFailure, UsageError
 
 FORMAT = "ioattr-recording/1"
 HIST_COLUMNS = [f"h{i:02d}" for i in range(HIST_SLOTS)]
@@ -125,14 +127,46 @@ COUNTERS_SCHEMA = pa.schema(
 TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA, "counters": COUNTERS_SCHEMA}
 
 
+class RecordingWriteError(RuntimeFailure):
+    """The recording can't be written any more (disk full, quota, I/O error): exit 1.
+
+    The writer stays broken once this happened; what was written before stays readable."""
+
+    def __init__(self, rec: Path, file: Path, err: OSError) -> None:
+        no = err.errno
+        text = str(err)
+        self.disk_full = (no in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in text
+                          or "Disk quota exceeded" in text)
+        if not self.disk_full:
+            try:
+                self.disk_full = os.statvfs(rec).f_bavail == 0
+            except OSError:
+                pass
+        if self.disk_full:
+            why = "disk full (no space left on device)" if no != errno.EDQUOT else "disk quota exceeded"
+        else:
+            why = err.strerror or text
+        self.rec = rec
+        self.file = file
+        self.reason = why
+        super().__init__(f"{why}: cannot write {file}")
+
+
 def _write_private(path: Path, data: bytes) -> None:
+    """Replace path with data, atomically: a failure (disk full...) leaves the old file as it was."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:                       # a nearly full disk takes part of a write, then fails
+            view = view[os.write(fd, view):]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
     os.replace(tmp, path)
 
 
@@ -174,6 +208,7 @@ class RecordingWriter:
     batches: dict[str, list[pa.RecordBatch]] = field(default_factory=dict)
     chunk_no: int = 0
     auto_compact: bool = True       # merge closed chunks into segments as we go (compact.py)
+    broken: RecordingWriteError | None = None  # set by the first failed write
     _compactor: Any = field(default=None, repr=False)
 
     @classmethod
@@ -207,8 +242,20 @@ class RecordingWriter:
     def current_phase(self) -> str:
         return self.meta["phases"][-1]["name"]
 
+    def _failed(self, file: Path, err: OSError) -> RecordingWriteError:
+        """From now on the writer is broken: every later write raises the same error."""
+        self.broken = RecordingWriteError(self.path, file, err)
+        self.batches = {}                 # rows that can't be written: freed, not kept growing
+        return self.broken
+
     def write_meta(self) -> None:
-        _write_private(self.path / "meta.json", json.dumps(self.meta, indent=2).encode())
+        if self.broken is not None:
+            raise self.broken
+        target = self.path / "meta.json"
+        try:
+            _write_private(target, json.dumps(self.meta, indent=2).encode())
+        except OSError as e:
+            raise self._failed(target, e) from None
 
     def note(self, text: str) -> None:
         """Something the reader of the recording should know (a target exited...)."""
@@ -235,6 +282,8 @@ class RecordingWriter:
         """Write buffered rows as one immutable chunk."""
         if dropped is not None:
             self.meta["dropped"] = dropped
+        if self.broken is not None:
+            raise self.broken
         if any(self.batches.values()):
             self.chunk_no += 1
             for name, batches in self.batches.items():
@@ -243,9 +292,17 @@ class RecordingWriter:
                 table = pa.Table.from_batches(batches, schema=TABLES[name])
                 final = self.path / name / f"chunk-{self.chunk_no:06d}.parquet"
                 tmp = final.with_name(final.name + ".tmp")
-                pq.write_table(table, tmp, compression="zstd")
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, final)
+                try:
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    with os.fdopen(fd, "wb") as f:
+                        pq.write_table(table, f, compression="zstd")
+                    os.replace(tmp, final)
+                except OSError as e:
+                    # this chunk is lost (those of its tables already renamed stay: each is
+                    # complete); the ones before it are untouched
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+                    raise self._failed(final, e) from None
             self.batches = {}
             self.meta["chunks"] = self.chunk_no
             if self.auto_compact:
@@ -258,6 +315,20 @@ class RecordingWriter:
 
             self._compactor = BackgroundCompactor(self.path)
         return self._compactor
+
+    def abandon(self, error: RecordingWriteError) -> bool:
+        """After a write error: say so in meta.json if there is room for that (the failed
+        chunk's space was given back); no compaction. True if meta.json was updated."""
+        now = time.time()
+        self.meta.update(ended=now, status="incomplete", error=str(error))
+        if self.meta["phases"][-1]["end"] is None:
+            self.meta["phases"][-1]["end"] = now
+        self.meta["notes"].append({"time": now, "text": f"recording stopped: {error}"})
+        try:
+            _write_private(self.path / "meta.json", json.dumps(self.meta, indent=2).encode())
+            return True
+        except OSError:
+            return False          # meta.json stays as last written (status "recording")
 
     def close(self, status: str = "complete") -> None:
         self.flush()

@@ -23,9 +23,12 @@ from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
-from ioattr.collectors.stage_probes import StageProbes
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
 from ioattr.rows import IoRows, Naming, PageRows, StatementRows
+
+
+THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
 
 
 @dataclass
@@ -35,6 +38,8 @@ class SessionOptions:
     innodb_pages: bool = True
     keep_literals: bool = False
     follow_forks: bool = False
+    stages: str = DEFAULT_STAGE_MODE  # statement: digests only (3 uprobes); full: + stage uprobes
+    max_stats: int = 65536  # io_stats capacity (--max-entries); a full map counts drops
     engine: EngineOptions = field(default_factory=EngineOptions)
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
@@ -72,7 +77,9 @@ class LiveSession:
         self.phase_markers: list[tuple[float, str]] = []  # from `ioattr:phase=NAME` statements
         self._new_page_file = False
         self._last_tick = time.time()
+        self._next_thread_scan = 0.0
         self.phase = "main"
+        self.past_servers: list[dict] = []
 
     # -- attach / detach ---------------------------------------------------------
     def __enter__(self) -> "LiveSession":
@@ -86,11 +93,14 @@ class LiveSession:
         o = self.opts
         features.require_tracing_host()
         o.targets.validate()
-        self.probes = ProbeSession(o.probe_sets, follow_forks=o.follow_forks, innodb_pages=o.innodb_pages)
+        self.probes = ProbeSession(o.probe_sets, follow_forks=o.follow_forks, innodb_pages=o.innodb_pages,
+                                   fine_stages=o.stages == "full", max_stats=o.max_stats)
         self.probes.open()
         try:
             for why in self.probes.degraded.values():
                 o.log(f"degraded: {why}")
+            for note in self.probes.notes.values():  # e.g. the syscall hook fell back to raw
+                o.log(note)
             self.file_map = InnodbFileMap(self.probes.map_fd("innodb_files") if o.innodb_pages else None)
             self.stage = StageProbes(self.probes)
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"))
@@ -141,7 +151,8 @@ class LiveSession:
         return read_drops(self.probes.map_fd("drops")) if self.probes else {}
 
     def servers(self) -> list[dict]:
-        return [ctx.describe() for ctx in self.naming.servers.values()]
+        """Every server traced so far: exited ones (with "exited": time) first."""
+        return self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
 
     def welcome(self, pids: list[int], skip_pid: int | None = None) -> None:
         """Learn what we can about new targets while they are alive."""
@@ -157,7 +168,7 @@ class LiveSession:
         ctx = ServerContext(pid, self.opts.engine, self.file_map)
         ctx.connect()
         if ctx.engine_error:
-            self.opts.log(f"server {pid}: {ctx.engine_error}; index names and thread roles "
+            self.opts.log(f"server {pid}: {ctx.engine_error}; index names, thread roles and engine counters "
                           "will be missing, file-level attribution continues")
         ctx.refresh()
         if self.stage.available:
@@ -165,6 +176,7 @@ class LiveSession:
             if not ctx.stage_status.startswith("attached"):
                 self.opts.log(f"server {pid}: {ctx.stage_status}")
             self.naming.stage_probes = self.stage.attached
+            self.naming.stages = self.stage.mode if self.stage.attached else None
         for err in (ctx.names.error, ctx.roles.error):
             if err:
                 self.opts.log(f"server {pid}: {err}")
@@ -219,9 +231,11 @@ class LiveSession:
         if len(p):
             self._refresh_servers()  # names for index ids first seen in this interval
         t0, self._last_tick = self._last_tick, now
+        io = self.io_rows.columns(d, t0, now, self.phase) if len(d) else None
+        self.naming.files.end_interval()  # inode reuse seen so far is this interval's (names.py)
         return Interval(
             start=t0, end=now,
-            io=self.io_rows.columns(d, t0, now, self.phase) if len(d) else None,
+            io=io,
             pages=self.page_rows.columns(p, t0, now, self.phase) if len(p) else None,
             statements=self.stmt_rows.columns(st, t0, now, self.phase) if st is not None and len(st) else None,
             io_rows=len(d), page_rows=len(p),
@@ -233,8 +247,18 @@ class LiveSession:
         for pid in gone:
             ctx = self.naming.servers.pop(pid, None)
             if ctx:
+                # an exited server stays described (meta.json "servers"), marked exited
+                self.past_servers.append(dict(ctx.describe(), exited=time.time()))
                 ctx.close()
                 self.stage.detach(pid)
-        for pid in self.tracker.current:
-            self.naming.tasks.remember_threads(pid)
+        for pid, ctx in self.naming.servers.items():
+            if ctx.retry_connect():
+                self.opts.log(f"server {pid}: connected; index names and thread roles are back")
+        # every thread's name, in case it exits unnamed: a backstop (the kernel names a thread at
+        # its first IO, and rows re-read names each interval), so every few seconds, not each
+        # interval -- a server has hundreds of threads
+        if time.monotonic() >= self._next_thread_scan:
+            self._next_thread_scan = time.monotonic() + THREAD_SCAN_SECONDS
+            for pid in self.tracker.current:
+                self.naming.tasks.remember_threads(pid)
         return TargetChanges(new, gone)
