@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from ioattr.demo import DemoOptions, default_output, run_demo
+from ioattr.cli.record import check_output
 from ioattr.errors import UsageError
 
 
@@ -21,4 +22,11 @@ def run(args: argparse.Namespace) -> int:
     if args.table_size < 100:
         raise UsageError("--table-size must be at least 100")
     out = Path(args.output) if args.output else default_output()
+    # refuse a bad -o before starting a server and a workload, not after
+    check_output(out)
+    if not out.exists():
+        try:
+            out.mkdir(mode=0o700, parents=True)  # the recorder accepts an empty directory
+        except OSError as e:
+            raise UsageError(f"cannot write the recording at {out}: {e.strerror}") from None
     return run_demo(DemoOptions(output=out, seconds=args.seconds, table_size=args.table_size))

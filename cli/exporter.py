@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from ioattr.cli.record import add_engine_arguments, engine_options
+from ioattr.cli.record import add_capacity_argument, add_engine_arguments, add_stages_argument, engine_options, \
+    max_entries
 from ioattr.collectors.targets import DEFAULT_COMMS
 from ioattr.errors import UsageError
 from ioattr.exporter import DEFAULT_LISTEN, Exporter, ExporterOptions, WaitingTargets, parse_listen
@@ -31,6 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-probe-stats", action="store_true",
                    help="don't turn on kernel BPF run-time statistics (ioattr_probe_run_seconds_total)")
     p.add_argument("--duration", type=float, help="stop after this many seconds")
+    add_stages_argument(p)
+    add_capacity_argument(p)
     add_engine_arguments(p)
 
 
@@ -49,5 +52,6 @@ def run(args: argparse.Namespace) -> int:
         spec.comms = list(DEFAULT_COMMS)
     opts = ExporterOptions(targets=spec, engine=engine_options(args), listen=args.listen,
                            interval=args.interval, top_n=args.top_n, retention=args.retention,
-                           probe_stats=not args.no_probe_stats, duration=args.duration)
+                           probe_stats=not args.no_probe_stats, duration=args.duration, stages=args.stages,
+                           max_stats=max_entries(args))
     return Exporter(opts).run()

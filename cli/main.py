@@ -13,9 +13,10 @@ from types import ModuleType
 from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
-from ioattr.cli import demo, doctor, explain, exporter, mark, record, report, top
+from ioattr.cli import compact, demo, doctor, explain, exporter, mark, record, report, top
 
 SUBCOMMANDS: dict[str, ModuleType] = {
+    "compact": compact,
     "demo": demo,
     "doctor": doctor,
     "explain": explain,
@@ -52,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1:]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # name the subcommand whose options these are not
+        where = f"ioattr {args.command}" if getattr(args, "command", None) else "ioattr"
+        parser.exit(EXIT_USAGE, f"{where}: unrecognized arguments: {' '.join(extra)} (see {where} --help)\n")
     args.wrapped_command = command
     if not args.command:
         parser.print_help(sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ioattr.control import resolve_recording, send_mark, send_stop
+from ioattr.control import check_phase_name, resolve_recording, send_mark, send_stop
 from ioattr.errors import UsageError
 
 
@@ -18,6 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.phase and not args.stop:
         raise UsageError("give a PHASE name (or --stop)")
+    if args.phase:
+        check_phase_name(args.phase)  # a bad name is refused before looking for the recording
     rec = resolve_recording(args.recording)
     if args.stop:
         send_stop(rec)

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import time
 from pathlib import Path
 
 from ioattr.collectors.engine import EngineOptions
 from ioattr.control import check_phase_name
 from ioattr.collectors.probes import PROBE_SETS
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, STAGE_MODES
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
 from ioattr.recorder import RecordOptions, Recorder
@@ -39,7 +41,37 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="don't classify InnoDB pages (index, level, page type)")
     p.add_argument("--keep-literals", action="store_true",
                    help="store statement samples with their literal values (default: stripped)")
+    add_stages_argument(p)
+    add_capacity_argument(p)
     add_engine_arguments(p)
+
+
+def add_stages_argument(p: argparse.ArgumentParser) -> None:
+    """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
+    p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
+                   help="statement (default): statement digests and roles from 3 uprobes, one hit per "
+                        "statement; IO inside a statement has its query but a null stage. full: also "
+                        "parse/optimize/execute/commit (4 more uprobes, ~4 more hits per point select: "
+                        "costs QPS on short queries)")
+
+
+MAX_ENTRIES_DEFAULT = 65536
+MAX_ENTRIES_RANGE = (16, 1 << 24)
+
+
+def add_capacity_argument(p: argparse.ArgumentParser) -> None:
+    """--max-entries: the io_stats map's capacity (IO of keys that find it full is counted as drops)."""
+    p.add_argument("--max-entries", type=int, default=MAX_ENTRIES_DEFAULT, metavar="N",
+                   help=f"capacity of the in-kernel aggregation map io_stats (default {MAX_ENTRIES_DEFAULT}); "
+                        "IO of a new file/thread/query key that finds it full is not counted but shown as "
+                        "dropped")
+
+
+def max_entries(args: argparse.Namespace) -> int:
+    lo, hi = MAX_ENTRIES_RANGE
+    if not lo <= args.max_entries <= hi:
+        raise UsageError(f"--max-entries must be between {lo} and {hi}")
+    return int(args.max_entries)
 
 
 def add_engine_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,10 +85,37 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
-    if args.mysql_defaults_file and not os.access(args.mysql_defaults_file, os.R_OK):
+    # what the user named explicitly must exist: refuse at once (exit 2) rather than run
+    # without the server connection that was asked for; a server that merely refuses the
+    # login is a runtime condition (file-level attribution continues, with one message)
+    if args.mysql_defaults_file and (not os.path.isfile(args.mysql_defaults_file)
+                                     or not os.access(args.mysql_defaults_file, os.R_OK)):
         raise UsageError(f"cannot read option file {args.mysql_defaults_file}")
+    if args.mysql_socket:
+        try:
+            is_socket = stat.S_ISSOCK(os.stat(args.mysql_socket).st_mode)
+        except OSError as e:
+            raise UsageError(f"--mysql-socket {args.mysql_socket}: {e.strerror}") from None
+        if not is_socket:
+            raise UsageError(f"--mysql-socket {args.mysql_socket}: not a unix socket")
+    if args.mysql_port is not None and not 0 < args.mysql_port < 65536:
+        raise UsageError("--mysql-port must be between 1 and 65535")
     return EngineOptions(defaults_file=args.mysql_defaults_file, socket=args.mysql_socket,
                          host=args.mysql_host, port=args.mysql_port, user=args.mysql_user)
+
+
+def check_output(out: Path) -> None:
+    """Refuse an unusable -o before any probe is loaded (the recorder checks again)."""
+    try:
+        if out.exists():
+            if not out.is_dir():
+                raise UsageError(f"output {out} exists and is not a directory")
+            if (out / "meta.json").exists():
+                raise UsageError(f"output {out} already holds a recording; choose another -o")
+            if any(out.iterdir()):
+                raise UsageError(f"output directory {out} is not empty")
+    except PermissionError:
+        raise UsageError(f"cannot write the recording at {out}: permission denied") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,9 +147,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             spec.comms = list(DEFAULT_COMMS)
     output = Path(args.output or time.strftime("ioattr-%Y%m%d-%H%M%S"))
+    check_output(output)
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
                          innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
+                         stages=args.stages, max_stats=max_entries(args),
                          phase_pattern=args.phase_pattern, auto_phases=args.auto_phases,
                          engine=engine_options(args))
     return Recorder(opts).run()

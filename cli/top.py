@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from ioattr.cli.record import add_engine_arguments, engine_options
+from ioattr.cli.record import add_capacity_argument, add_engine_arguments, add_stages_argument, engine_options, \
+    max_entries
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
 from ioattr.top import BY_CHOICES, LAYERS
@@ -34,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--iterations", type=int, help="stop after this many refreshes")
     p.add_argument("--rows", type=int, help="batch: rows per snapshot (default all)")
     p.add_argument("--width", type=int, help="batch: line width (default the terminal's, else 160)")
+    add_stages_argument(p)
+    add_capacity_argument(p)
     add_engine_arguments(p)
 
 
@@ -51,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
         spec.comms = list(DEFAULT_COMMS)
     opts = TopOptions(targets=spec, engine=engine_options(args), by=args.by, interval=args.interval,
                       batch=args.batch, iterations=args.iterations, sort=args.sort, reverse=args.reverse,
-                      layer=args.layer, rows=args.rows or None, width=args.width)
+                      layer=args.layer, rows=args.rows or None, width=args.width, stages=args.stages,
+                      max_stats=max_entries(args))
     return TopApp(opts).run()

@@ -49,8 +49,10 @@ from prometheus_client.utils import floatToGoString
 
 from ioattr import __version__
 from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec, pid_alive
 from ioattr.errors import UsageError
+from ioattr.labels import DROP_MAPS, drops_line  # which map each drop reason is about
 from ioattr.metrics_bpf import RunTimeStats, all_prog_stats
 from ioattr.metrics_http import MetricsServer
 from ioattr.metrics_server import ServerCounters
@@ -64,9 +66,6 @@ DEFAULT_PORT = 9474
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 POLL_SECONDS = 0.1
 DRAIN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-# which map each drop reason is about (bpf/ioattr.h); pages_cut is a classifier limit, not a map
-DROP_MAPS = {"stats_full": "io_stats", "inflight_full": "inflight", "events_full": "events",
-             "tracked_full": "tracked_inodes", "pages_full": "page_stats", "pages_cut": ""}
 _LE = [floatToGoString(v) for v in BUCKET_LE_SECONDS]
 
 
@@ -281,6 +280,8 @@ class ExporterOptions:
     retention: float = 600.0
     probe_stats: bool = True
     duration: float | None = None
+    stages: str = DEFAULT_STAGE_MODE  # --stages: statement (digests) or full (+ stage uprobes)
+    max_stats: int = 65536  # --max-entries: io_stats capacity
 
 
 class Exporter:
@@ -315,7 +316,8 @@ class Exporter:
         prev = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         runtime = RunTimeStats(o.probe_stats)
         try:
-            session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, log=self.log))
+            session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, stages=o.stages,
+                                                 max_stats=o.max_stats, log=self.log))
             with session:
                 session.start()
                 self.counters.read(session.naming.servers)
@@ -374,7 +376,11 @@ class Exporter:
         st = self.stats
         st.last_drain = time.time()
         try:
+            before = sum(st.drops.values())
             st.drops = s.drops()
+            if sum(st.drops.values()) and not before:
+                # said once on stderr; ioattr_drops_total{map,reason} keeps counting
+                self.log(drops_line(st.drops, {"io_stats": self.opts.max_stats}) or "drops")
         except Exception:  # noqa: BLE001 - health numbers must not stop the export
             pass
         if s.probes is not None:

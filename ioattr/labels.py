@@ -28,3 +28,46 @@ KIND_FILE_LABELS = {
     int(Kind.DISCARD): "[discard]",
     int(Kind.FLUSH): "[cache flush]",
 }
+
+# Which BPF map each drop reason (bpf/ioattr.h enum ioattr_drop, meta.json "dropped") is
+# about; pages_cut is a classifier limit, not a full map.
+DROP_MAPS = {"stats_full": "io_stats", "inflight_full": "inflight", "events_full": "events",
+             "tracked_full": "tracked_inodes", "pages_full": "page_stats", "pages_cut": ""}
+DROP_WHAT = {
+    "stats_full": "io_stats full: IO of new file/thread/query keys not counted",
+    "inflight_full": "in-flight table full: async IO not timed or not counted",
+    "events_full": "event ring buffer full: open/statement/thread-name events lost",
+    "tracked_full": "tracked_inodes full: block IO of some files charged to [untracked files]",
+    "pages_full": "page_stats full: InnoDB pages of new index/page-type keys not classified",
+    "pages_cut": "IO with more pages than one probe classifies: pages past the limit not classified",
+}
+
+
+def drop_details(dropped: dict | None, capacities: dict | None = None) -> list[dict]:
+    """The non-zero drops of a recording or session, one entry per reason, biggest first:
+    {"map", "reason", "count", "what"} (+ "max_entries" when the map's capacity is known)."""
+    out = []
+    for reason, n in (dropped or {}).items():
+        if not n:
+            continue
+        m = DROP_MAPS.get(reason, "")
+        d = {"map": m or None, "reason": reason, "count": int(n), "what": DROP_WHAT.get(reason, reason)}
+        if capacities and m in capacities:
+            d["max_entries"] = int(capacities[m])
+        out.append(d)
+    return sorted(out, key=lambda d: (-d["count"], d["reason"]))
+
+
+def drops_line(dropped: dict | None, capacities: dict | None = None) -> str | None:
+    """One human line about drops, None when there were none."""
+    details = drop_details(dropped, capacities)
+    if not details:
+        return None
+    total = sum(d["count"] for d in details)
+    parts = []
+    for d in details:
+        where = d["map"] or d["reason"]
+        cap = f", capacity {d['max_entries']}" if "max_entries" in d else ""
+        parts.append(f"{where} {d['count']:,}{cap}")
+    hint = "; record with a larger --max-entries" if any(d["map"] == "io_stats" for d in details) else ""
+    return f"WARNING: {total:,} IO/events dropped, the totals are low ({'; '.join(parts)}{hint})"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioattr.dimensions import DIMENSIONS, parse_dimensions, sql_for, table_for
+from ioattr.dimensions import DIMENSIONS, parse_dimensions, sql_for, stage_mode, table_for
 from ioattr.hist import latency_us
+from ioattr.labels import drop_details
 from ioattr.reader import Recording
 from ioattr.recording import HIST_COLUMNS
 from ioattr.errors import UsageError
@@ -36,11 +37,12 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     group = [d for d in dims if d not in ("layer", "op")] + ["layer", "op"]
     expr = {d: sql_for(d, table) for d in group}
     select = ", ".join(f"{expr[d]} AS {d}" for d in group)
+    # coalesce: a recorder never writes NULL measures, but a damaged chunk can decode to them
     if table == "io":
-        measures = "sum(count)::BIGINT AS n, sum(bytes)::BIGINT AS b, " + ", ".join(
-            f"sum({c})::BIGINT" for c in HIST_COLUMNS)
+        measures = "coalesce(sum(count), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b, " + ", ".join(
+            f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
     else:
-        measures = "sum(pages)::BIGINT AS n, sum(bytes)::BIGINT AS b"
+        measures = "coalesce(sum(pages), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b"
     where, params = [], []
     if req.phase is not None:
         where.append("phase = ?")
@@ -68,8 +70,14 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         "rows": rows,
         "dropped": rec.dropped_total(),
     }
+    if out["dropped"]:
+        # additive: which map was full, per reason (absent when nothing was dropped)
+        out["dropped_by"] = drop_details(rec.meta.get("dropped"), rec.meta.get("max_entries"))
     if table == "pages":
         out["unit"] = "pages"  # count is InnoDB pages, not IO operations
+    if "stage" in dims:
+        # "statement": the stage inside a statement was not traced, so it is null there
+        out["stages"] = stage_mode(rec.meta)
     if "phase" in dims:
         from ioattr.phase_stats import all_phase_summaries
 

@@ -545,4 +545,5 @@ class Header:
     interval: float = 1.0
     degraded: list[str] = field(default_factory=list)
     dropped: int = 0
+    drops: dict[str, int] = field(default_factory=dict)  # reason -> count (the BPF drops map)
     notes: list[str] = field(default_factory=list)

@@ -120,7 +120,10 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     targets = ", ".join(hdr.targets[:4]) + (f" +{len(hdr.targets) - 4} more" if len(hdr.targets) > 4 else "")
     second = f"targets: {targets or 'none running'}"
     if hdr.dropped:
-        second += f"  DROPPED {hdr.dropped}"
+        from ioattr.labels import DROP_MAPS
+
+        full = sorted({DROP_MAPS.get(r) or r for r, n in hdr.drops.items() if n})
+        second += f"  DROPPED {hdr.dropped}" + (f" ({','.join(full)} full)" if full else "")
     if hdr.degraded:
         second += "  degraded: " + ",".join(hdr.degraded)
     lines = [first, second]

@@ -1,0 +1,43 @@
+"""`ioattr compact REC`: merge a recording's chunks into segments now (see ioattr.compact).
+
+The recorder compacts as it records; this is for a recording whose recorder was killed
+or that was copied from elsewhere. Safe on a recording still being written."""
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+import time
+
+from ioattr.errors import RuntimeFailure
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compact", help="merge a recording's chunks into segments (faster reports)",
+                       description="Merge a recording's small chunks into larger segments, as the recorder "
+                                   "does while it records; for a crashed or copied recording. Counts, bytes "
+                                   "and histograms stay exact; the time resolution inside a segment becomes "
+                                   "60 s. Safe while the recording is being written.")
+    p.add_argument("recording")
+    p.add_argument("--wait", action="store_true", help="wait for a compaction already running instead of failing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ioattr.compact import Busy, compact
+    from ioattr.reader import Recording
+
+    rec = Recording(args.recording, warn=lambda m: None)  # the same checks and messages as report
+    rec.con.close()
+    t0 = time.perf_counter()
+    try:
+        merges = compact(rec.path, wait=args.wait)
+    except Busy as e:
+        raise RuntimeFailure(f"{e}; try again later or give --wait") from None
+    except PermissionError as e:
+        raise RuntimeFailure(f"cannot compact {rec.path}: {e.filename or rec.path}: permission denied") from None
+    except OSError as e:  # disk full included: the segment's .tmp is gone, the chunks untouched
+        why = "disk full" if e.errno in (errno.ENOSPC, errno.EDQUOT) else (e.strerror or str(e))
+        raise RuntimeFailure(f"cannot compact {rec.path}: {why}; the recording stays readable in chunks") from None
+    print(f"ioattr compact: {rec.path}: {len(merges)} merges in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,237 @@
+"""A BPF map that fills up: the IO that found no room is counted per map and shown by
+record, report (JSON and table), top and the exporter -- never silent -- and the keys that
+were already in the map keep counting exactly.
+
+The workload is a Python process that opens one file, waits until the tracer is attached,
+writes 10 x 4 KiB to it, then one 512-byte write to each of 200 new files (200 new
+io_stats keys, far more than the --max-entries 16 capacity), then 5 more x 4 KiB to the
+first file (whose key was in the map before it filled)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import need_root
+from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json
+
+CAPACITY = 16
+FILES = 200
+FIRST_WRITES, LATER_WRITES, BLOCK = 10, 5, 4096
+FIRST_FILE_BYTES = (FIRST_WRITES + LATER_WRITES) * BLOCK
+
+WORKLOAD = f"""
+import os, sys
+d = sys.argv[1]
+a = os.open(os.path.join(d, "first"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+print("ready", flush=True)
+sys.stdin.readline()                      # go: the tracer is attached
+buf = b"x" * {BLOCK}
+for _ in range({FIRST_WRITES}):
+    os.write(a, buf)
+for i in range({FILES}):                  # many more keys than the map holds
+    fd = os.open(os.path.join(d, "many-%03d" % i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"y" * 512)
+    os.close(fd)
+for _ in range({LATER_WRITES}):           # the first file's key was in the map before it filled
+    os.write(a, buf)
+print("done", flush=True)
+sys.stdin.readline()                      # exit when told
+"""
+
+
+class Workload:
+    """The workload above, held at its start until go()."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.dir = tmp / "files"
+        self.dir.mkdir()
+        script = tmp / "workload.py"
+        script.write_text(WORKLOAD)
+        self.proc = subprocess.Popen([sys.executable, str(script), str(self.dir)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self._line() == "ready"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        assert self._line() == "done"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("\n")  # type: ignore[union-attr]
+                self.proc.stdin.close()      # type: ignore[union-attr]
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> "Workload":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@pytest.fixture(scope="module")
+def full_recording(tmp_path_factory) -> tuple[Path, str]:
+    """A recording with --max-entries 16 over the workload: (recording, record's stderr)."""
+    need_root()
+    tmp = tmp_path_factory.mktemp("drops")
+    rec = tmp / "rec"
+    with Workload(tmp) as wl:
+        bg = Background("record", "-o", str(rec), "--pid", str(wl.pid), "--interval", "0.2",
+                        "--max-entries", str(CAPACITY))
+        try:
+            bg.wait_recording()
+            wl.go()
+            time.sleep(0.6)  # a few more drains after the last write
+        finally:
+            code, err = bg.stop()
+    assert code == 0, err
+    assert_no_ioattr_programs()
+    return rec, err
+
+
+def test_record_says_so_and_meta_keeps_the_capacity(full_recording) -> None:
+    rec, err = full_recording
+    assert "Traceback" not in err
+    warn = [ln for ln in err.splitlines() if "dropped" in ln]
+    assert len(warn) == 1 and "io_stats" in warn[0] and "--max-entries" in warn[0], err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["max_entries"] == {"io_stats": CAPACITY}
+    assert meta["dropped"]["stats_full"] > 0
+
+
+def test_report_json_counts_drops_per_map(full_recording) -> None:
+    rec, _ = full_recording
+    rep = report_json(rec, "--by", "file", "--layer", "syscall")
+    assert rep["dropped"] > 0
+    by_map = {d["map"]: d for d in rep["dropped_by"]}
+    assert by_map["io_stats"]["reason"] == "stats_full"
+    assert by_map["io_stats"]["count"] > 0 and by_map["io_stats"]["max_entries"] == CAPACITY
+    assert sum(d["count"] for d in rep["dropped_by"]) == rep["dropped"]
+    # most of the 200 files found the map full: far fewer of them are in the report
+    many = [r for r in rep["rows"] if (r["file"] or "").rsplit("/", 1)[-1].startswith("many-")]
+    assert len(many) < CAPACITY
+
+
+def test_a_key_already_in_the_full_map_still_counts_exactly(full_recording) -> None:
+    rec, _ = full_recording
+    rows = report_json(rec, "--by", "file", "--layer", "syscall")["rows"]
+    first = [r for r in rows if (r["file"] or "").endswith("/files/first") and r["op"] == "write"]
+    assert len(first) == 1, rows
+    assert first[0]["bytes"] == FIRST_FILE_BYTES
+    assert first[0]["count"] == FIRST_WRITES + LATER_WRITES
+
+
+def test_report_table_and_csv_and_html_warn(full_recording, tmp_path: Path) -> None:
+    rec, _ = full_recording
+    table = ioattr("report", str(rec), "--by", "file", check=True).stdout
+    warn = [ln for ln in table.splitlines() if ln.startswith("WARNING:")]
+    assert len(warn) == 1 and "dropped" in warn[0] and "io_stats" in warn[0] and f"capacity {CAPACITY}" in warn[0]
+    html = tmp_path / "r.html"
+    ioattr("report", str(rec), "--format", "html", "-o", str(html), check=True)
+    assert "dropped" in html.read_text()
+
+
+def test_report_of_a_recording_without_drops_has_no_warning(tmp_path: Path) -> None:
+    need_root()
+    rec = tmp_path / "rec"
+    ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--",
+           "dd", "if=/dev/zero", f"of={tmp_path / 'f'}", "bs=4096", "count=4", "status=none", check=True)
+    rep = report_json(rec)
+    assert rep["dropped"] == 0 and "dropped_by" not in rep  # the contract's keys, unchanged
+    assert "WARNING" not in ioattr("report", str(rec), check=True).stdout
+
+
+def test_top_batch_shows_the_drops(tmp_path: Path) -> None:
+    need_root()
+    with Workload(tmp_path) as wl:
+        top = subprocess.Popen([IOATTR, "top", "--batch", "--pid", str(wl.pid), "--interval", "0.3", "-n", "8",
+                                "--max-entries", str(CAPACITY), "--width", "160"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert top.stdout is not None
+            first = top.stdout.readline()  # the first snapshot: attached
+            assert first.startswith("ioattr top"), (first, top.stderr.read() if top.poll() is not None else "")
+            wl.go()
+            out, err = top.communicate(timeout=60)
+        finally:
+            if top.poll() is None:
+                top.kill()
+                top.wait()
+    assert top.returncode == 0, err
+    assert "Traceback" not in err
+    dropped = [ln for ln in out.splitlines() if "DROPPED" in ln]
+    assert dropped, out
+    assert "(io_stats full)" in dropped[-1], dropped[-1]
+    assert int(dropped[-1].split("DROPPED ")[1].split()[0]) > 0
+    assert_no_ioattr_programs()
+
+
+def _metric(text: str, name: str) -> dict[tuple, float]:
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == name:
+                out[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def test_exporter_counts_the_drops(tmp_path: Path) -> None:
+    need_root()
+    from tests.test_exporter import free_port
+
+    port = free_port()
+    with Workload(tmp_path) as wl:
+        exp = Background("exporter", "--pid", str(wl.pid), "--listen", f"127.0.0.1:{port}", "--interval", "0.2",
+                         "--max-entries", str(CAPACITY), "--no-probe-stats")
+        try:
+            exp.wait_for("exporting ")
+            wl.go()
+            deadline = time.monotonic() + 20
+            while True:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                    text = r.read().decode()
+                drops = _metric(text, "ioattr_drops_total")
+                io_drops = drops.get((("map", "io_stats"), ("reason", "stats_full")), 0)
+                if io_drops > 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        finally:
+            code, err = exp.stop()
+    assert io_drops > 0, drops
+    assert _metric(text, "ioattr_map_max_entries")[(("map", "io_stats"),)] == CAPACITY
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert sum("dropped" in ln for ln in err.splitlines()) == 1, err  # said once on stderr, too
+    assert_no_ioattr_programs()
+
+
+@pytest.mark.parametrize("value", ["0", "15", "abc", str((1 << 24) + 1)])
+def test_bad_capacity_is_one_line(value: str) -> None:
+    for cmd in ("record", "top", "exporter"):
+        r = ioattr(cmd, "--max-entries", value, "--pid", "1")
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert "--max-entries" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "Traceback" not in r.stderr
