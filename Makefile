@@ -39,6 +39,7 @@ venv: deps $(DEPS_STAMP)
 build: venv
 	$(MAKE) -s -C bpf
 	$(MAKE) -s -C tests/workloads
+	$(MAKE) -s -C tests/fuzz
 	$(PY) -m pip install -q -e .
 
 test: build
@@ -54,4 +55,5 @@ bench: build
 clean:
 	$(MAKE) -s -C bpf clean
 	$(MAKE) -s -C tests/workloads clean
+	$(MAKE) -s -C tests/fuzz clean
 	rm -rf build *.egg-info
