@@ -1,21 +1,34 @@
 #!/usr/bin/env python3
-"""sysbench point-select QPS with `ioattr record` attached vs detached.
+"""sysbench QPS with `ioattr record` attached vs detached, probe set by probe set.
 
 A private MariaDB (ioattr.sandbox.PrivateMariaDB: O_DIRECT, a small buffer
-pool, so point selects miss the pool and pread from storage) runs
-oltp_point_select in interleaved rounds: detached and attached, the order
-rotated every round so drift does not favour either side. "Attached" is the
-real tool: `ioattr record --pid <mariadbd> -o <dir>` in the background,
-started before sysbench (we wait for it to say it is recording) and stopped
-with SIGINT afterwards, so its probes, its drain loop and its engine
-collectors all count. `--record-variant NAME=ARGS` adds more attached
-configurations with extra `ioattr record` arguments (e.g. without the
-uprobe set) to say where the cost comes from.
+pool, so queries miss the pool and pread from storage) runs
+oltp_point_select and oltp_read_write (`--workload`) in interleaved rounds:
+each round runs, for each workload, every configuration once — detached and
+each attached configuration — in an order rotated every round so drift does
+not favour any of them. "Attached" is the real tool: `ioattr record --pid
+<mariadbd> -o <dir> ARGS` in the background, started before sysbench (we wait
+for it to say it is recording) and stopped with SIGINT afterwards, so its
+probes, its drain loop and its engine collectors all count.
 
-Reports each run's QPS, each round's attached/detached ratio, and the
-median ratio (the target is >= 0.98). Also Innodb_buffer_pool_reads per
-query, to show the runs really were IO-bound, and checks that every
-attached run's recording holds the server's reads.
+The attached configurations are a ladder (`--configs`), each adding one
+probe set to the previous:
+  files        --probes syscalls,targets,uring,pagecache --no-innodb-pages
+  +block       + the block layer
+  +pages       + InnoDB page classification (index, level, page type)
+  +stage       + the mysqld uprobes, default mode (--stages statement)
+  +stages_full + the fine stage uprobes (--stages full)
+`--record-variant NAME=ARGS` adds more attached configurations.
+
+Reports per workload each configuration's attached/detached QPS ratio (median
+and min-max over rounds; the issue's target is >= 0.98), CPU per query
+relative to detached, and the server CPU it adds per query. Also
+Innodb_buffer_pool_reads per query, to show the runs really were IO-bound.
+Every attached run is verified after its timed window: the recording holds
+the server's reads, the probe sets asked for were active, InnoDB pages were
+classified when asked for, and the stage uprobes were attached in the mode
+asked for — else the benchmark stops rather than report a number for probes
+that were not running.
 
 Needs root, sysbench and mariadbd.
 """
@@ -44,6 +57,19 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
 
 from ioattr.sandbox import PrivateMariaDB  # noqa: E402
+
+WORKLOADS = {"point_select": "oltp_point_select", "read_write": "oltp_read_write"}
+FILES_SETS = "syscalls,targets,uring,pagecache"
+# the ladder: each configuration adds one probe set to the one before
+LADDER: dict[str, list[str]] = {
+    "files": ["--probes", FILES_SETS, "--no-innodb-pages"],
+    "+block": ["--probes", FILES_SETS + ",block", "--no-innodb-pages"],
+    "+pages": ["--probes", FILES_SETS + ",block"],
+    "+stage": ["--probes", FILES_SETS + ",block,stage", "--stages", "statement"],
+    "+stages_full": ["--probes", FILES_SETS + ",block,stage", "--stages", "full"],
+}
+DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_full"
+ALL_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 
 def log(msg: str) -> None:
@@ -191,25 +217,81 @@ class Recorder:
             return -9
 
 
-def recorded_reads(rec: Path) -> int:
-    """Syscall-layer reads the recording holds (proves the probes saw the run)."""
-    r = subprocess.run([*IOATTR_CMD, "-m", "ioattr.cli.main", "report", str(rec), "--layer", "syscall", "--format", "json",
-                        "--by", "file"], capture_output=True, text=True, env=IOATTR_ENV, cwd=IOATTR_CWD)
+def _report(rec: Path, *args: str) -> dict:
+    r = subprocess.run([*IOATTR_CMD, "-m", "ioattr.cli.main", "report", str(rec), "--format", "json", *args],
+                       capture_output=True, text=True, env=IOATTR_ENV, cwd=IOATTR_CWD)
     if r.returncode != 0:
         raise RuntimeError(f"ioattr report failed: {r.stderr.strip()}")
-    doc = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+def recorded_reads(rec: Path) -> int:
+    """Syscall-layer reads the recording holds (proves the probes saw the run)."""
+    doc = _report(rec, "--layer", "syscall", "--by", "file")
     return sum(int(row.get("count") or 0) for row in doc.get("rows", []) if row.get("op") == "read")
+
+
+def expected(args: list[str]) -> dict[str, object]:
+    """What an `ioattr record ARGS` run must show: probe sets, page classification, stage mode."""
+    ns = argparse.ArgumentParser(add_help=False)
+    ns.add_argument("--probes")
+    ns.add_argument("--no-innodb-pages", action="store_true")
+    ns.add_argument("--stages", default="statement")
+    a, _ = ns.parse_known_args(args)
+    sets = [x.strip() for x in a.probes.split(",") if x.strip()] if a.probes else list(ALL_SETS)
+    if "syscalls" not in sets:
+        sets.insert(0, "syscalls")
+    return {"probe_sets": sets, "innodb_pages": not a.no_innodb_pages,
+            "stage_uprobes": ({"statement": 3, "full": 7}.get(a.stages) if "stage" in sets else None)}
+
+
+def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str, object]:
+    """Check that the run recorded what its configuration asked for; raise if not."""
+    meta = json.loads((rec / "meta.json").read_text())
+    got: dict[str, object] = {}
+    missing = [x for x in want["probe_sets"] if x not in (meta.get("probe_sets") or [])]  # type: ignore[union-attr]
+    if missing:
+        raise RuntimeError(f"{rec.name}: probe sets {missing} were not active: {meta.get('degraded')}")
+    got["recorded_reads"] = recorded_reads(rec)
+    got["recorded_reads_per_pool_read"] = int(got["recorded_reads"]) / max(reads, 1)  # type: ignore[arg-type]
+    if reads > 100 and float(got["recorded_reads_per_pool_read"]) < 0.5:  # type: ignore[arg-type]
+        raise RuntimeError(f"{rec.name}: recorded {got['recorded_reads']} reads for {reads} pool reads")
+    if want["innodb_pages"]:
+        pages = _report(rec, "--by", "index")
+        got["recorded_page_reads"] = sum(int(r.get("count") or 0) for r in pages.get("rows", [])
+                                         if r.get("op") == "read" and r.get("index"))
+        if reads > 100 and not got["recorded_page_reads"]:
+            raise RuntimeError(f"{rec.name}: InnoDB page classification asked for, no index pages recorded")
+    elif meta.get("innodb_pages"):
+        raise RuntimeError(f"{rec.name}: InnoDB pages were classified with --no-innodb-pages")
+    status = [str(srv.get("stage_probes") or "") for srv in meta.get("servers") or []]
+    if want["stage_uprobes"] is not None:
+        if not status or not status[0].startswith(f"attached {want['stage_uprobes']} uprobes"):
+            raise RuntimeError(f"{rec.name}: want {want['stage_uprobes']} stage uprobes, got {status}")
+        got["stage_probes"] = status[0]
+    elif any(x.startswith("attached") for x in status):
+        raise RuntimeError(f"{rec.name}: stage uprobes attached without the stage set: {status}")
+    return got
+
+
+def _med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", "--rounds", dest="pairs", type=int, default=3,
-                    help="rounds, each running every configuration once (default 3)")
+                    help="rounds, each running every workload x configuration once (default 3)")
+    ap.add_argument("--workload", default="point_select,read_write",
+                    help="comma-separated: " + ", ".join(WORKLOADS) + " (default both)")
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help=f"attached configurations of the ladder, comma-separated (default {DEFAULT_CONFIGS}); "
+                         + "; ".join(f"{k} = {' '.join(v)}" for k, v in LADDER.items()))
     ap.add_argument("--record-variant", action="append", default=[], metavar="NAME=ARGS",
                     help="another attached configuration: `ioattr record` with these extra arguments "
                          "(shell-quoted), e.g. nostage='--probes syscalls,targets,uring,block,pagecache'")
     ap.add_argument("--duration", type=int, default=20, help="seconds per sysbench run (default 20)")
-    ap.add_argument("--quick", action="store_true", help="10 s runs (same number of pairs)")
+    ap.add_argument("--quick", action="store_true", help="10 s runs, 5 s warm-up (same number of rounds)")
     ap.add_argument("--threads", type=int, default=2, help="sysbench threads (default 2)")
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=100_000)
@@ -217,10 +299,13 @@ def main() -> int:
                     help="sysbench --rand-type (default uniform: every row equally likely, so the "
                          "small pool misses; sysbench's own default 'special' is mostly cache hits)")
     ap.add_argument("--buffer-pool", default="32M", help="innodb_buffer_pool_size (default 32M)")
-    ap.add_argument("--warmup", type=int, default=10, help="seconds of sysbench before the pairs (default 10)")
+    ap.add_argument("--warmup", type=int, default=10,
+                    help="seconds of each workload before the rounds (default 10)")
+    ap.add_argument("--target", type=float, default=0.98,
+                    help="QPS ratio a configuration must reach (median of rounds; default 0.98)")
     ap.add_argument("--prog-stats", action="store_true",
-                    help="after the rounds, one more run per attached config with kernel BPF run-time "
-                         "stats on: runs and BPF ns per query for each ioattr program")
+                    help="after the rounds, one more run per workload and attached config with kernel BPF "
+                         "run-time stats on: runs and BPF ns per query for each ioattr program")
     ap.add_argument("--max-busy", type=float, default=0.3,
                     help="before each run, wait until other processes use fewer cores than this "
                          "(default 0.3; this is a shared machine)")
@@ -234,6 +319,24 @@ def main() -> int:
     if args.quick:
         args.duration = 10
         args.warmup = min(args.warmup, 5)
+    if args.pairs < 1:
+        ap.error("--pairs must be at least 1")
+    workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    bad = [w for w in workloads if w not in WORKLOADS]
+    if bad or not workloads:
+        ap.error(f"--workload: unknown {bad}; known: {', '.join(WORKLOADS)}")
+    configs: dict[str, list[str] | None] = {"detached": None}
+    for c in (x.strip() for x in args.configs.split(",") if x.strip()):
+        if c not in LADDER:
+            ap.error(f"--configs: unknown {c!r}; known: {', '.join(LADDER)}")
+        configs[c] = LADDER[c]
+    for spec in args.record_variant:
+        name, _, rest = spec.partition("=")
+        if not name or name in configs:
+            ap.error(f"--record-variant {spec!r}: want a new NAME=ARGS")
+        configs[name] = shlex.split(rest)
+    if len(configs) < 2:
+        ap.error("no attached configuration: give --configs or --record-variant")
     if os.geteuid() != 0:
         print("bench_sysbench_qps: needs root", file=sys.stderr)
         return 2
@@ -242,59 +345,59 @@ def main() -> int:
             print(f"bench_sysbench_qps: {tool} is not installed", file=sys.stderr)
             return 2
 
-    configs: dict[str, list[str] | None] = {"detached": None, "attached": []}
-    for spec in args.record_variant:
-        name, _, rest = spec.partition("=")
-        if not name or name in configs:
-            ap.error(f"--record-variant {spec!r}: want a new NAME=ARGS")
-        configs[name] = shlex.split(rest)
+    names = list(configs)
+    attached = names[1:]
+    wants = {c: expected(configs[c]) for c in attached}  # type: ignore[arg-type]
     started = datetime.datetime.now(datetime.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="ioattr-qps-", dir="/var/tmp"))
     sb = dict(tables=args.tables, table_size=args.table_size)
     runs: list[dict[str, object]] = []
     pairs: list[dict[str, object]] = []
+    prog_stats: dict[str, dict[str, object]] = {}
     try:
         code = snapshot_ioattr(work)
         log(f"measuring ioattr {code['git_head']}{' + local changes' if code['tree_modified'] else ''} "
-            f"(frozen copy {code['snapshot_sha256']})")
+            f"(frozen copy {code['snapshot_sha256']}); workloads {', '.join(workloads)}; "
+            f"configurations {', '.join(names)}")
         with PrivateMariaDB(buffer_pool=args.buffer_pool) as db:
             log(f"mariadbd pid {db.pid}, buffer pool {args.buffer_pool}, aio {db.aio_backend}; "
                 f"preparing {args.tables} x {args.table_size} rows")
             t0 = time.monotonic()
             db.sysbench("oltp_point_select", "prepare", threads=min(args.tables, 2), **sb)
-            log(f"prepared in {time.monotonic() - t0:.0f}s; warming up {args.warmup}s")
+            log(f"prepared in {time.monotonic() - t0:.0f}s; warming up {args.warmup}s per workload")
             if args.warmup:
-                db.sysbench("oltp_point_select", "run", f"--rand-type={args.rand_type}",
-                            threads=args.threads, time=args.warmup, **sb)
+                for w in workloads:
+                    db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}",
+                                threads=args.threads, time=args.warmup, **sb)
 
-            def one_run(cfg: str, rnd: int, prog_stats: bool = False) -> dict[str, object]:
+            def one_run(w: str, cfg: str, rnd: int, prog: bool = False) -> dict[str, object]:
                 extra = configs[cfg]
                 rec = None
                 busy_before = wait_until_idle(args.max_busy, args.idle_timeout)
                 if extra is not None:
-                    rec = Recorder(db.pid, work / f"rec-{cfg}-{rnd}", extra)  # type: ignore[arg-type]
+                    rec = Recorder(db.pid, work / f"rec-{w}-{cfg.lstrip('+')}-{rnd}", extra)  # type: ignore[arg-type]
                 try:
                     # CPU over the sysbench run only: the server (BPF programs run in its
                     # context, so they count there), sysbench, and the recorder process
                     reads0 = db.status("Innodb_buffer_pool_reads")
                     server_cpu0, child_cpu0 = proc_cpu_s(db.pid), children_cpu_s()  # type: ignore[arg-type]
                     rec_cpu0 = proc_cpu_s(rec.proc.pid) if rec else 0.0
-                    stats0 = ioattr_prog_stats() if prog_stats else {}
-                    out = db.sysbench("oltp_point_select", "run", f"--rand-type={args.rand_type}",
+                    stats0 = ioattr_prog_stats() if prog else {}
+                    out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}",
                                       threads=args.threads, time=args.duration, **sb)
                     server_cpu = proc_cpu_s(db.pid) - server_cpu0  # type: ignore[arg-type]
                     sysbench_cpu = children_cpu_s() - child_cpu0
                     rec_cpu = proc_cpu_s(rec.proc.pid) - rec_cpu0 if rec else 0.0
-                    stats1 = ioattr_prog_stats() if prog_stats else {}
+                    stats1 = ioattr_prog_stats() if prog else {}
                 finally:
                     rc = rec.stop() if rec else 0
                 client_cpu = sysbench_cpu + rec_cpu
-                res: dict[str, object] = {"round": rnd, "config": cfg, "attached": rec is not None,
+                res: dict[str, object] = {"round": rnd, "workload": w, "config": cfg, "attached": rec is not None,
                                           "host_busy_cores_before": round(busy_before, 2),
                                           **parse_sysbench(out.stdout)}
                 reads = db.status("Innodb_buffer_pool_reads") - reads0
                 nq = max(int(res["queries"]), 1)  # type: ignore[arg-type]
-                if prog_stats:
+                if prog:
                     # other people's ioattr runs would show up under the same names
                     res["prog_stats"] = {
                         n: {"runs_per_query": (c - stats0.get(n, (0, 0))[0]) / nq,
@@ -310,31 +413,33 @@ def main() -> int:
                     if rc != 0:
                         raise RuntimeError(f"ioattr record exited {rc}: {''.join(rec.lines)[-2000:]}")
                     res["record_attach_s"] = rec.attach_s
-                    res["recorded_reads"] = recorded_reads(rec.outdir)
-                    res["recorded_reads_per_pool_read"] = int(res["recorded_reads"]) / max(reads, 1)  # type: ignore[arg-type]
+                    res.update(verify_recording(rec.outdir, wants[cfg], reads))
                     shutil.rmtree(rec.outdir, ignore_errors=True)
-                where = "stats run" if prog_stats else f"round {rnd + 1}/{args.pairs}"
-                log(f"  {where} {cfg:<12} {res['qps']:9.1f} qps, "
+                where = "stats run" if prog else f"round {rnd + 1}/{args.pairs}"
+                log(f"  {where} {w:<12} {cfg:<13} {res['qps']:9.1f} qps, "
                     f"{res['pool_reads_per_query']:.2f} pool reads/query, "
                     f"cpu us/query: server {res['server_cpu_us_per_query']:.1f}, sysbench+recorder "
                     f"{res['client_cpu_us_per_query']:.1f} (recorder {res['recorder_cpu_us_per_query']:.1f})"
                     + (f", recorded {res['recorded_reads']} reads" if rec else ""))
                 return res
 
-            names = list(configs)
             for i in range(args.pairs):
                 order = names[i % len(names):] + names[: i % len(names)]
-                got = {cfg: one_run(cfg, i) for cfg in order}
-                runs.extend(got[c] for c in order)
-                row: dict[str, object] = {"round": i, "order": order,
-                                          **{f"{c}_qps": got[c]["qps"] for c in names}}
-                for c in names[1:]:
-                    row[f"{c}_ratio"] = float(got[c]["qps"]) / float(got["detached"]["qps"])  # type: ignore[arg-type]
-                    row[f"{c}_cpu_ratio"] = (float(got[c]["cpu_us_per_query"])  # type: ignore[arg-type]
-                                             / float(got["detached"]["cpu_us_per_query"]))  # type: ignore[arg-type]
-                pairs.append(row)
-                log(f"  round {i + 1}: " + ", ".join(f"{c}/detached = {row[c + '_ratio']:.4f}" for c in names[1:]))
-            prog_stats: dict[str, object] = {}
+                w_order = workloads[i % len(workloads):] + workloads[: i % len(workloads)]
+                for w in w_order:
+                    got = {cfg: one_run(w, cfg, i) for cfg in order}
+                    runs.extend(got[c] for c in order)
+                    det = got["detached"]
+                    row: dict[str, object] = {"round": i, "workload": w, "order": order,
+                                              **{f"{c}_qps": got[c]["qps"] for c in names}}
+                    for c in attached:
+                        row[f"{c}_ratio"] = float(got[c]["qps"]) / float(det["qps"])  # type: ignore[arg-type]
+                        row[f"{c}_cpu_ratio"] = (float(got[c]["cpu_us_per_query"])  # type: ignore[arg-type]
+                                                 / float(det["cpu_us_per_query"]))  # type: ignore[arg-type]
+                        row[f"{c}_server_cpu_us_added"] = (float(got[c]["server_cpu_us_per_query"])  # type: ignore[arg-type]
+                                                           - float(det["server_cpu_us_per_query"]))  # type: ignore[arg-type]
+                    pairs.append(row)
+                    log(f"  round {i + 1} {w}: " + ", ".join(f"{c} {row[c + '_ratio']:.3f}" for c in attached))
             if args.prog_stats:
                 from ioattr.collectors import libbpf
 
@@ -343,12 +448,14 @@ def main() -> int:
                     log("  cannot enable BPF run-time stats (BPF_ENABLE_STATS); skipping --prog-stats")
                 else:
                     try:
-                        for c in names[1:]:
-                            r = one_run(c, args.pairs, prog_stats=True)
-                            prog_stats[c] = {"qps_with_stats": r["qps"], "programs": r["prog_stats"]}
-                            for n, v in r["prog_stats"].items():  # type: ignore[union-attr]
-                                log(f"    {c} {n:<28} {v['runs_per_query']:6.2f} runs/query "
-                                    f"{v['ns_per_run']:8.0f} ns/run {v['bpf_ns_per_query']:8.0f} ns/query")
+                        for w in workloads:
+                            for c in attached:
+                                r = one_run(w, c, args.pairs, prog=True)
+                                prog_stats.setdefault(w, {})[c] = {"qps_with_stats": r["qps"],
+                                                                   "programs": r["prog_stats"]}
+                                for n, v in r["prog_stats"].items():  # type: ignore[union-attr]
+                                    log(f"    {w} {c} {n:<28} {v['runs_per_query']:6.2f} runs/query "
+                                        f"{v['ns_per_run']:8.0f} ns/run {v['bpf_ns_per_query']:8.0f} ns/query")
                     finally:
                         os.close(fd)
             aio = db.aio_backend
@@ -356,38 +463,53 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    names = list(configs)
-    summary: dict[str, object] = {"target": "attached/detached >= 0.98 (median of rounds)"}
-    for c in names:
-        qps = [float(r["qps"]) for r in runs if r["config"] == c]  # type: ignore[arg-type]
-        mine = [r for r in runs if r["config"] == c]
-        entry: dict[str, object] = {
-            "qps_median": statistics.median(qps), "record_args": configs[c],
-            "server_cpu_us_per_query_median": statistics.median(float(r["server_cpu_us_per_query"]) for r in mine),  # type: ignore[arg-type]
-            "client_cpu_us_per_query_median": statistics.median(float(r["client_cpu_us_per_query"]) for r in mine),  # type: ignore[arg-type]
-        }
-        if c != "detached":
-            ratios = [float(p[f"{c}_ratio"]) for p in pairs]  # type: ignore[arg-type]
-            cpu = [float(p[f"{c}_cpu_ratio"]) for p in pairs]  # type: ignore[arg-type]
-            entry.update({"ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-                          "ratio_max": max(ratios), "met": statistics.median(ratios) >= 0.98,
-                          "cpu_per_query_ratio_median": statistics.median(cpu),
-                          "cpu_per_query_ratio_min": min(cpu), "cpu_per_query_ratio_max": max(cpu)})
-        summary[c] = entry
-    summary["pool_reads_per_query_median"] = statistics.median(
-        float(r["pool_reads_per_query"]) for r in runs)  # type: ignore[arg-type]
+    summary: dict[str, object] = {"target": f"attached/detached >= {args.target} (median of rounds)"}
+    for w in workloads:
+        wsum: dict[str, object] = {}
+        wpairs = [p for p in pairs if p["workload"] == w]
+        for c in names:
+            mine = [r for r in runs if r["config"] == c and r["workload"] == w]
+            entry: dict[str, object] = {
+                "qps_median": _med([float(r["qps"]) for r in mine]),  # type: ignore[arg-type]
+                "record_args": configs[c],
+                "server_cpu_us_per_query_median": _med([float(r["server_cpu_us_per_query"]) for r in mine]),  # type: ignore[arg-type]
+                "client_cpu_us_per_query_median": _med([float(r["client_cpu_us_per_query"]) for r in mine]),  # type: ignore[arg-type]
+                "recorder_cpu_us_per_query_median": _med([float(r["recorder_cpu_us_per_query"]) for r in mine]),  # type: ignore[arg-type]
+            }
+            if c != "detached":
+                ratios = [float(p[f"{c}_ratio"]) for p in wpairs]  # type: ignore[arg-type]
+                cpu = [float(p[f"{c}_cpu_ratio"]) for p in wpairs]  # type: ignore[arg-type]
+                added = [float(p[f"{c}_server_cpu_us_added"]) for p in wpairs]  # type: ignore[arg-type]
+                entry.update({"ratio_median": _med(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+                              "met": _med(ratios) >= args.target,
+                              "cpu_per_query_ratio_median": _med(cpu),
+                              "cpu_per_query_ratio_min": min(cpu), "cpu_per_query_ratio_max": max(cpu),
+                              "server_cpu_us_per_query_added_median": _med(added)})
+            wsum[c] = entry
+        wsum["pool_reads_per_query_median"] = _med(
+            [float(r["pool_reads_per_query"]) for r in runs if r["workload"] == w])  # type: ignore[arg-type]
+        summary[w] = wsum
+
     print()
-    print(f"{'round':>5} " + " ".join(f"{c + ' qps':>16}" for c in names)
-          + " " + " ".join(f"{c + '/det':>16}" for c in names[1:]))
-    for p in pairs:
-        print(f"{int(p['round']) + 1:>5} " + " ".join(f"{p[c + '_qps']:16.1f}" for c in names)  # type: ignore[call-overload]
-              + " " + " ".join(f"{p[c + '_ratio']:16.4f}" for c in names[1:]))
-    for c in names[1:]:
-        e = summary[c]
-        print(f"{c}: median ratio {e['ratio_median']:.4f} (min {e['ratio_min']:.4f}, max {e['ratio_max']:.4f}); "  # type: ignore[index]
-              f"target >= 0.98: {'MET' if e['met'] else 'NOT MET'}; CPU per query x{e['cpu_per_query_ratio_median']:.3f} "  # type: ignore[index]
-              f"(min {e['cpu_per_query_ratio_min']:.3f}, max {e['cpu_per_query_ratio_max']:.3f})")  # type: ignore[index]
-    print(f"{summary['pool_reads_per_query_median']:.2f} buffer-pool reads per query (median)")
+    for w in workloads:
+        ws = summary[w]
+        det = ws["detached"]  # type: ignore[index]
+        print(f"{w} ({WORKLOADS[w]}): detached {det['qps_median']:.1f} qps median, "
+              f"{ws['pool_reads_per_query_median']:.2f} buffer-pool reads/query, "  # type: ignore[index]
+              f"server CPU {det['server_cpu_us_per_query_median']:.1f} us/query")
+        print(f"  {'round':>5} " + " ".join(f"{c:>13}" for c in attached) + "   (QPS / detached)")
+        for p in (p for p in pairs if p["workload"] == w):
+            print(f"  {int(p['round']) + 1:>5} " + " ".join(f"{p[c + '_ratio']:13.4f}" for c in attached))  # type: ignore[call-overload]
+        print(f"  {'config':<13} {'qps':>9} {'ratio median (min-max)':>26} {'CPU/query x median (min-max)':>30} "
+              f"{'server us/q added':>18} {'target':>7}")
+        for c in attached:
+            e = ws[c]  # type: ignore[index]
+            print(f"  {c:<13} {e['qps_median']:9.1f} "
+                  f"{e['ratio_median']:>10.4f} ({e['ratio_min']:.3f}-{e['ratio_max']:.3f}) "
+                  f"{e['cpu_per_query_ratio_median']:>14.3f} ({e['cpu_per_query_ratio_min']:.3f}-"
+                  f"{e['cpu_per_query_ratio_max']:.3f}) {e['server_cpu_us_per_query_added_median']:>18.2f} "
+                  f"{'MET' if e['met'] else 'no':>7}")
+        print()
     result = {
         "benchmark": "sysbench_qps",
         "date": started.isoformat(timespec="seconds"),
@@ -398,7 +520,8 @@ def main() -> int:
         "server": {"version": version, "aio": aio, "buffer_pool": args.buffer_pool, "flush_method": "O_DIRECT"},
         "params": {"rounds": args.pairs, "duration_s": args.duration, "threads": args.threads,
                    "tables": args.tables, "table_size": args.table_size, "warmup_s": args.warmup,
-                   "rand_type": args.rand_type,
+                   "rand_type": args.rand_type, "workloads": {w: WORKLOADS[w] for w in workloads},
+                   "configs": configs,
                    "attached": "ioattr record --pid <mariadbd> -o <dir> [ARGS], SIGINT after"},
         "runs": runs,
         "rounds": pairs,

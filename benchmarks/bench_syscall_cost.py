@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What ioattr's probes add to one traced pread, against the bare syscall and the floor.
+"""What ioattr's probes add to one traced pread, pwrite and io_uring read,
+against the bare operation, the floor and a bpftrace one-liner.
 
 Configurations, measured interleaved (every round runs each once, in a
 rotated order, so drift on a noisy VM hits them all alike):
@@ -11,21 +12,30 @@ rotated order, so drift on a noisy VM hits them all alike):
   pread, ioattr (all probe sets), loop is a target ......... ioattr_all
   pread, ioattr (syscalls set only), loop is a target ...... ioattr_syscalls
   pread, ioattr (all sets), loop NOT a target .............. ioattr_untraced
+  pread, ioattr with IOATTR_SYSCALL_HOOK=raw ............... ioattr_raw (+ _untraced)
   pread, bpftrace per-(tid,fd) byte sum, loop pid .......... bpftrace
-  getppid, nothing / floor / tp_btf floor / ioattr untraced / ioattr traced
+  pwrite (4 KiB into cached pages, no fsync) ............... pwrite_{bare,floor,rawtp_floor,
+                                                             ioattr_all,ioattr_raw,bpftrace}
+  io_uring 4 KiB buffered read, one SQE + one CQE per op ... uring_{bare,floor,rawtp_floor,
+                                                             ioattr_all,ioattr_raw,bpftrace}
+  getppid, nothing / floor / tp_btf floor / ioattr untraced (default and raw hook) / traced
 
-The floor is what the issue measures against: per-syscall tracepoints
-(syscalls:sys_{enter,exit}_pread64) with a pid filter. ioattr attaches to the
-raw sys_enter/sys_exit tracepoints (tp_btf) instead, so the tp_btf floor
-(same filter, same "nothing else") shows how much of ioattr's cost is the
-attach method and how much is its programs' work.
+The floor is what the issue measures against: for pread and pwrite the
+per-syscall tracepoints (syscalls:sys_{enter,exit}_p{read,write}64), for
+io_uring the io_uring:io_uring_submit_req/io_uring_complete tracepoints
+(benchmarks/uring_floor.bpf.c), each with a pid filter and one counter. The
+tp_btf floors (same filter, same "nothing else": raw sys_enter/sys_exit
+for the syscalls, the io_uring tracepoints through tp_btf) show how much of
+a cost is the attach method and how much is the programs' work.
 
 Each measurement is a fresh `pread_loop` process (benchmarks/pread_loop.c)
 that waits on stdin until the probes are attached and its pid is in the
 target map, runs a warm-up, then N timed calls in 10 batches; the median
-batch is the sample. Added cost = median over rounds of (config - bare of
-the same round). Every traced run is checked: the probes must have counted
-exactly the loop's calls, or the run is an error.
+batch is the sample. Added cost = median over rounds of (config - the bare
+run of the same operation in the same round). Every traced run is checked:
+the probes must have counted exactly the loop's calls (floors: both
+counters; ioattr: io_stats count and bytes at the syscall layer, for the
+operation and api; bpftrace: its sums), or the run is an error.
 
 Then, outside the timed rounds: attach time (ProbeSession.open, warm and
 cold, `ioattr record` until it says it is recording), and with kernel BPF
@@ -55,7 +65,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -72,8 +82,21 @@ TRACING_TYPES = {"tracing", "tracepoint", "raw_tracepoint", "raw_tracepoint_writ
 # misses, fork/exit): other people's tools using only these can't disturb us.
 IRRELEVANT_TRACEPOINT = re.compile(r"iomap|block|blk|bio|rq_|uring|filemap|pagecache|sched_proc|fork|exit_proc",
                                    re.I)
+# ... except that io_uring programs do disturb the io_uring loop
+IRRELEVANT_TRACEPOINT_URING = re.compile(r"iomap|block|blk|bio|rq_|filemap|pagecache|sched_proc|fork|exit_proc",
+                                         re.I)
+IO_MODES = ("pread", "pwrite", "uring")  # the loop's IO modes; getppid is the non-IO one
 NO_SUCH_PID = 0x7FFFFFFF  # above pid_max: keeps the targets map non-empty without matching
 SPAN = 1 << 20            # pread_loop cycles over the first MiB of its file
+# (kind, op) -> floor source and its build parameters
+FLOOR_BUILDS = {
+    ("floor", "pread"): ("floor.bpf.c", []),
+    ("floor", "pwrite"): ("floor.bpf.c", ["-DFLOOR_SYSCALL=pwrite64"]),
+    ("floor", "uring"): ("uring_floor.bpf.c", []),
+    ("rawtp_floor", "pread"): ("rawtp_floor.bpf.c", []),
+    ("rawtp_floor", "pwrite"): ("rawtp_floor.bpf.c", ["-DFLOOR_NR=18"]),  # __NR_pwrite64, x86_64
+    ("rawtp_floor", "uring"): ("uring_floor.bpf.c", ["-DFLOOR_TP_BTF"]),
+}
 
 
 def log(msg: str) -> None:
@@ -81,23 +104,23 @@ def log(msg: str) -> None:
 
 
 # --------------------------------------------------------------------------- build
-def build(work: Path) -> tuple[Path, dict[str, Path]]:
+def build(work: Path) -> tuple[Path, dict[tuple[str, str], Path]]:
     exe = work / "pread_loop"
-    subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / "pread_loop.c")], check=True)
+    subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / "pread_loop.c"), "-luring"], check=True)
     objs = {}
-    for name in ("floor", "rawtp_floor"):
-        obj = work / f"{name}.bpf.o"
+    for (kind, op), (src, defines) in FLOOR_BUILDS.items():
+        obj = work / f"{kind}_{op}.bpf.o"
         # the same flags as bpf/Makefile
-        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall",
-                        f"-I{REPO / 'bpf'}", "-c", str(HERE / f"{name}.bpf.c"), "-o", str(obj)],
+        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", *defines,
+                        f"-I{REPO / 'bpf'}", "-c", str(HERE / src), "-o", str(obj)],
                        check=True)
-        objs[name] = obj
+        objs[(kind, op)] = obj
     return exe, objs
 
 
-def make_data_file(work: Path) -> Path:
+def make_data_file(work: Path, name: str = "pread_loop.dat") -> Path:
     """A 1 MiB file on a real filesystem (not tmpfs), read once so it is cached."""
-    path = work / "pread_loop.dat"
+    path = work / name
     with open(path, "wb") as f:
         f.write(os.urandom(SPAN))
         f.flush()
@@ -109,15 +132,17 @@ def make_data_file(work: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- BPF programs on the host
-def loaded_tracing_progs() -> dict[int, str]:
+def loaded_tracing_progs(mode: str = "pread") -> dict[int, str]:
+    """Tracing programs loaded on the host that could fire on the loop's calls in this mode."""
     out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
     try:
         progs = json.loads(out.stdout or "[]")
     except json.JSONDecodeError:
         return {}
+    irrelevant = IRRELEVANT_TRACEPOINT_URING if mode == "uring" else IRRELEVANT_TRACEPOINT
     return {p["id"]: p.get("name", "?") for p in progs
             if p.get("type") in TRACING_TYPES
-            and not (p.get("type") == "tracepoint" and IRRELEVANT_TRACEPOINT.search(p.get("name", "")))}
+            and not (p.get("type") == "tracepoint" and irrelevant.search(p.get("name", "")))}
 
 
 _get_next_id = None
@@ -195,7 +220,7 @@ class Loop:
         self.mode = mode
         self.calls = calls
         self.warmup = max(calls // 10, 1000)
-        cmd = [str(exe), mode, str(data) if mode == "pread" else "-", str(calls), str(self.warmup), "10"]
+        cmd = [str(exe), mode, str(data) if mode in IO_MODES else "-", str(calls), str(self.warmup), "10"]
         if cpu is not None:
             cmd = ["taskset", "-c", str(cpu)] + cmd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -235,6 +260,7 @@ class Attached:
     prog_fds: dict[str, int]
     own_ids: set[int]
     verify: "callable[[Loop], str | None]"  # returns an error message or None
+    info: dict[str, object] = field(default_factory=dict)  # recorded with the sample
 
 
 @contextlib.contextmanager
@@ -243,8 +269,8 @@ def attach_nothing(loop: Loop) -> Iterator[Attached]:
 
 
 @contextlib.contextmanager
-def attach_floor(obj_path: Path, target: bool, loop: Loop) -> Iterator[Attached]:
-    """Load floor.bpf.o or rawtp_floor.bpf.o with the loop (or nobody) as target."""
+def attach_floor(obj_path: Path, op: str, target: bool, loop: Loop) -> Iterator[Attached]:
+    """Load a floor object (counting the loop's `op` calls) with the loop (or nobody) as target."""
     obj = libbpf.Object(str(obj_path))
     try:
         rodata = next(m for m in obj.maps() if m.name.endswith(".rodata"))
@@ -262,9 +288,9 @@ def attach_floor(obj_path: Path, target: bool, loop: Loop) -> Iterator[Attached]
             hits = (ctypes.c_uint64 * 2)()
             if not libbpf.map_lookup(bss.fd, ctypes.c_uint32(0), hits):
                 return "cannot read the floor's counters"
-            want = lp.expected_calls if (target and lp.mode == "pread") else 0
+            want = lp.expected_calls if (target and lp.mode == op) else 0
             if not (hits[0] == hits[1] == want):
-                return f"{obj_path.name} saw {hits[0]}/{hits[1]} preads, expected {want}"
+                return f"{obj_path.name} saw {hits[0]}/{hits[1]} {op} enter/exit, expected {want}"
             return None
 
         yield Attached(fds, {fdinfo(fd)["prog_id"] for fd in fds.values()}, verify)
@@ -272,12 +298,19 @@ def attach_floor(obj_path: Path, target: bool, loop: Loop) -> Iterator[Attached]
         obj.close()
 
 
-def ioattr_counted(session: ProbeSession, pid: int) -> tuple[int, int]:
-    """(reads, bytes) io_stats holds for pid at the syscall layer."""
+def ioattr_counted(session: ProbeSession, pid: int, mode: str) -> tuple[int, int]:
+    """(ops, bytes) io_stats holds for pid at the syscall layer for the loop's mode.
+
+    pread/pwrite are (SYSCALL, READ/WRITE, api SYNC) rows; io_uring reads are
+    (SYSCALL, READ, api IO_URING) rows, keyed by the submitting thread (see
+    bpf/uring.bpf.c). getppid is checked against the READ/SYNC rows (must be 0).
+    """
+    op = abi.Op.WRITE if mode == "pwrite" else abi.Op.READ
+    api = abi.Api.IO_URING if mode == "uring" else abi.Api.SYNC
     fd = session.map_fd("io_stats")
     count = nbytes = 0
     for key in libbpf.map_keys(fd, abi.IoKey):
-        if key.tgid != pid or key.layer != abi.Layer.SYSCALL or key.op != abi.Op.READ:
+        if key.tgid != pid or key.layer != abi.Layer.SYSCALL or key.op != op or key.api != api:
             continue
         val = abi.IoVal()
         if libbpf.map_lookup(fd, key, val):
@@ -287,54 +320,80 @@ def ioattr_counted(session: ProbeSession, pid: int) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def attach_ioattr(sets: tuple[str, ...] | None, target: bool, loop: Loop,
-                  bpf_dir: str | None = None) -> Iterator[Attached]:
-    session = ProbeSession(sets)
-    saved = os.environ.get("IOATTR_BPF_DIR")
-    if bpf_dir:
-        os.environ["IOATTR_BPF_DIR"] = bpf_dir  # an experimental build of bpf/ (--variant)
+def environ(**values: str | None) -> Iterator[None]:
+    """Set (or, for None, leave alone) environment variables for the block, then restore them."""
+    saved = {k: os.environ.get(k) for k, v in values.items() if v is not None}
+    for k in saved:
+        os.environ[k] = values[k]  # type: ignore[assignment]
     try:
-        session.open()
+        yield
     finally:
-        if bpf_dir:
-            if saved is None:
-                del os.environ["IOATTR_BPF_DIR"]
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
             else:
-                os.environ["IOATTR_BPF_DIR"] = saved
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def attach_ioattr(sets: tuple[str, ...] | None, target: bool, loop: Loop,
+                  bpf_dir: str | None = None, hook: str | None = None) -> Iterator[Attached]:
+    # bpf_dir: an experimental build of bpf/ (--variant); hook: IOATTR_SYSCALL_HOOK
+    # (raw|tracepoints), read when the session is built and opened
+    with environ(IOATTR_BPF_DIR=bpf_dir, IOATTR_SYSCALL_HOOK=hook):
+        session = ProbeSession(sets)
+        session.open()
     try:
         tgid = loop.pid if target else NO_SUCH_PID
         libbpf.map_update(session.map_fd("targets"), ctypes.c_uint32(tgid), ctypes.c_uint32(1))
-        fds = session.program_fds()
+        # programs of the object that were not loaded (the other syscall hook's) have no fd
+        fds = {n: fd for n, fd in session.program_fds().items() if fd >= 0}
 
         def verify(lp: Loop) -> str | None:
-            count, nbytes = ioattr_counted(session, lp.pid)
-            want = lp.expected_calls if (target and lp.mode == "pread") else 0
+            count, nbytes = ioattr_counted(session, lp.pid, lp.mode)
+            want = lp.expected_calls if (target and lp.mode in IO_MODES) else 0
             if count != want or nbytes != want * 4096:
-                return f"ioattr counted {count} reads / {nbytes} bytes, expected {want}"
+                return f"ioattr counted {count} {lp.mode} ops / {nbytes} bytes, expected {want}"
             return None
 
-        yield Attached(fds, {fdinfo(fd)["prog_id"] for fd in fds.values()}, verify)
+        # which attach method the syscalls set ended up on (None: ioattr without the choice)
+        info = {"syscall_hook": getattr(session, "syscall_hook", None)}
+        yield Attached(fds, {fdinfo(fd)["prog_id"] for fd in fds.values()}, verify, info)
     finally:
         session.close()
 
 
-def bpftrace_program(pid: int) -> str:
-    # The same job as ioattr's syscall layer, minus fd->inode and latency:
-    # per (thread, fd) bytes read by pread64, enter/exit with a pid filter.
-    return (
-        f"tracepoint:syscalls:sys_enter_pread64 /pid == {pid}/ {{ @fd[tid] = args->fd; }} "
-        f"tracepoint:syscalls:sys_exit_pread64 /pid == {pid}/ {{ "
-        f"if (args->ret > 0) {{ @bytes[tid, @fd[tid]] = sum(args->ret); }} delete(@fd[tid]); }}"
-    )
+def bpftrace_program(pid: int | str, mode: str = "pread") -> str:
+    if mode in ("pread", "pwrite"):
+        # The same job as ioattr's syscall layer, minus fd->inode and latency:
+        # per (thread, fd) bytes read/written, enter/exit with a pid filter.
+        sc = f"{mode}64"
+        return (
+            f"tracepoint:syscalls:sys_enter_{sc} /pid == {pid}/ {{ @fd[tid] = args->fd; }} "
+            f"tracepoint:syscalls:sys_exit_{sc} /pid == {pid}/ {{ "
+            f"if (args->ret > 0) {{ @bytes[tid, @fd[tid]] = sum(args->ret); }} delete(@fd[tid]); }}"
+        )
+    if mode == "uring":
+        # ioattr's uring set minus the inode and latency: remember the submitting
+        # thread and opcode per request, count and sum bytes per (tid, opcode) at
+        # completion (tgid filter on both: a completion may run in another thread)
+        return (
+            f"tracepoint:io_uring:io_uring_submit_req /pid == {pid}/ {{ "
+            f"@req[args->req] = (tid << 8) | args->opcode; }} "
+            f"tracepoint:io_uring:io_uring_complete /pid == {pid}/ {{ $v = @req[args->req]; "
+            f"if (args->res >= 0) {{ @count[$v >> 8, $v & 0xff] = count(); "
+            f"@bytes[$v >> 8, $v & 0xff] = sum(args->res); }} delete(@req[args->req]); }}"
+        )
+    raise ValueError(mode)
 
 
 @contextlib.contextmanager
 def attach_bpftrace(work: Path, loop: Loop, settle: float = 1.0) -> Iterator[Attached]:
-    before = set(loaded_tracing_progs())
+    before = set(loaded_tracing_progs(loop.mode))
     out_path = work / f"bpftrace.{loop.pid}.out"
     out = open(out_path, "w")
     t0 = time.monotonic()
-    proc = subprocess.Popen(["bpftrace", "-e", bpftrace_program(loop.pid)], stdout=out,
+    proc = subprocess.Popen(["bpftrace", "-e", bpftrace_program(loop.pid, loop.mode)], stdout=out,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         while "Attaching" not in out_path.read_text():
@@ -346,16 +405,21 @@ def attach_bpftrace(work: Path, loop: Loop, settle: float = 1.0) -> Iterator[Att
         # "Attaching N probes..." comes before the attach itself; the byte
         # check after the run proves the probes were live for every call.
         time.sleep(settle)
-        own = set(loaded_tracing_progs()) - before
+        own = set(loaded_tracing_progs(loop.mode)) - before
         result: dict[str, int] = {}
 
         def verify(lp: Loop) -> str | None:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
-            total = sum(int(v) for v in re.findall(r"^@bytes\[\d+, \d+\]: (\d+)", out_path.read_text(), re.M))
+            text = out_path.read_text()
+            total = sum(int(v) for v in re.findall(r"^@bytes\[\d+, \d+\]: (\d+)", text, re.M))
             result["bytes"] = total
-            if lp.mode == "pread" and total != lp.expected_calls * 4096:
+            if lp.mode in IO_MODES and total != lp.expected_calls * 4096:
                 return f"bpftrace summed {total} bytes, expected {lp.expected_calls * 4096}"
+            if lp.mode == "uring":
+                ops = sum(int(v) for v in re.findall(r"^@count\[\d+, \d+\]: (\d+)", text, re.M))
+                if ops != lp.expected_calls:
+                    return f"bpftrace counted {ops} io_uring ops, expected {lp.expected_calls}"
             return None
 
         yield Attached({}, own, verify)
@@ -374,13 +438,53 @@ def attach_bpftrace(work: Path, loop: Loop, settle: float = 1.0) -> Iterator[Att
 @dataclass(frozen=True)
 class Config:
     name: str
-    mode: str            # pread | getppid
+    mode: str            # pread | pwrite | uring | getppid
     kind: str            # none | floor | rawtp_floor | ioattr | bpftrace
     sets: tuple[str, ...] | None = None
     target: bool = True
     baseline: str = "bare"
     label: str = ""
     bpf_dir: str | None = None  # --variant: ioattr objects built from a modified bpf/
+    hook: str | None = None     # IOATTR_SYSCALL_HOOK for ioattr (None: ioattr's default)
+
+    @property
+    def floor_op(self) -> str:
+        """The operation a floor config counts: the loop's, or pread for getppid runs."""
+        return self.mode if self.mode in IO_MODES else "pread"
+
+
+# Per operation: its baseline, floor and bpftrace configs (the comparisons of
+# the table), by name. pread keeps the historic unprefixed names.
+OPS = {
+    "pread": {"baseline": "bare", "floor": "floor", "tp_btf_floor": "rawtp_floor", "bpftrace": "bpftrace"},
+    "pwrite": {"baseline": "pwrite_bare", "floor": "pwrite_floor", "tp_btf_floor": "pwrite_rawtp_floor",
+               "bpftrace": "pwrite_bpftrace"},
+    "uring": {"baseline": "uring_bare", "floor": "uring_floor", "tp_btf_floor": "uring_rawtp_floor",
+              "bpftrace": "uring_bpftrace"},
+    "getppid": {"baseline": "getppid_bare", "floor": None, "tp_btf_floor": None, "bpftrace": None},
+}
+
+
+def op_configs(op: str) -> tuple[Config, ...]:
+    """bare, floor, tp_btf floor, ioattr (all sets, default and raw hook), bpftrace for pwrite/uring."""
+    n = OPS[op]
+    what = {"pwrite": "pwrite", "uring": "uring read"}[op]
+    floor = {"pwrite": "floor (bare sys_enter/exit_pwrite64 tp + pid)",
+             "uring": "floor (bare io_uring submit/complete tp + pid)"}[op]
+    rawtp = {"pwrite": "tp_btf floor (raw sys_enter/exit + pid)",
+             "uring": "tp_btf floor (io_uring tps via tp_btf + pid)"}[op]
+    bt = {"pwrite": "bpftrace per-(tid,fd) byte sum",
+          "uring": "bpftrace per-(tid,opcode) count+bytes"}[op]
+    b = n["baseline"]
+    return (
+        Config(b, op, "none", baseline=b, label=f"{what}, nothing attached"),
+        Config(n["floor"], op, "floor", baseline=b, label=f"{what}, {floor}"),  # type: ignore[arg-type]
+        Config(n["tp_btf_floor"], op, "rawtp_floor", baseline=b, label=f"{what}, {rawtp}"),  # type: ignore[arg-type]
+        Config(f"{op}_ioattr_all", op, "ioattr", None, True, baseline=b, label=f"{what}, ioattr all sets, traced"),
+        Config(f"{op}_ioattr_raw", op, "ioattr", None, True, baseline=b, hook="raw",
+               label=f"{what}, ioattr all sets, hook=raw, traced"),
+        Config(n["bpftrace"], op, "bpftrace", baseline=b, label=f"{what}, {bt}"),  # type: ignore[arg-type]
+    )
 
 
 CONFIGS = (
@@ -394,13 +498,21 @@ CONFIGS = (
     Config("ioattr_syscalls", "pread", "ioattr", ("syscalls",), True,
            label="pread, ioattr syscalls set only, traced"),
     Config("ioattr_untraced", "pread", "ioattr", None, False, label="pread, ioattr all sets, NOT a target"),
+    Config("ioattr_raw", "pread", "ioattr", None, True, hook="raw",
+           label="pread, ioattr all sets, hook=raw, traced"),
+    Config("ioattr_raw_untraced", "pread", "ioattr", None, False, hook="raw",
+           label="pread, ioattr all sets, hook=raw, NOT a target"),
     Config("bpftrace", "pread", "bpftrace", label="pread, bpftrace per-(tid,fd) byte sum"),
+    *op_configs("pwrite"),
+    *op_configs("uring"),
     Config("getppid_bare", "getppid", "none", baseline="getppid_bare", label="getppid, nothing attached"),
     Config("getppid_floor", "getppid", "floor", baseline="getppid_bare", label="getppid, floor attached"),
     Config("getppid_rawtp_floor", "getppid", "rawtp_floor", target=False, baseline="getppid_bare",
            label="getppid, tp_btf floor, NOT its target"),
     Config("getppid_ioattr_untraced", "getppid", "ioattr", None, False, baseline="getppid_bare",
            label="getppid, ioattr all sets, NOT a target"),
+    Config("getppid_ioattr_raw_untraced", "getppid", "ioattr", None, False, baseline="getppid_bare", hook="raw",
+           label="getppid, ioattr all sets, hook=raw, NOT a target"),
     Config("getppid_ioattr_traced", "getppid", "ioattr", None, True, baseline="getppid_bare",
            label="getppid, ioattr all sets, traced"),
 )
@@ -412,6 +524,7 @@ class Bench:
         self.work = work
         self.exe, self.objs = build(work)
         self.data = make_data_file(work)
+        self.wdata = make_data_file(work, "pwrite_loop.dat")  # pwrite overwrites its own file
         self.redone = 0
         self.contaminated = 0
         self.waited_s = 0.0
@@ -420,21 +533,21 @@ class Bench:
         if cfg.kind == "none":
             return attach_nothing(loop)
         if cfg.kind in ("floor", "rawtp_floor"):
-            return attach_floor(self.objs[cfg.kind], cfg.target, loop)
+            return attach_floor(self.objs[(cfg.kind, cfg.floor_op)], cfg.floor_op, cfg.target, loop)
         if cfg.kind == "ioattr":
-            return attach_ioattr(cfg.sets, cfg.target, loop, cfg.bpf_dir)
+            return attach_ioattr(cfg.sets, cfg.target, loop, cfg.bpf_dir, cfg.hook)
         if cfg.kind == "bpftrace":
             return attach_bpftrace(self.work, loop)
         raise ValueError(cfg.kind)
 
-    def wait_quiet(self) -> bool:
+    def wait_quiet(self, mode: str) -> bool:
         """Wait (bounded) until no other tracing program is loaded on the host."""
         t0 = time.monotonic()
         quiet = True
-        while loaded_tracing_progs():
+        while loaded_tracing_progs(mode):
             if time.monotonic() - t0 > self.args.quiet_timeout:
                 log(f"  warning: foreign tracing programs still loaded after {self.args.quiet_timeout:.0f}s: "
-                    f"{sorted(set(loaded_tracing_progs().values()))}; measuring anyway")
+                    f"{sorted(set(loaded_tracing_progs(mode).values()))}; measuring anyway")
                 quiet = False
                 break
             time.sleep(1.0)
@@ -447,17 +560,19 @@ class Bench:
     def measure(self, cfg: Config, stats: bool = False) -> dict[str, object]:
         attempts = self.args.attempts
         for attempt in range(attempts):
-            if not self.wait_quiet():
+            if not self.wait_quiet(cfg.mode):
                 attempt = attempts - 1  # waited long enough: keep this one, flagged
-            loop = Loop(self.exe, cfg.mode, self.data, self.calls_for(cfg), self.args.cpu)
+            data = self.wdata if cfg.mode == "pwrite" else self.data
+            loop = Loop(self.exe, cfg.mode, data, self.calls_for(cfg), self.args.cpu)
             try:
                 with self.attach(cfg, loop) as att:
-                    foreign = {i: n for i, n in loaded_tracing_progs().items() if i not in att.own_ids}
+                    foreign = {i: n for i, n in loaded_tracing_progs(cfg.mode).items() if i not in att.own_ids}
                     before = {n: fdinfo(fd) for n, fd in att.prog_fds.items()} if stats else {}
                     with ProgWatcher(all_prog_ids()) as watch:
                         res = loop.run()
                     after = {n: fdinfo(fd) for n, fd in att.prog_fds.items()} if stats else {}
-                    foreign.update({i: n for i, n in loaded_tracing_progs().items() if i not in att.own_ids})
+                    foreign.update({i: n for i, n in loaded_tracing_progs(cfg.mode).items()
+                                    if i not in att.own_ids})
                     # programs seen by the watcher but gone by now: we can't tell what they were
                     gone = watch.seen - set(loaded_prog_names())
                     foreign.update({i: "?" for i in gone if i not in foreign})
@@ -466,6 +581,7 @@ class Bench:
                 loop.kill()
             if err:
                 raise RuntimeError(f"{cfg.name}: {err}")
+            res.update(att.info)
             if foreign and attempt < attempts - 1:
                 self.redone += 1
                 log(f"  {cfg.name}: other BPF programs were loaded meanwhile "
@@ -496,7 +612,8 @@ class Bench:
             for cfg in order:
                 res = self.measure(cfg)
                 samples[cfg.name].append(res)
-                log(f"  round {r + 1}/{self.args.rounds} {cfg.name:<24} {res['ns']:8.1f} ns/call")
+                hook = f"  (syscall hook {res['syscall_hook']})" if res.get("syscall_hook") else ""
+                log(f"  round {r + 1}/{self.args.rounds} {cfg.name:<28} {res['ns']:8.1f} ns/call{hook}")
         return samples
 
     def attach_times(self) -> dict[str, object]:
@@ -553,7 +670,7 @@ class Bench:
         # the floor, for scale
         ft = []
         for _ in range(reps):
-            obj = libbpf.Object(str(self.objs["floor"]))
+            obj = libbpf.Object(str(self.objs[("floor", "pread")]))
             t0 = time.perf_counter()
             obj.load()
             for prog in obj.programs():
@@ -572,9 +689,15 @@ class Bench:
             restore_sysctl = path.read_text().strip()
             path.write_text("1")
         try:
-            wanted = ["floor", "rawtp_floor", "ioattr_all", "ioattr_syscalls", "ioattr_untraced",
-                      "rawtp_floor_untraced", "getppid_ioattr_untraced", "getppid_rawtp_floor"]
-            cfgs = [c for c in CONFIGS if c.name in wanted] + [c for c in configs if c.bpf_dir]
+            wanted = ["floor", "rawtp_floor", "ioattr_all", "ioattr_syscalls", "ioattr_untraced", "ioattr_raw",
+                      "pwrite_floor", "pwrite_ioattr_all", "pwrite_ioattr_raw",
+                      "uring_floor", "uring_rawtp_floor", "uring_ioattr_all", "uring_ioattr_raw",
+                      "getppid_ioattr_untraced", "getppid_ioattr_raw_untraced", "getppid_rawtp_floor"]
+            chosen = {c.name for c in configs}
+            # rawtp_floor_untraced (a program that only compares the pid) always runs: the clock overhead
+            cfgs = ([c for c in CONFIGS if c.name == "rawtp_floor_untraced"]
+                    + [c for c in CONFIGS if c.name in wanted and c.name in chosen]
+                    + [c for c in configs if c.bpf_dir])
             out: dict[str, object] = {}
             for cfg in cfgs:
                 runs = [self.measure(cfg, stats=True) for _ in range(self.args.stats_reps)]
@@ -619,7 +742,11 @@ def summarize(samples: dict[str, list[dict[str, object]]], configs: list[Config]
     out: dict[str, object] = {}
     for c in configs:
         ns = [float(s["ns"]) for s in samples[c.name]]  # type: ignore[arg-type]
-        row: dict[str, object] = {"label": c.label, "median_ns": statistics.median(ns), "samples_ns": ns}
+        row: dict[str, object] = {"label": c.label, "op": c.mode, "median_ns": statistics.median(ns),
+                                  "samples_ns": ns}
+        hooks = sorted({str(s["syscall_hook"]) for s in samples[c.name] if "syscall_hook" in s})
+        if hooks:
+            row["syscall_hook"] = hooks[0] if len(hooks) == 1 else hooks
         if c.name != c.baseline and c.baseline in samples:
             base = [float(s["ns"]) for s in samples[c.baseline]]  # type: ignore[arg-type]
             diffs = [a - b for a, b in zip(ns, base)]
@@ -631,22 +758,40 @@ def summarize(samples: dict[str, list[dict[str, object]]], configs: list[Config]
             mb = [min(s["batches"]) for s in samples[c.baseline]]  # type: ignore[type-var]
             row["added_ns_min_batches"] = statistics.median(a - b for a, b in zip(mn, mb))
         out[c.name] = row
-    # ratios to the floor's added cost
-    floor_add = out.get("floor", {}).get("added_ns")  # type: ignore[union-attr]
-    if floor_add:
-        for name, c in by.items():
-            if c.mode == "pread" and c.kind != "none" and "added_ns" in out[name]:  # type: ignore[operator]
-                out[name]["added_vs_floor"] = out[name]["added_ns"] / floor_add  # type: ignore[index]
+    # ratios to the added cost of the same operation's floor and bpftrace one-liner
+    for name, c in by.items():
+        row = out[name]
+        if c.kind == "none" or "added_ns" not in row:  # type: ignore[operator]
+            continue
+        for ref, key in (("floor", "added_vs_floor"), ("bpftrace", "added_vs_bpftrace")):
+            ref_name = OPS[c.mode][ref]
+            ref_add = out.get(ref_name, {}).get("added_ns") if ref_name else None  # type: ignore[union-attr]
+            if ref_add and ref_add > 0:
+                row[key] = row["added_ns"] / ref_add  # type: ignore[index,operator]
+    return out
+
+
+def per_op(summary: dict[str, object], configs: list[Config], calls: int) -> dict[str, object]:
+    """The summary rows grouped by the loop's operation, with what each op is compared to."""
+    out: dict[str, object] = {}
+    for op, refs in OPS.items():
+        rows = {c.name: summary[c.name] for c in configs if c.mode == op}
+        if rows:
+            out[op] = {**{k: v for k, v in refs.items() if v in rows},
+                       "calls_per_run": calls * (5 if op == "getppid" else 1), "configs": rows}
     return out
 
 
 def verdicts(summary: dict[str, object], attach: dict[str, object] | None) -> dict[str, object]:
     s = summary
     v: dict[str, object] = {}
-    if "ioattr_all" in s and "floor" in s:
-        a = s["ioattr_all"]["added_ns"]  # type: ignore[index]
-        f = s["floor"]["added_ns"]  # type: ignore[index]
-        v["traced_pread_le_2x_floor"] = {"added_ns": a, "floor_ns": f, "ratio": a / f, "met": a <= 2 * f}
+    for op, cfg in (("pread", "ioattr_all"), ("pwrite", "pwrite_ioattr_all"), ("uring", "uring_ioattr_all")):
+        floor = OPS[op]["floor"]
+        if cfg in s and floor in s:
+            a = s[cfg]["added_ns"]  # type: ignore[index]
+            f = s[floor]["added_ns"]  # type: ignore[index]
+            v[f"traced_{op}_le_2x_floor"] = {"added_ns": a, "floor_ns": f, "ratio": a / f if f else None,
+                                             "met": a <= 2 * f}
     if "ioattr_untraced" in s:
         a = s["ioattr_untraced"]["added_ns"]  # type: ignore[index]
         v["untraced_pread_le_50ns"] = {"added_ns": a, "met": a <= 50}
@@ -710,14 +855,22 @@ def host_info() -> dict[str, object]:
 def print_table(summary: dict[str, object], attach: dict[str, object] | None,
                 stats: dict[str, object] | None, verd: dict[str, object]) -> None:
     print()
-    print(f"{'configuration':<50} {'median ns':>10} {'added ns':>9} {'x bare':>7} {'x floor':>8} {'(min)':>7}")
-    for name, row in summary.items():
+    print(f"{'configuration':<58} {'median ns':>10} {'added ns':>9} {'x bare':>7} {'x floor':>8} "
+          f"{'x bpftr':>8} {'(min)':>7}")
+    last_op = None
+    for row in summary.values():
         r = row  # type: ignore[assignment]
+        if r["op"] != last_op:
+            last_op = r["op"]
+            floor = OPS[last_op]["floor"]
+            print(f"-- {last_op}" + (f" (x floor: vs {floor}; x bpftr: vs {OPS[last_op]['bpftrace']})"
+                                     if floor else ""))
         add = f"{r['added_ns']:9.1f}" if "added_ns" in r else f"{'-':>9}"
         xb = f"{r['ratio_to_bare']:7.2f}" if "ratio_to_bare" in r else f"{'-':>7}"
         xf = f"{r['added_vs_floor']:8.2f}" if "added_vs_floor" in r else f"{'-':>8}"
+        xt = f"{r['added_vs_bpftrace']:8.2f}" if "added_vs_bpftrace" in r else f"{'-':>8}"
         mn = f"{r['added_ns_min_batches']:7.1f}" if "added_ns_min_batches" in r else f"{'-':>7}"
-        print(f"{r['label']:<50} {r['median_ns']:10.1f} {add} {xb} {xf} {mn}")
+        print(f"{r['label']:<58} {r['median_ns']:10.1f} {add} {xb} {xf} {xt} {mn}")
     if attach:
         print()
         for k, v in attach.items():
@@ -735,13 +888,14 @@ def print_table(summary: dict[str, object], attach: dict[str, object] | None,
                       f"{p['ns_per_run']:8.1f} {p['net_ns_per_run']:8.1f} {p['ns_per_loop_call']:8.1f}")
     print()
     for k, v in verd.items():
-        print(f"{k:<28} {'MET' if v['met'] else 'NOT MET'}  {json.dumps({a: round(b, 3) if isinstance(b, float) else b for a, b in v.items() if a != 'met'})}")  # type: ignore[union-attr]
+        print(f"{k:<30} {'MET' if v['met'] else 'NOT MET'}  {json.dumps({a: round(b, 3) if isinstance(b, float) else b for a, b in v.items() if a != 'met'})}")  # type: ignore[union-attr]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    ap.add_argument("--calls", type=int, default=200_000, help="preads per run (getppid runs do 5x)")
+    ap.add_argument("--calls", type=int, default=200_000,
+                    help="preads (pwrites, io_uring reads) per run (getppid runs do 5x)")
     ap.add_argument("--attach-reps", type=int, default=5, help="repetitions of each attach timing")
     ap.add_argument("--stats-reps", type=int, default=3, help="runs per config with BPF stats on")
     ap.add_argument("--no-bpftrace", action="store_true", help="skip the bpftrace comparison")
@@ -749,7 +903,8 @@ def main() -> int:
     ap.add_argument("--no-stats", action="store_true", help="skip the per-program run-time breakdown")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
                     help="also measure ioattr built from DIR (a modified copy of bpf/ after make; "
-                         "all probe sets, traced pread and untraced getppid) -- to try a BPF change")
+                         "all probe sets, traced pread/pwrite/uring, untraced pread/getppid) "
+                         "-- to try a BPF change")
     ap.add_argument("--only", help="comma-separated config names to run (default all)")
     ap.add_argument("--cpu", type=int, help="pin the loop to this CPU (taskset)")
     ap.add_argument("--quiet-timeout", type=float, default=300,
@@ -779,6 +934,10 @@ def main() -> int:
         vdir = str(Path(vdir).resolve())
         configs += [
             Config(f"{name}", "pread", "ioattr", None, True, label=f"pread, variant {name}, traced", bpf_dir=vdir),
+            Config(f"pwrite_{name}", "pwrite", "ioattr", None, True, baseline="pwrite_bare",
+                   label=f"pwrite, variant {name}, traced", bpf_dir=vdir),
+            Config(f"uring_{name}", "uring", "ioattr", None, True, baseline="uring_bare",
+                   label=f"uring read, variant {name}, traced", bpf_dir=vdir),
             Config(f"{name}_untraced", "pread", "ioattr", None, False,
                    label=f"pread, variant {name}, NOT a target", bpf_dir=vdir),
             Config(f"getppid_{name}_untraced", "getppid", "ioattr", None, False, baseline="getppid_bare",
@@ -792,6 +951,9 @@ def main() -> int:
         # a config's baseline is always measured too
         keep |= {c.baseline for c in configs if c.name in keep}
         configs = [c for c in configs if c.name in keep]
+    # variants after the built-in configs of their operation, so the table groups by operation
+    order = list(OPS)
+    configs.sort(key=lambda c: order.index(c.mode))
 
     work = Path(tempfile.mkdtemp(prefix="ioattr-bench-", dir="/var/tmp"))
     try:
@@ -799,7 +961,8 @@ def main() -> int:
         started = datetime.datetime.now(datetime.timezone.utc)
         obj_src, obj_dir = freeze_objects(work)
         objects = ioattr_objects(obj_dir)
-        log(f"syscall cost: {args.rounds} rounds x {len(configs)} configs, {args.calls} preads per run")
+        log(f"syscall cost: {args.rounds} rounds x {len(configs)} configs, {args.calls} IO ops per run "
+            f"({args.calls * 5} getppid)")
         samples = bench.rounds(configs)
         summary = summarize(samples, configs)
         attach = None if args.no_attach else bench.attach_times()
@@ -816,14 +979,21 @@ def main() -> int:
             "host": {**host_info(), "loadavg_end": os.getloadavg()},
             "ioattr": {"git": git_state(), "bpf_objects_from": str(obj_src), "bpf_objects_sha256": objects,
                        "rebuilt_during_run": rebuilt},
-            "params": {"rounds": args.rounds, "pread_calls": args.calls, "getppid_calls": args.calls * 5,
-                       "pread_size": 4096, "file_span_bytes": SPAN, "batches": 10, "cpu_pin": args.cpu,
+            "params": {"rounds": args.rounds, "pread_calls": args.calls, "pwrite_calls": args.calls,
+                       "uring_calls": args.calls, "getppid_calls": args.calls * 5,
+                       "io_size": 4096, "pread_size": 4096, "file_span_bytes": SPAN, "batches": 10,
+                       "cpu_pin": args.cpu,
+                       "uring": "IORING_OP_READ, buffered, one SQE + io_uring_submit_and_wait(1) per op",
+                       "pwrite": "pwrite64 overwriting the cached 1 MiB span, no fsync",
                        "bpftrace": shutil.which("bpftrace") and subprocess.run(
                            ["bpftrace", "--version"], capture_output=True, text=True).stdout.strip(),
-                       "bpftrace_program": bpftrace_program(12345).replace("12345", "PID")},
+                       "bpftrace_program": bpftrace_program("PID"),
+                       "bpftrace_programs": {m: bpftrace_program("PID", m) for m in IO_MODES},
+                       "ioattr_raw_env": {"IOATTR_SYSCALL_HOOK": "raw"}},
             "method": "median over 10 batches per run; added_ns = median over rounds of (config - baseline "
                       "of the same round); rounds interleave configs in rotated order",
             "summary": summary,
+            "per_op": per_op(summary, configs, args.calls),
             "attach": attach,
             "prog_stats": stats,
             "verdicts": verd,

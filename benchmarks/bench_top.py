@@ -22,16 +22,12 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import multiprocessing as mp
 import os
 import platform
-import random
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,49 +35,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
+
 IOATTR = str(Path(sys.executable).parent / "ioattr")
-
-
-# -- the load --------------------------------------------------------------------------------------
-def _worker(directory: str, files: int, threads: int, iops: float, write_share: float, go, stop) -> None:
-    paths = [os.path.join(directory, f"f{os.getpid()}_{i}") for i in range(files)]
-    size = 4 << 20
-    fds = []
-    for p in paths:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(fd, size)
-        os.pwrite(fd, b"\0" * size, 0)  # real blocks, in the page cache
-        fds.append(fd)
-    go.wait()
-    per_thread = iops / threads
-
-    def run(seed: int) -> None:
-        rnd = random.Random(seed)
-        buf = b"x" * 4096
-        batch = max(1, int(per_thread / 100))  # ~100 bursts a second
-        t_next = time.monotonic()
-        while not stop.is_set():
-            for _ in range(batch):
-                fd = fds[rnd.randrange(len(fds))]
-                off = rnd.randrange(size // 4096) * 4096
-                if rnd.random() < write_share:
-                    os.pwrite(fd, buf, off)
-                else:
-                    os.pread(fd, 4096, off)
-            t_next += batch / per_thread
-            delay = t_next - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -1:
-                t_next = time.monotonic()  # can't keep up: don't burst to catch up
-
-    ts = [threading.Thread(target=run, args=(os.getpid() * 100 + i,)) for i in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    for fd in fds:
-        os.close(fd)
 
 
 def cpu_ns(pid: int) -> int:
@@ -96,21 +53,16 @@ def cpu_ns(pid: int) -> int:
 
 
 def real(args: argparse.Namespace) -> dict:
-    tmp = tempfile.mkdtemp(prefix="ioattr-bench-top-", dir=args.dir)
-    ctx = mp.get_context("fork")
-    go, stop = ctx.Event(), ctx.Event()
-    procs = [ctx.Process(target=_worker, args=(tmp, args.files, args.threads, args.iops / args.procs,
-                                               args.write_share, go, stop)) for _ in range(args.procs)]
-    for p in procs:
-        p.start()
+    load = IopsLoad(iops=args.iops, procs=args.procs, threads=args.threads, files=args.files,
+                    write_share=args.write_share, directory=args.dir)
     top = None
     try:
-        time.sleep(1.0)  # files created
-        go.set()
+        load.start()
+        tmp = load.tmp
         cmd = [IOATTR, "top", "--batch", "--interval", "1", "-n", str(args.refreshes + 1), "--width", "160",
                "--rows", "20", "--by", args.by]
-        for p in procs:
-            cmd += ["--pid", str(p.pid)]
+        for pid in load.pids:
+            cmd += ["--pid", str(pid)]
         top = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         marks: list[int] = []
         reads, writes, rows_seen = [], [], []
@@ -132,17 +84,10 @@ def real(args: argparse.Namespace) -> dict:
         if top.returncode != 0:
             raise SystemExit(f"ioattr top failed ({top.returncode}): {err}")
     finally:
-        stop.set()
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
+        load.stop()
         if top is not None and top.poll() is None:
             top.kill()
             top.wait()
-        for f in glob.glob(os.path.join(tmp, "*")):
-            os.unlink(f)
-        os.rmdir(tmp)
     per_refresh = [(b - a) / 1e6 for a, b in zip(marks[1:], marks[2:])] if len(marks) > 2 else []
     iops = [r + w for r, w in zip(reads, writes)][1:]
     return {

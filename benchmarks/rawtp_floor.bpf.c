@@ -10,14 +10,18 @@
  * Measuring both splits ioattr's cost into "the attach method" and "what
  * ioattr's programs do".
  *
- * The counters count the target's pread64 calls so the benchmark can check
- * the programs saw every one (single-threaded target: plain adds suffice).
+ * The counters count the target's calls of one syscall, pread64 unless
+ * built with -DFLOOR_NR=<number> (18, pwrite64, for the pwrite floor), so
+ * the benchmark can check the programs saw every one (single-threaded
+ * target: plain adds suffice).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define NR_pread64 17
+#ifndef FLOOR_NR
+#define FLOOR_NR 17 /* pread64 on x86_64 */
+#endif
 
 const volatile __u32 target_tgid = 0;
 
@@ -29,7 +33,7 @@ int BPF_PROG(rawtp_floor_enter, struct pt_regs *regs, long id)
 {
 	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
-	if (id == NR_pread64)
+	if (id == FLOOR_NR)
 		enter_hits++;
 	return 0;
 }
@@ -39,7 +43,7 @@ int BPF_PROG(rawtp_floor_exit, struct pt_regs *regs, long ret)
 {
 	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
-	if (regs->orig_ax == NR_pread64)
+	if (regs->orig_ax == FLOOR_NR)
 		exit_hits++;
 	return 0;
 }

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The floor for ioattr's per-io_uring-op cost: the two tracepoints ioattr's
+ * uring set attaches to (io_uring:io_uring_submit_req, io_uring_complete),
+ * each with the same early pid filter as floor.bpf.c and one counter bump,
+ * nothing else. ioattr's uring.bpf.c additionally checks the target map,
+ * keeps the request in flight (hash insert at submit, lookup + delete at
+ * completion), reads the file's inode and aggregates.
+ *
+ * Built twice: as is, on the classic (perf) tracepoints ioattr uses; with
+ * -DFLOOR_TP_BTF on the same tracepoints through tp_btf (entered directly,
+ * no trace record built), the "attach method" comparison.
+ *
+ * The filter is on the tgid: an io_uring completion may run in another
+ * thread of the submitter's process (an iou-wrk worker for punted work, an
+ * SQPOLL thread), but for buffered reads that hit the page cache it runs
+ * inline, in the submitting thread, during io_uring_enter(). Either way
+ * it is the target's tgid, so both counters must equal the target's ops.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+const volatile __u32 target_tgid = 0;
+
+__u64 enter_hits = 0; /* submissions */
+__u64 exit_hits = 0;  /* completions */
+
+#ifdef FLOOR_TP_BTF
+#define SUBMIT_SEC "tp_btf/io_uring_submit_req"
+#define COMPLETE_SEC "tp_btf/io_uring_complete"
+#else
+#define SUBMIT_SEC "tracepoint/io_uring/io_uring_submit_req"
+#define COMPLETE_SEC "tracepoint/io_uring/io_uring_complete"
+#endif
+
+SEC(SUBMIT_SEC)
+int uring_floor_submit(void *ctx)
+{
+	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	enter_hits++;
+	return 0;
+}
+
+SEC(COMPLETE_SEC)
+int uring_floor_complete(void *ctx)
+{
+	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	exit_hits++;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
