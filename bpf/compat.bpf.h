@@ -104,6 +104,17 @@ static __always_inline bool file_inode_id(struct file *f, struct inode_id *id)
 	return inode_id_of(BPF_CORE_READ(f, f_inode), id);
 }
 
+/* inode_id_of() for an inode reached with plain BTF loads. */
+static __always_inline bool inode_id_btf(struct inode *inode, struct inode_id *id)
+{
+	if (!inode)
+		return false;
+	id->ino = inode->i_ino;
+	id->mode = inode->i_mode;
+	id->dev = inode->i_sb->s_dev;
+	return true;
+}
+
 /* Kernels with the bpf_rdonly_cast kfunc (6.2+) let the hot path read the
  * struct file and inode with plain BTF loads instead of one helper call per
  * field (measured: added cost per traced pread 2.25x -> 1.43x the bare
@@ -116,7 +127,6 @@ static __always_inline bool fd_inode_id(struct task_struct *task, int fd, struct
 	struct files_struct *files;
 	struct fdtable *fdt;
 	struct file *f = NULL;
-	struct inode *inode;
 
 	if (!bpf_rdonly_cast)
 		return file_inode_id(fd_to_file(task, fd), id);
@@ -136,13 +146,7 @@ static __always_inline bool fd_inode_id(struct task_struct *task, int fd, struct
 	if (!f)
 		return false;
 	f = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-	inode = f->f_inode;
-	if (!inode)
-		return false;
-	id->ino = inode->i_ino;
-	id->mode = inode->i_mode;
-	id->dev = inode->i_sb->s_dev;
-	return true;
+	return inode_id_btf(f->f_inode, id);
 }
 
 static __always_inline bool is_data_inode(__u32 mode)
@@ -205,17 +209,6 @@ static __always_inline __u32 request_dev(struct request *rq)
 	return ((__u32)disk->major << 20) | disk->first_minor;
 }
 
-/* inode_id_of() for an inode reached with plain BTF loads. */
-static __always_inline bool inode_id_btf(struct inode *inode, struct inode_id *id)
-{
-	if (!inode)
-		return false;
-	id->ino = inode->i_ino;
-	id->mode = inode->i_mode;
-	id->dev = inode->i_sb->s_dev;
-	return true;
-}
-
 /* The inode of a direct-IO bio (its end_io is iomap_dio_bio_end_io): its
  * bi_private is the iomap_dio, whose kiocb names the file. */
 static __always_inline bool dio_bio_inode_id(struct bio *bio, struct inode_id *id)
@@ -271,6 +264,86 @@ static __always_inline bool bio_first_inode_id(struct bio *bio, struct inode_id 
 }
 
 /* ---- io_uring ------------------------------------------------------------ */
+
+/*
+ * The io_uring programs are tp_btf. On every kernel with the
+ * io_uring_submit_req tracepoint, its one argument is the request (a BTF
+ * pointer: plain loads), and io_uring_complete's second argument is the
+ * request as a void * (NULL for a CQE not tied to one); complete's other
+ * arguments changed (6.3 replaced user_data/res/cflags with the CQE), so the
+ * result is read from the request's own cqe, which the kernel copies into
+ * the ring just before the tracepoint. Kernels without bpf_rdonly_cast read
+ * the void * request with CO-RE probe reads instead.
+ */
+
+/* The fd a request names, or false for a registered ("fixed") file, whose
+ * number indexes the ring's file table, not the process's. At submission. */
+static __always_inline bool uring_req_fd(struct io_kiocb *req, int *fd)
+{
+	if (req->flags & REQ_F_FIXED_FILE)
+		return false;
+	*fd = req->cqe.fd; /* the fd until the result replaces it */
+	return true;
+}
+
+/* The user buffer, length and file offset of a read/write request, at
+ * submission. The request's command area is a struct io_rw once prepared
+ * (before the submission tracepoint fires); vectored opcodes point at an
+ * iovec array, of which the first entry is used. */
+static __always_inline bool uring_rw_buffer(struct io_kiocb *req, __u8 opcode, __u64 *buf, __u64 *len,
+					    __u64 *pos)
+{
+	struct io_rw *rw;
+
+	if (bpf_rdonly_cast) {
+		rw = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_rw));
+		*buf = rw->addr;
+		*len = rw->len;
+		*pos = rw->kiocb.ki_pos;
+	} else {
+		rw = (struct io_rw *)&req->cmd;
+		*buf = BPF_CORE_READ(rw, addr);
+		*len = BPF_CORE_READ(rw, len);
+		*pos = BPF_CORE_READ(rw, kiocb.ki_pos);
+	}
+	if (opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_READV) ||
+	    opcode == bpf_core_enum_value(enum io_uring_op, IORING_OP_WRITEV)) {
+		struct iovec iov;
+
+		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)*buf))
+			return false;
+		*buf = (__u64)iov.iov_base;
+		*len = iov.iov_len;
+	}
+	return *buf != 0;
+}
+
+/* The ring (struct io_ring_ctx *) of a completing request. */
+static __always_inline __u64 uring_req_ring(void *req)
+{
+	if (bpf_rdonly_cast)
+		return (__u64)((struct io_kiocb *)bpf_rdonly_cast(req, bpf_core_type_id_kernel(struct io_kiocb)))->ctx;
+	return (__u64)BPF_CORE_READ((struct io_kiocb *)req, ctx);
+}
+
+/* A completing request's result, and the inode of its file (false: none).
+ * The file is read now, when the kernel has resolved it (fixed files too). */
+static __always_inline bool uring_req_result(void *req, __s32 *res, struct inode_id *id)
+{
+	struct io_kiocb *r;
+	struct file *f;
+
+	if (!bpf_rdonly_cast) {
+		*res = BPF_CORE_READ((struct io_kiocb *)req, cqe.res);
+		return file_inode_id(BPF_CORE_READ((struct io_kiocb *)req, file), id);
+	}
+	r = bpf_rdonly_cast(req, bpf_core_type_id_kernel(struct io_kiocb));
+	*res = r->cqe.res;
+	f = r->file;
+	if (!f)
+		return false;
+	return inode_id_btf(f->f_inode, id);
+}
 
 /* Map an io_uring opcode to an ioattr op; returns false for non-IO opcodes.
  * Opcode values come from this kernel's BTF so renumbering can't bite. */

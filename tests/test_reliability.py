@@ -127,6 +127,14 @@ def _umount(path: Path) -> None:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+def _record_many_files_writer(rec: Path, tmp_path: Path, done: Path, seconds: str) -> Background:
+    """record -o REC -- a writer of many small files for SECONDS (short intervals and chunks,
+    so a small disk fills between chunks)."""
+    return Background("record", "-o", str(rec), "--interval", "0.25", "--chunk-seconds", "0.5",
+                      "--only-command", "--", sys.executable, "-c", MANY_FILES_WRITER,
+                      str(tmp_path / "data"), str(done), seconds)
+
+
 def _fill(path: Path) -> None:
     """Write until the filesystem is full."""
     block = b"\0" * 65536
@@ -165,9 +173,7 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
     try:
         rec = small / "rec"
         done = tmp_path / "done.json"
-        bg = Background("record", "-o", str(rec), "--interval", "0.25", "--chunk-seconds", "0.5",
-                        "--only-command", "--", sys.executable, "-c", MANY_FILES_WRITER,
-                        str(tmp_path / "data"), str(done), "5")
+        bg = _record_many_files_writer(rec, tmp_path, done, "5")
         try:
             bg.wait_recording()
             deadline = time.monotonic() + 20
@@ -215,9 +221,7 @@ def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> N
     try:
         rec = small / "rec"
         done = tmp_path / "done.json"
-        bg = Background("record", "-o", str(rec), "--interval", "0.25", "--chunk-seconds", "0.5",
-                        "--only-command", "--", sys.executable, "-c", MANY_FILES_WRITER,
-                        str(tmp_path / "data"), str(done), "120")
+        bg = _record_many_files_writer(rec, tmp_path, done, "120")
         try:
             bg.wait_recording()
             _fill(small / "filler")
