@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The floor for ioattr's per-io_uring-op cost: the two tracepoints ioattr's
- * uring set attaches to (io_uring:io_uring_submit_req, io_uring_complete),
- * each with the same early pid filter as floor.bpf.c and one counter bump,
+ * uring set hooks (io_uring:io_uring_submit_req, io_uring_complete), each
+ * with the same early pid filter as floor.bpf.c and one counter bump,
  * nothing else. ioattr's uring.bpf.c additionally checks the target map,
- * keeps the request in flight (hash insert at submit, lookup + delete at
- * completion), reads the file's inode and aggregates.
+ * keeps the request in flight (a slot in a per-address array, claimed at
+ * submit and released at completion), reads the file's inode and aggregates.
  *
- * Built twice: as is, on the classic (perf) tracepoints ioattr uses; with
- * -DFLOOR_TP_BTF on the same tracepoints through tp_btf (entered directly,
- * no trace record built), the "attach method" comparison.
+ * Built twice: as is, on the classic (perf) tracepoints -- the bare floor
+ * the issue measures against; with -DFLOOR_TP_BTF on the same tracepoints
+ * through tp_btf (entered directly, no trace record built), which is how
+ * ioattr attaches them: the "attach method" comparison.
  *
  * The filter is on the tgid: an io_uring completion may run in another
  * thread of the submitter's process (an iou-wrk worker for punted work, an

@@ -72,6 +72,8 @@ struct task_io_state {
 	__u8 op;
 	__u8 api;
 	__u8 stage;   /* enum ioattr_stage, set by the stage uprobes */
+	__u8 named;   /* this thread's name was sent (remember_comm), for probes that
+	               * would otherwise try on every IO (bpf/uring.bpf.c) */
 };
 
 struct {
