@@ -75,6 +75,7 @@ sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
 
 from ioattr.collectors import abi, libbpf  # noqa: E402
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
+from ioattr.collectors.targets import TargetMap  # noqa: E402
 
 TRACING_TYPES = {"tracing", "tracepoint", "raw_tracepoint", "raw_tracepoint_writable", "kprobe"}
 # Classic-tracepoint programs whose names say they fire on events a cached
@@ -345,7 +346,8 @@ def attach_ioattr(sets: tuple[str, ...] | None, target: bool, loop: Loop,
         session.open()
     try:
         tgid = loop.pid if target else NO_SUCH_PID
-        libbpf.map_update(session.map_fd("targets"), ctypes.c_uint32(tgid), ctypes.c_uint32(1))
+        # the hash and its front cache together (a --variant build may have no target_slots)
+        TargetMap(session.map_fd("targets"), session.shared_fds.get("target_slots")).add(tgid)
         # programs of the object that were not loaded (the other syscall hook's) have no fd
         fds = {n: fd for n, fd in session.program_fds().items() if fd >= 0}
 

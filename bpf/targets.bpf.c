@@ -15,7 +15,9 @@
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid, ctgid, flag = TARGET_FOLLOWED;
+	__u32 ptgid, ctgid, flag = TARGET_FOLLOWED, slot;
+	__u64 old, *v;
+	long err;
 
 	if (!cfg.follow_forks)
 		return 0;
@@ -25,7 +27,18 @@ int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (!bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
-	bpf_map_update_elem(&targets, &ctgid, &flag, BPF_NOEXIST);
+	err = bpf_map_update_elem(&targets, &ctgid, &flag, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		return 0; /* the hash is full: not a target */
+	/* the hash first, then its front cache (userspace relies on that order
+	 * when it recomputes a slot, collectors/targets.py) */
+	slot = ctgid & TARGET_SLOT_MASK;
+	v = bpf_map_lookup_elem(&target_slots, &slot);
+	if (!v)
+		return 0;
+	old = __sync_val_compare_and_swap(v, 0, (__u64)ctgid);
+	if (old != 0 && old != ctgid)
+		*v = TARGET_SLOT_SHARED; /* a plain store: SHARED over anything is safe */
 	return 0;
 }
 

@@ -146,22 +146,100 @@ class TargetSpec:
         return out
 
 
+# The front cache of the targets hash (bpf/maps.bpf.h `target_slots`): slot
+# pid & (TARGET_SLOTS - 1) holds that pid if it is the only target there,
+# SLOT_SHARED if more (the BPF side then asks the hash), 0 if none.
+TARGET_SLOTS = 4096
+SLOT_SHARED = 0xFFFFFFFF
+_SLOT_TRIES = 8
+
+
+def slot_of(pid: int) -> int:
+    return pid & (TARGET_SLOTS - 1)
+
+
+def slot_value(members: set[int] | frozenset[int]) -> int:
+    if not members:
+        return 0
+    if len(members) == 1:
+        (pid,) = members
+        return pid if pid else SLOT_SHARED  # 0 marks an empty slot
+    return SLOT_SHARED
+
+
+class TargetMap:
+    """The BPF `targets` hash (tgid -> flag, the source of truth) and its
+    `target_slots` front cache, written together. Every change to the hash
+    from userspace goes through here (or the per-event check misses it).
+
+    The kernel adds followed children itself (bpf/targets.bpf.c): hash first,
+    then the slot, by compare-and-swap 0 -> tgid or else SHARED. Userspace
+    cannot compare-and-swap, so a slot is recomputed from the hash's keys,
+    written, and the keys read again: if the slot's members changed in
+    between (a fork), it is done again. A child the kernel wrote into a slot
+    before our write was in the hash before it, so the second read shows it;
+    one added after our write sees a non-zero slot and makes it SHARED.
+    SHARED is always safe (it only costs the hash lookup)."""
+
+    def __init__(self, targets_fd: int, slots_fd: int | None) -> None:
+        self.fd = targets_fd
+        self.slots_fd = slots_fd  # None: objects without the front cache (older builds)
+
+    def add(self, pid: int, flag: int = FLAG_EXPLICIT, sync: bool = True) -> None:
+        libbpf.map_update(self.fd, ctypes.c_uint32(pid), ctypes.c_uint32(flag))
+        if sync:
+            self.sync_slots({slot_of(pid)})
+
+    def remove(self, pid: int, sync: bool = True) -> None:
+        libbpf.map_delete(self.fd, ctypes.c_uint32(pid))
+        if sync:
+            self.sync_slots({slot_of(pid)})
+
+    def _members(self, slots: set[int]) -> dict[int, frozenset[int]]:
+        out: dict[int, set[int]] = {s: set() for s in slots}
+        for key in libbpf.map_keys(self.fd, ctypes.c_uint32):
+            pid = int(key.value)
+            if slot_of(pid) in out:
+                out[slot_of(pid)].add(pid)
+        return {s: frozenset(m) for s, m in out.items()}
+
+    def _write_slot(self, slot: int, value: int) -> None:
+        assert self.slots_fd is not None
+        libbpf.map_update(self.slots_fd, ctypes.c_uint32(slot), ctypes.c_uint64(value))
+
+    def sync_slots(self, slots: set[int]) -> None:
+        """Make these slots of target_slots agree with the targets hash."""
+        if self.slots_fd is None or not slots:
+            return
+        members = self._members(slots)
+        for _ in range(_SLOT_TRIES):
+            for slot, m in members.items():
+                self._write_slot(slot, slot_value(m))
+            again = self._members(slots)
+            if again == members:
+                return
+            members = again
+        for slot in slots:  # forks keep racing us: let the hash decide
+            self._write_slot(slot, SLOT_SHARED)
+
+
 class TargetTracker:
     """Keeps the targets map equal to the spec; reports arrivals and exits."""
 
-    def __init__(self, spec: TargetSpec, map_fd: int) -> None:
+    def __init__(self, spec: TargetSpec, map_fd: int, slots_fd: int | None = None) -> None:
         self.spec = spec
         self.fd = map_fd
+        self.map = TargetMap(map_fd, slots_fd)
         self.current: dict[int, int] = {}
         self.ever: set[int] = set()
 
-    def add(self, pid: int, flag: int = FLAG_EXPLICIT) -> None:
-        libbpf.map_update(self.fd, ctypes.c_uint32(pid), ctypes.c_uint32(flag))
+    def add(self, pid: int, flag: int = FLAG_EXPLICIT, sync: bool = True) -> None:
+        self.map.add(pid, flag, sync)
         self.current[pid] = flag
         self.ever.add(pid)
 
-    def remove(self, pid: int) -> None:
-        libbpf.map_delete(self.fd, ctypes.c_uint32(pid))
+    def remove(self, pid: int, sync: bool = True) -> None:
+        self.map.remove(pid, sync)
         self.current.pop(pid, None)
 
     def in_kernel(self) -> dict[int, int]:
@@ -190,12 +268,16 @@ class TargetTracker:
             want.update(servers_talked_to(want))
         new = sorted(want - set(self.current))
         gone = sorted(p for p in self.current if p not in want)
+        touched: set[int] = set()
         for pid in new:
             if pid in followed:
-                self.current[pid] = followed[pid]  # already in the kernel map
+                self.current[pid] = followed[pid]  # already in the kernel map (and its slot)
                 self.ever.add(pid)
             else:
-                self.add(pid)
+                self.add(pid, sync=False)
+                touched.add(slot_of(pid))
         for pid in gone:
-            self.remove(pid)
+            self.remove(pid, sync=False)
+            touched.add(slot_of(pid))
+        self.map.sync_slots(touched)
         return new, gone

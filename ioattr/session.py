@@ -103,7 +103,8 @@ class LiveSession:
                 o.log(note)
             self.file_map = InnodbFileMap(self.probes.map_fd("innodb_files") if o.innodb_pages else None)
             self.stage = StageProbes(self.probes)
-            self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"))
+            self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
+                                         self.probes.shared_fds.get("target_slots"))
             self.events = RingBuffer(self.probes.map_fd("events"), self._on_event)
             self.io_drain = io_stats_drainer(self.probes.map_fd("io_stats"), self.probes.max_stats)
             self.page_drain = page_stats_drainer(self.probes.map_fd("page_stats"))
