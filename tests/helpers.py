@@ -9,10 +9,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 IOATTR = str(Path(sys.executable).parent / "ioattr")
 IOGEN = ROOT / "tests" / "workloads" / "iogen"
+T = TypeVar("T")
 
 
 def ioattr(*args: str, timeout: float = 120, check: bool = False, **kw) -> subprocess.CompletedProcess:
@@ -69,6 +71,21 @@ def leaked_ioattr_programs() -> list[str]:
         return []
     held = _prog_ids_held_by_processes()
     return [name for pid, name in progs if pid not in held]
+
+
+def wait_until(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
+    """Poll `cond` until it returns something truthy and return that; fail clearly
+    after `timeout` seconds. Tests wait for the event they need with this, never
+    for a fixed time: the timeout is a safety net against hangs (make it generous),
+    not a claim about speed, so a slow machine only makes the test slower."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
 
 
 def assert_no_ioattr_programs(timeout: float = 5.0) -> None:
