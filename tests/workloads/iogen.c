@@ -51,6 +51,19 @@
 #define AIO_BLOCK      (16 * KiB)
 #define URING_QD       16
 #define URING_BLOCK    (16 * KiB)
+#define MAX_BLOCK      (64 * MiB)   /* --block upper bound */
+
+/* --block: the IO size of the direct-IO scenarios (odirect, libaio, uring);
+ * 0 keeps each scenario's own default. */
+static uint64_t g_block;
+/* --prealloc: what the direct-IO scenarios' file holds before the measured
+ * writes. none: nothing (every write appends); fallocate: unwritten extents
+ * over the whole size (writes overwrite preallocated space, no data IO);
+ * written: a first pass of O_DIRECT pwrite64 of the same block size over the
+ * whole file (counted: write_bytes is then 2 S), so the measured writes
+ * overwrite written blocks, as a database overwrites its pages. */
+enum { PREALLOC_NONE, PREALLOC_FALLOCATE, PREALLOC_WRITTEN };
+static int g_prealloc = PREALLOC_NONE;
 
 /* ------------------------------------------------------------------ */
 
@@ -222,22 +235,46 @@ static size_t min_sz(uint64_t a, uint64_t b)
 /* ------------------------------------------------------------------ */
 /* Scenarios                                                          */
 
-/* odirect: pwrite64 size/4096 blocks of 4096 B, fdatasync, pread64 all back. */
+/* Prepare a direct-IO scenario's freshly truncated file per --prealloc. The
+ * written pass uses pwrite64 blocks of `block` bytes and is counted. */
+static void prealloc_file(struct fstats *s, int fd, uint64_t size, uint64_t block, uint64_t seed)
+{
+	if (g_prealloc == PREALLOC_FALLOCATE) {
+		int err = posix_fallocate(fd, 0, (off_t)size);
+
+		if (err)
+			die_err("posix_fallocate", err);
+	} else if (g_prealloc == PREALLOC_WRITTEN) {
+		char *buf = xalloc_aligned(block);
+
+		for (uint64_t off = 0; off < size; off += block) {
+			fill(buf, block, off, seed ^ 0x5A5A5A5AULL);
+			do_pwrite(s, fd, buf, block, off);
+		}
+		do_fdatasync(s, fd);
+		free(buf);
+	}
+}
+
+/* odirect: pwrite64 size/B blocks of B bytes (B = --block, default 4096),
+ * fdatasync, pread64 all back. */
 static void scn_odirect(struct fstats *s, uint64_t size, uint64_t seed)
 {
-	char *buf = xalloc_aligned(DIO_BLOCK);
+	uint64_t block = g_block ? g_block : DIO_BLOCK;
+	char *buf = xalloc_aligned(block);
 	int fd = xopen(s->path, O_DIRECT);
 
 	s->direct = 1;
 	s->api = "sync";
-	for (uint64_t off = 0; off < size; off += DIO_BLOCK) {
-		fill(buf, DIO_BLOCK, off, seed);
-		do_pwrite(s, fd, buf, DIO_BLOCK, off);
+	prealloc_file(s, fd, size, block, seed);
+	for (uint64_t off = 0; off < size; off += block) {
+		fill(buf, block, off, seed);
+		do_pwrite(s, fd, buf, block, off);
 	}
 	do_fdatasync(s, fd);
-	for (uint64_t off = 0; off < size; off += DIO_BLOCK) {
-		do_pread(s, fd, buf, DIO_BLOCK, off);
-		check(buf, DIO_BLOCK, off, seed);
+	for (uint64_t off = 0; off < size; off += block) {
+		do_pread(s, fd, buf, block, off);
+		check(buf, block, off, seed);
 	}
 	xclose(fd);
 	free(buf);
@@ -400,27 +437,28 @@ static void aio_phase(struct fstats *s, aio_context_t ctx, int fd, char **bufs,
 	struct iocb cbs[AIO_BATCH];
 	struct iocb *ptrs[AIO_BATCH];
 	struct io_event ev[AIO_BATCH];
-	const uint64_t batch_bytes = (uint64_t)AIO_BATCH * AIO_BLOCK;
+	const uint64_t blk = g_block ? g_block : AIO_BLOCK;
+	const uint64_t batch_bytes = (uint64_t)AIO_BATCH * blk;
 
 	for (uint64_t off = 0; off < size; off += batch_bytes) {
-		long n = (long)min_sz(AIO_BATCH, (size - off) / AIO_BLOCK);
+		long n = (long)min_sz(AIO_BATCH, (size - off) / blk);
 		long submitted = 0, reaped = 0;
 
 		for (long i = 0; i < n; i++) {
-			uint64_t o = off + (uint64_t)i * AIO_BLOCK;
+			uint64_t o = off + (uint64_t)i * blk;
 
 			memset(&cbs[i], 0, sizeof(cbs[i]));
 			cbs[i].aio_data = (uint64_t)i;
 			cbs[i].aio_lio_opcode = is_write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 			cbs[i].aio_fildes = (uint32_t)fd;
 			cbs[i].aio_buf = (uint64_t)(uintptr_t)bufs[i];
-			cbs[i].aio_nbytes = AIO_BLOCK;
+			cbs[i].aio_nbytes = blk;
 			cbs[i].aio_offset = (int64_t)o;
 			ptrs[i] = &cbs[i];
 			if (is_write)
-				fill(bufs[i], AIO_BLOCK, o, seed);
+				fill(bufs[i], blk, o, seed);
 			else
-				memset(bufs[i], 0, AIO_BLOCK);
+				memset(bufs[i], 0, blk);
 		}
 		while (submitted < n) {
 			long r = syscall(SYS_io_submit, ctx, n - submitted, ptrs + submitted);
@@ -453,10 +491,10 @@ static void aio_phase(struct fstats *s, aio_context_t ctx, int fd, char **bufs,
 					s->reads++;
 					s->read_bytes += (uint64_t)res;
 				}
-				if (res != (int64_t)AIO_BLOCK)
-					die("short aio completion: %" PRId64 " of %llu", res, AIO_BLOCK);
+				if (res != (int64_t)blk)
+					die("short aio completion: %" PRId64 " of %" PRIu64, res, blk);
 				if (!is_write)
-					check(bufs[idx], AIO_BLOCK, off + idx * AIO_BLOCK, seed);
+					check(bufs[idx], blk, off + idx * blk, seed);
 			}
 			reaped += r;
 		}
@@ -472,7 +510,8 @@ static void scn_libaio(struct fstats *s, uint64_t size, uint64_t seed)
 	s->direct = 1;
 	s->api = "libaio";
 	for (int i = 0; i < AIO_BATCH; i++)
-		bufs[i] = xalloc_aligned(AIO_BLOCK);
+		bufs[i] = xalloc_aligned(g_block ? g_block : AIO_BLOCK);
+	prealloc_file(s, fd, size, g_block ? g_block : AIO_BLOCK, seed);
 	if (syscall(SYS_io_setup, AIO_BATCH, &ctx) < 0)
 		die_errno("io_setup");
 	aio_phase(s, ctx, fd, bufs, size, seed, 1);
@@ -489,6 +528,8 @@ static void scn_libaio(struct fstats *s, uint64_t size, uint64_t seed)
 static void uring_reap(struct fstats *s, struct io_uring *ring, unsigned n,
 		       char **bufs, uint64_t off, uint64_t seed, int op)
 {
+	const uint64_t blk = g_block ? g_block : URING_BLOCK;
+
 	for (unsigned k = 0; k < n; k++) {
 		struct io_uring_cqe *cqe;
 		int r = io_uring_wait_cqe(ring, &cqe);
@@ -518,10 +559,10 @@ static void uring_reap(struct fstats *s, struct io_uring *ring, unsigned n,
 			s->reads++;
 			s->read_bytes += (uint64_t)res;
 		}
-		if ((uint64_t)res != URING_BLOCK)
-			die("short io_uring completion: %d of %llu", res, URING_BLOCK);
+		if ((uint64_t)res != blk)
+			die("short io_uring completion: %d of %" PRIu64, res, blk);
 		if (op == IORING_OP_READ)
-			check(bufs[idx], URING_BLOCK, off + idx * URING_BLOCK, seed);
+			check(bufs[idx], blk, off + idx * blk, seed);
 	}
 }
 
@@ -538,23 +579,24 @@ static void uring_submit_wait(struct io_uring *ring, unsigned n)
 static void uring_phase(struct fstats *s, struct io_uring *ring, int fd, char **bufs,
 			uint64_t size, uint64_t seed, int op)
 {
-	const uint64_t batch_bytes = (uint64_t)URING_QD * URING_BLOCK;
+	const uint64_t blk = g_block ? g_block : URING_BLOCK;
+	const uint64_t batch_bytes = (uint64_t)URING_QD * blk;
 
 	for (uint64_t off = 0; off < size; off += batch_bytes) {
-		unsigned n = (unsigned)min_sz(URING_QD, (size - off) / URING_BLOCK);
+		unsigned n = (unsigned)min_sz(URING_QD, (size - off) / blk);
 
 		for (unsigned i = 0; i < n; i++) {
-			uint64_t o = off + (uint64_t)i * URING_BLOCK;
+			uint64_t o = off + (uint64_t)i * blk;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
 			if (!sqe)
 				die("io_uring_get_sqe: submission queue full");
 			if (op == IORING_OP_WRITE) {
-				fill(bufs[i], URING_BLOCK, o, seed);
-				io_uring_prep_write(sqe, fd, bufs[i], URING_BLOCK, o);
+				fill(bufs[i], blk, o, seed);
+				io_uring_prep_write(sqe, fd, bufs[i], (unsigned)blk, o);
 			} else {
-				memset(bufs[i], 0, URING_BLOCK);
-				io_uring_prep_read(sqe, fd, bufs[i], URING_BLOCK, o);
+				memset(bufs[i], 0, blk);
+				io_uring_prep_read(sqe, fd, bufs[i], (unsigned)blk, o);
 			}
 			io_uring_sqe_set_data64(sqe, i);
 		}
@@ -574,7 +616,8 @@ static void scn_uring(struct fstats *s, uint64_t size, uint64_t seed)
 	s->direct = 1;
 	s->api = "io_uring";
 	for (int i = 0; i < URING_QD; i++)
-		bufs[i] = xalloc_aligned(URING_BLOCK);
+		bufs[i] = xalloc_aligned(g_block ? g_block : URING_BLOCK);
+	prealloc_file(s, fd, size, g_block ? g_block : URING_BLOCK, seed);
 	r = io_uring_queue_init(URING_QD, &ring, 0);
 	if (r < 0)
 		die_err("io_uring_queue_init", -r);
@@ -735,15 +778,19 @@ static void emit_json(const char *out, struct fstats *st, int nst)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: iogen --dir DIR [--scenario NAME]... [--size BYTES] [--json OUT] [--wait-fd N]\n"
+		"usage: iogen --dir DIR [--scenario NAME]... [--size BYTES] [--block BYTES]\n"
+		"             [--prealloc none|fallocate|written] [--json OUT] [--wait-fd N]\n"
 		"  scenarios (default all, run in this order): odirect buffered_fsync\n"
 		"    buffered_read_cold vector libaio uring   (also: all; comma lists ok)\n"
 		"  --size     per-file data size, K/M/G suffixes ok (default 4M; rounded up to 16 KiB)\n"
+		"  --block    IO size of odirect/libaio/uring (multiple of 4K; size is rounded up to it)\n"
+		"  --prealloc file state before the direct-IO writes: none (append), fallocate, written\n"
 		"  --json     write the ground-truth JSON here (default stdout)\n"
 		"  --wait-fd  read one byte from fd N before any IO (env IOGEN_WAIT_FD=N is equivalent)\n");
 }
 
-static uint64_t parse_size(const char *arg)
+/* BYTES with an optional K/M/G (binary) suffix; `what` names the option. */
+static uint64_t parse_bytes(const char *arg, const char *what)
 {
 	char *end;
 	unsigned long long v;
@@ -752,7 +799,7 @@ static uint64_t parse_size(const char *arg)
 	errno = 0;
 	v = strtoull(arg, &end, 0);
 	if (errno || end == arg || arg[0] == '-')
-		die("invalid --size '%s'", arg);
+		die("invalid %s '%s'", what, arg);
 	switch (*end) {
 	case 'k': case 'K': mult = KiB; end++; break;
 	case 'm': case 'M': mult = MiB; end++; break;
@@ -763,8 +810,14 @@ static uint64_t parse_size(const char *arg)
 	if (*end == 'b' || *end == 'B')
 		end++;
 	if (*end || (mult > 1 && v > UINT64_MAX / mult))
-		die("invalid --size '%s'", arg);
-	v *= mult;
+		die("invalid %s '%s'", what, arg);
+	return v * mult;
+}
+
+static uint64_t parse_size(const char *arg)
+{
+	uint64_t v = parse_bytes(arg, "--size");
+
 	if (v == 0)
 		v = SIZE_UNIT;
 	if (v > UINT64_MAX - SIZE_UNIT)
@@ -834,6 +887,8 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'S' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "wait-fd", required_argument, NULL, 'w' },
+		{ "block", required_argument, NULL, 'b' },
+		{ "prealloc", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -843,13 +898,28 @@ int main(int argc, char **argv)
 	char absdir[PATH_MAX];
 	struct fstats st[NSCN];
 
-	while ((opt = getopt_long(argc, argv, "d:s:S:j:w:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:s:S:j:w:b:p:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 's': select_scenarios(optarg, sel); any = 1; break;
 		case 'S': size = parse_size(optarg); break;
 		case 'j': json = optarg; break;
 		case 'w': wait_fd = parse_fd(optarg, "--wait-fd"); break;
+		case 'b':
+			g_block = parse_bytes(optarg, "--block");
+			if (!g_block || g_block % DIO_BLOCK || g_block > MAX_BLOCK)
+				die("invalid --block '%s' (a multiple of 4096 up to 64M)", optarg);
+			break;
+		case 'p':
+			if (!strcmp(optarg, "none"))
+				g_prealloc = PREALLOC_NONE;
+			else if (!strcmp(optarg, "fallocate"))
+				g_prealloc = PREALLOC_FALLOCATE;
+			else if (!strcmp(optarg, "written"))
+				g_prealloc = PREALLOC_WRITTEN;
+			else
+				die("invalid --prealloc '%s' (none, fallocate or written)", optarg);
+			break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "iogen: setup: invalid arguments (see --help)\n");
@@ -858,6 +928,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die("unexpected argument '%s'", argv[optind]);
+	if (g_block)  /* every direct-IO scenario moves whole blocks */
+		size = (size + g_block - 1) / g_block * g_block;
 	if (!dir)
 		die("--dir is required");
 	if (!any)
