@@ -10,31 +10,68 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import IOATTR, IOGEN, Background, assert_no_ioattr_programs, ioattr, report_json
 
 COMMANDS = ("compact", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "top")
 
 
+PHASES = ("main", "load", "read")
+IOGEN_SIZE = 64 * 1024        # odirect: 16 pwrite64 + 16 pread64 of 4 KiB per phase
+
+
+def _phased_iogen_command(rec: Path, data: Path) -> list[str]:
+    """A command that runs iogen's odirect scenario once in each of PHASES.
+
+    It names each phase on stdout (for --phase-pattern) and then waits until the
+    recorder has started that phase (meta.json lists it: start_phase writes it
+    after draining the old phase and before anything of the new one is drained),
+    so every phase's IO is certainly in that phase, whatever the timing."""
+    steps = []
+    for phase in PHASES:
+        run = (f"{shlex.quote(str(IOGEN))} --dir {shlex.quote(str(data / phase))} --scenario odirect "
+               f"--size {IOGEN_SIZE} --json {shlex.quote(str(data / (phase + '.json')))}")
+        if phase != PHASES[0]:
+            steps.append(f"echo PHASE={phase}; wait_phase {phase}")
+        steps.append(run)
+    script = (f"set -e; meta={shlex.quote(str(rec / 'meta.json'))}; "
+              r'wait_phase() { until grep -qF "\"name\": \"$1\"" "$meta" 2>/dev/null; do sleep 0.05; done; }; '
+              + "; ".join(steps))
+    return ["sh", "-c", script]
+
+
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory) -> dict[str, str]:
-    """A two-phase recording and a set of things that are not one."""
+    """A three-phase recording whose every phase has known IO, and a set of things that are not one.
+
+    The cases below must fail on their arguments, never on what the recording happened to
+    capture, so the fixture checks the recording it made: each phase holds exactly the
+    O_DIRECT reads and writes iogen did in it (and `explain` has IO to explain in each)."""
     need_root()
+    need(IOGEN.exists(), "tests/workloads/iogen is not built (make -C tests/workloads)")
     tmp = tmp_path_factory.mktemp("exit-codes")
-    rec = tmp / "rec"
+    rec, data = tmp / "rec", tmp / "data"
+    data.mkdir()
     r = ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--phase-pattern", r"PHASE=(\w+)",
-               "--", "sh", "-c", f"echo PHASE=load; dd if=/dev/zero of={tmp / 'f'} bs=4096 count=8 status=none; "
-               f"sleep 0.4; echo PHASE=read; cat {tmp / 'f'} >/dev/null; sleep 0.4")
-    assert r.returncode == 0, r.stderr
-    assert [p["name"] for p in json.loads((rec / "meta.json").read_text())["phases"]] == ["main", "load", "read"]
+               "--", *_phased_iogen_command(rec, data))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert [p["name"] for p in json.loads((rec / "meta.json").read_text())["phases"]] == list(PHASES)
+    rows = report_json(rec, "--by", "phase,file,op", "--layer", "syscall")["rows"]
+    for phase in PHASES:
+        truth = json.loads((data / f"{phase}.json").read_text())["files"]
+        (path, t), = truth.items()
+        assert t["reads"] == t["writes"] == IOGEN_SIZE // 4096 and t["read_bytes"] == IOGEN_SIZE, t
+        for op, count, nbytes in (("read", t["reads"], t["read_bytes"]), ("write", t["writes"], t["write_bytes"])):
+            got = [(x["phase"], x["count"], x["bytes"]) for x in rows if x["file"] == path and x["op"] == op]
+            assert got == [(phase, count, nbytes)], (path, op, got)
     (tmp / "afile").write_text("not a recording\n")
     (tmp / "emptydir").mkdir()
     (tmp / "nonempty").mkdir()
@@ -271,7 +308,7 @@ def test_record_with_a_refused_login_goes_on(mariadb, tmp_path: Path, kind: str)
     try:
         bg.wait_recording()
         mariadb.query("SELECT 1")
-        time.sleep(0.5)
+        bg.wait_for("cannot connect")  # the refusal has been met and said: no need to wait longer
     finally:
         code, err = bg.stop()
     assert code == 0, err
