@@ -91,8 +91,15 @@ def _no_readahead(f) -> None:
         pass
 
 
+FIL_PAGE_TYPE_FSP_HDR = 8
+
+
 def read_page_geometry(path: str) -> tuple[int, int] | None:
-    """(space id, page size) from page 0's FSP header, or None if unreadable."""
+    """(space id, page size) from page 0's FSP header, or None if unreadable or not yet
+    written: a tablespace just created may still have a page 0 of zeros (InnoDB writes it
+    lazily), and taking its "space id 0" would give the file the system tablespace's id, so
+    its pages (and the system tablespace's) would be named after the wrong file. It is
+    registered at a later sync, once page 0 is on disk."""
     try:
         with open(path, "rb", buffering=0) as f:
             _no_readahead(f)
@@ -100,6 +107,8 @@ def read_page_geometry(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     if len(head) < 58:
+        return None
+    if struct.unpack_from(">H", head, 24)[0] != FIL_PAGE_TYPE_FSP_HDR:
         return None
     space_id = struct.unpack_from(">I", head, 38)[0]
     flags = struct.unpack_from(">I", head, 54)[0]
@@ -233,4 +242,16 @@ class InnodbFileMap:
     def space_paths(self) -> dict[int, str]:
         """space id -> path, for naming page rows."""
         return {pf.space_id: pf.path for pf in self.files.values()}
+
+    def space_files(self) -> dict[int, PageFile]:
+        """space id -> the page file registered with it (the latest one registered, if a
+        space id was ever seen on two inodes), for giving page rows their file's inode."""
+        return {pf.space_id: pf for pf in self.files.values()}
+
+    def system_file(self) -> PageFile | None:
+        """The system tablespace (where doublewrite copies go), if registered."""
+        for pf in self.files.values():
+            if pf.file_class == FC.SYSTEM_TABLESPACE and pf.space_id == 0:
+                return pf
+        return None
 

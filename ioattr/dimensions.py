@@ -1,7 +1,9 @@
 """The report dimensions: what each is called and how it is computed from
-the recording's tables. File-level dimensions come from the io table;
-InnoDB page dimensions (index, level, page_type) from the pages table, which
-also carries the thread-level ones. Unknowns stay NULL, never a guess."""
+the recording's tables. Every dimension but the InnoDB page ones comes from the
+io table (IO operations and bytes); the page dimensions (index, level,
+page_type, PAGE_ONLY) come from the pages table and split the io rows of the
+same IO (page_split.py), so a report grouped by any dimensions sums to the
+report grouped by fewer. Unknowns stay NULL, never a guess."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,14 +89,3 @@ def sql_for(dim: str, table: str) -> str:
     """The expression for a dimension over the io or pages table."""
     d = DIMENSIONS[dim]
     return (d.io_sql if table == "io" else d.pages_sql).replace("{t}", table)
-
-
-def table_for(dims: list[str]) -> str:
-    """The table a set of dimensions is answered from, or a usage error if none has them all."""
-    if not any(d in PAGE_ONLY for d in dims):
-        return "io"
-    missing = [d for d in dims if DIMENSIONS[d].pages_sql is None]
-    if missing:
-        raise UsageError(f"{missing[0]} can't be combined with {', '.join(sorted(set(dims) & PAGE_ONLY))}: "
-                         "page classes are counted per InnoDB page, not per inode or device")
-    return "pages"

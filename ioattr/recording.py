@@ -84,6 +84,9 @@ PAGES_SCHEMA = pa.schema(
         ("query", pa.string()),
         ("space_id", pa.int64()),
         ("file", pa.string()),
+        # the inode the pages' IO went to (as in io), for joining pages to their io rows
+        ("dev", pa.string()),
+        ("ino", pa.uint64()),
         ("file_class", pa.string()),
         ("index_id", pa.uint64()),
         ("index", pa.string()),

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioattr.dimensions import DIMENSIONS, parse_dimensions, sql_for, stage_mode, table_for
+from ioattr.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for, stage_mode
+from ioattr.page_split import JOIN_KEY, split_key
 from ioattr.hist import latency_us
 from ioattr.labels import drop_details
 from ioattr.reader import Recording
@@ -33,35 +34,11 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         raise UsageError(f"unknown layer {req.layer!r}; choose one of {', '.join(LAYERS)}")
     if req.phase is not None:
         rec.require_phase(req.phase)
-    table = table_for(dims)
-    group = [d for d in dims if d not in ("layer", "op")] + ["layer", "op"]
-    expr = {d: sql_for(d, table) for d in group}
-    select = ", ".join(f"{expr[d]} AS {d}" for d in group)
-    # coalesce: a recorder never writes NULL measures, but a damaged chunk can decode to them
-    if table == "io":
-        measures = "coalesce(sum(count), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b, " + ", ".join(
-            f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
+    page_dims = [d for d in dims if d in PAGE_ONLY]
+    if page_dims:
+        rows, unjoined = _split_rows(rec, dims, req)
     else:
-        measures = "coalesce(sum(pages), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b"
-    where, params = [], []
-    if req.phase is not None:
-        where.append("phase = ?")
-        params.append(req.phase)
-    if req.layer is not None:
-        where.append(f"{expr['layer']} = ?")
-        params.append(req.layer)
-    sql = (f"SELECT {select}, {measures} FROM {table} "
-           f"{'WHERE ' + ' AND '.join(where) if where else ''} "
-           f"GROUP BY ALL ORDER BY b DESC, n DESC, {', '.join(str(i + 1) for i in range(len(group)))}")
-    rows = []
-    for rec_row in rec.query(sql, params):
-        values = dict(zip(group, rec_row[: len(group)]))
-        n, b = rec_row[len(group)], rec_row[len(group) + 1]
-        hist = rec_row[len(group) + 2:]
-        row = {d: values[d] for d in dims if d not in ("layer", "op")}
-        row.update({"layer": values["layer"], "op": values["op"], "count": int(n), "bytes": int(b),
-                    "latency_us": latency_us(hist) if hist else {"p50": None, "p99": None}})
-        rows.append(row)
+        rows, unjoined = _io_rows(rec, dims, req), 0
     if req.top is not None:
         rows = rows[: req.top]
     out = {
@@ -73,8 +50,11 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     if out["dropped"]:
         # additive: which map was full, per reason (absent when nothing was dropped)
         out["dropped_by"] = drop_details(rec.meta.get("dropped"), rec.meta.get("max_entries"))
-    if table == "pages":
-        out["unit"] = "pages"  # count is InnoDB pages, not IO operations
+    if page_dims:
+        # rows carry "pages" (InnoDB pages); count stays IO operations, apportioned to page
+        # classes by pages (page_split.py), so it sums to the report without page dimensions
+        if unjoined:
+            out["pages_without_io"] = unjoined
     if "stage" in dims:
         # "statement": the stage inside a statement was not traced, so it is null there
         out["stages"] = stage_mode(rec.meta)
@@ -84,3 +64,127 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         # the insert benchmark's per-phase terms, next to the attributed rows
         out["summary"] = all_phase_summaries(rec)
     return out
+
+
+def _where(req: ReportRequest, layer_expr: str | None) -> tuple[list[str], list]:
+    where, params = [], []
+    if req.phase is not None:
+        where.append("phase = ?")
+        params.append(req.phase)
+    if req.layer is not None and layer_expr is not None:
+        where.append(f"{layer_expr} = ?")
+        params.append(req.layer)
+    return where, params
+
+
+def _order(rows: list[dict], dims: list[str]) -> list[dict]:
+    """Biggest first (bytes, then count), then by the dimensions (nulls last), as the SQL did."""
+    def key(r: dict) -> tuple:
+        return (-r["bytes"], -r["count"]) + tuple((r[d] is None, str(r[d])) for d in dims)
+    return sorted(rows, key=key)
+
+
+def _io_rows(rec: Recording, dims: list[str], req: ReportRequest) -> list[dict]:
+    """Rows of a report without page dimensions: the io table grouped, with latencies."""
+    group = [d for d in dims if d not in ("layer", "op")] + ["layer", "op"]
+    expr = {d: sql_for(d, "io") for d in group}
+    select = ", ".join(f"{expr[d]} AS {d}" for d in group)
+    # coalesce: a recorder never writes NULL measures, but a damaged chunk can decode to them
+    measures = "coalesce(sum(count), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b, " + ", ".join(
+        f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
+    where, params = _where(req, expr["layer"])
+    sql = (f"SELECT {select}, {measures} FROM io "
+           f"{'WHERE ' + ' AND '.join(where) if where else ''} "
+           f"GROUP BY ALL ORDER BY b DESC, n DESC, {', '.join(str(i + 1) for i in range(len(group)))}")
+    rows = []
+    for rec_row in rec.query(sql, params):
+        values = dict(zip(group, rec_row[: len(group)]))
+        n, b = rec_row[len(group)], rec_row[len(group) + 1]
+        hist = rec_row[len(group) + 2:]
+        row = {d: values[d] for d in dims if d not in ("layer", "op")}
+        row.update({"layer": values["layer"], "op": values["op"], "count": int(n), "bytes": int(b),
+                    "latency_us": latency_us(hist) if hist else {"p50": None, "p99": None}})
+        rows.append(row)
+    return rows
+
+
+def _has_column(rec: Recording, table: str, column: str) -> bool:
+    return bool(rec.query("SELECT 1 FROM duckdb_columns() WHERE table_name = ? AND column_name = ?",
+                          [table, column]))
+
+
+def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[list[dict], int]:
+    """Rows of a report with page dimensions: every io row split by the pages of the same IO
+    (page_split.py), so the rows sum to the report without the page dimensions. The split is
+    always made at the finest grain (every io dimension, every page dimension) and then summed
+    to the dimensions asked for, so reports at any two grains agree exactly. Returns the rows
+    and the pages that matched no io row (IO the io table did not count)."""
+    want_io = [d for d in dims if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
+    want_pg = [d for d in dims if d in PAGE_ONLY]
+    all_io = [d for d in DIMENSIONS if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
+    all_pg = [d for d in DIMENSIONS if d in PAGE_ONLY]
+    # pages.dev/ino name the file of the IO; recordings from before they existed join by path
+    fmap = ("LEFT JOIN (SELECT file, arg_min(dev, ino) AS dev, min(ino) AS ino FROM io "
+            "WHERE layer = 'syscall' AND file IS NOT NULL GROUP BY file) fm ON fm.file = pages.file")
+    if _has_column(rec, "pages", "ino"):
+        p_dev, p_ino = "CASE WHEN pages.ino IS NULL THEN fm.dev ELSE pages.dev END", "coalesce(pages.ino, fm.ino)"
+    else:
+        p_dev, p_ino = "fm.dev", "fm.ino"
+    p_where, p_params = [], []
+    if req.phase is not None:
+        p_where.append("pages.phase = ?")
+        p_params.append(req.phase)
+    if req.layer not in (None, "syscall"):
+        p_where.append("false")  # pages are syscall-layer IO
+    p_key = ", ".join({"dev": p_dev, "ino": p_ino}.get(k, f"pages.{k}") for k in JOIN_KEY)
+    pg_select = ", ".join(f"{sql_for(d, 'pages')} AS {d}" for d in all_pg)
+    page_sql = (f"SELECT {p_key}, {pg_select}, coalesce(sum(pages.pages), 0)::BIGINT, "
+                f"coalesce(sum(pages.bytes), 0)::BIGINT FROM pages {fmap} "
+                f"{'WHERE ' + ' AND '.join(p_where) if p_where else ''} GROUP BY ALL")
+    nk = len(JOIN_KEY)
+    pages: dict[tuple, list] = {}
+    for r in rec.query(page_sql, p_params):
+        pages.setdefault(tuple(r[:nk]), []).append((tuple(r[nk:nk + len(all_pg)]), int(r[-2]), int(r[-1])))
+    files = {(k[JOIN_KEY.index("dev")], k[JOIN_KEY.index("ino")]) for k in pages}
+    rec.con.execute("CREATE OR REPLACE TEMP TABLE _page_files (fk VARCHAR)")
+    if files:
+        rec.con.executemany("INSERT INTO _page_files VALUES (?)",
+                            sorted([f"{d}/{i}"] for d, i in files if d is not None and i is not None))
+    io_expr = {d: sql_for(d, "io") for d in all_io}
+    where, params = _where(req, io_expr["layer"])
+    src = (f"(SELECT *, (layer = 'syscall' AND (dev || '/' || ino) IN (SELECT fk FROM _page_files)) AS m "
+           f"FROM io {'WHERE ' + ' AND '.join(where) if where else ''}) io")
+    sums = "coalesce(sum(count), 0)::BIGINT, coalesce(sum(bytes), 0)::BIGINT"
+    cells: dict[tuple, list[int]] = {}
+
+    def add(values: dict, c: int, b: int, p: int) -> None:
+        acc = cells.setdefault(tuple(values[x] for x in want_io + want_pg), [0, 0, 0])
+        acc[0] += c
+        acc[1] += b
+        acc[2] += p
+
+    none_pg = dict.fromkeys(all_pg)
+    # IO of files without pages (and every other layer): not split, page dimensions null
+    for r in rec.query(f"SELECT {', '.join(f'{io_expr[d]} AS {d}' for d in want_io)}, {sums} FROM {src} "
+                       "WHERE NOT m GROUP BY ALL", params):
+        add(dict(zip(want_io, r)) | none_pg, int(r[-2]), int(r[-1]), 0)
+    # IO of page files: per join key, at the finest grain, split by its pages
+    io_groups: dict[tuple, list] = {}
+    key = ", ".join(JOIN_KEY)
+    for r in rec.query(f"SELECT {key}, {', '.join(f'{io_expr[d]} AS {d}' for d in all_io)}, {sums} "
+                       f"FROM {src} WHERE m GROUP BY ALL", params):
+        io_groups.setdefault(tuple(r[:nk]), []).append((tuple(r[nk:nk + len(all_io)]), int(r[-2]), int(r[-1])))
+    order = lambda g: tuple((v is None, str(v)) for v in g[0])  # noqa: E731 - same split whatever the SQL order
+    for k, groups in io_groups.items():
+        for d, pd, c, b, p in split_key(sorted(groups, key=order), sorted(pages.get(k, []), key=order)):
+            add(dict(zip(all_io, d)) | (dict(zip(all_pg, pd)) if pd else none_pg), c, b, p)
+    unjoined = sum(n for k, groups in pages.items() if k not in io_groups for _, n, _ in groups)
+    rows = []
+    for values, (c, b, p) in cells.items():
+        v = dict(zip(want_io + want_pg, values))
+        row = {x: v[x] for x in dims if x not in ("layer", "op")}
+        # latency is per IO operation: a share of an IO split by page has none
+        row.update({"layer": v["layer"], "op": v["op"], "count": c, "bytes": b, "pages": p,
+                    "latency_us": {"p50": None, "p99": None}})
+        rows.append(row)
+    return _order(rows, [x for x in dims if x not in ("layer", "op")] + ["layer", "op"]), unjoined

@@ -196,6 +196,27 @@ def page_flags_label(flags: int) -> str | None:
     return None
 
 
+def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags: int,
+               spaces: dict[int, dict]):
+    """The page file (path, dev, inode) a page row's IO went to, or None when not known.
+
+    A doublewrite copy went to the system tablespace, whatever page it carries. Otherwise
+    the space id names the file -- but only when the header agreed with the file the IO
+    was on (no mismatch flag): a page of zeros (never written) says space 0, which is not
+    the file it was read from. Page rows carry this file's inode so that a report can
+    join them to the io rows of the same IO (report.py), not a name guessed from a header."""
+    if ctx is None:
+        return None
+    if file_class == abi.FileClass.DOUBLEWRITE:
+        return ctx.files.system_file()
+    if flags & abi.PAGE_F_MISMATCH:
+        return None
+    by_space = spaces.get(ctx.pid)
+    if by_space is None:
+        by_space = spaces[ctx.pid] = ctx.files.space_files()
+    return by_space.get(space_id)
+
+
 class PageRows:
     def __init__(self, naming: Naming) -> None:
         self.n = naming
@@ -211,6 +232,9 @@ class PageRows:
         index_ids: list[int | None] = []
         levels: list[int | None] = []
         file_col: list[str | None] = []
+        dev_col: list[str | None] = []
+        ino_col: list[int | None] = []
+        spaces: dict[int, dict] = {}  # per server: space id -> its page file, built once a drain
         for i in range(rows):
             ctx = n.servers.get(int(pids[i]))
             flavor = ctx.flavor if ctx else "mariadb"
@@ -230,9 +254,10 @@ class PageRows:
                 index_names.append(ctx.names.lookup(iid) if (ctx and iid is not None) else None)
                 lvl = int(k["level"][i])
                 levels.append(lvl if is_index and lvl != abi.LEVEL_NONE else None)
-            # a doublewrite copy went to the system tablespace, whatever page it carries
-            space = 0 if int(k["file_class"][i]) == abi.FileClass.DOUBLEWRITE else int(k["space_id"][i])
-            file_col.append(paths.get(space) if ctx and (paths := ctx.files.space_paths()) else None)
+            pf = _page_file(ctx, int(k["file_class"][i]), int(k["space_id"][i]), flags, spaces)
+            file_col.append(pf.path if pf else None)
+            dev_col.append("%d:%d" % abi.dev_major_minor(pf.dev) if pf else None)
+            ino_col.append(pf.ino if pf else None)
         digests = k["digest"].astype(np.uint64)
         return {
             "ts_start": [ts_start] * rows,
@@ -250,6 +275,8 @@ class PageRows:
             "query": [n.query(int(x)) for x in digests],
             "space_id": [int(x) for x in k["space_id"]],
             "file": file_col,
+            "dev": dev_col,
+            "ino": ino_col,
             "file_class": [FC_NAMES[abi.FileClass(int(x))] if int(x) in abi.FileClass._value2member_map_
                            else "other" for x in k["file_class"]],
             "index_id": index_ids,

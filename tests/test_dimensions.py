@@ -1,0 +1,162 @@
+"""Adding a dimension only splits rows: `--by B` summed over B's extra dimensions is `--by A`.
+
+One recording per module, on a private MariaDB with a small buffer pool (io_uring when
+InnoDB uses it): DDL, a table dropped and recreated, a table rebuilt by ALTER, on-disk
+temporary tables and sort files, a ROW_FORMAT=COMPRESSED table, cold reads and page-cleaner
+(doublewrite) writes, under SQL phase markers. Then, for pairs of dimension lists A within
+B -- every single dimension against none, every pair against each of its singles, and all
+dimensions against all but one -- the rows of B summed over B's extra dimensions must equal
+A's rows exactly, count and bytes, per layer and op. The reports are built in-process
+(build_report), which is what `ioattr report` prints.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ioattr.dimensions import DIMENSIONS
+from ioattr.reader import Recording
+from ioattr.report import ReportRequest, build_report
+from tests.helpers import Background, assert_no_ioattr_programs
+
+ALL_DIMS = [d for d in DIMENSIONS if d not in ("layer", "op")]
+ROWS = 40000
+
+
+def _flush(db) -> None:
+    """Make the page cleaner write every dirty page (doublewrite batches included)."""
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+    deadline = time.monotonic() + 60
+    while db.status("Innodb_buffer_pool_pages_dirty") > 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    from ioattr.sandbox import PrivateMariaDB
+    from tests import fixtures_mariadb
+
+    fixtures_mariadb._need_mariadb()
+    db = PrivateMariaDB(buffer_pool="8M", extra_options={"innodb_stats_persistent": "OFF",
+                                                         "tmp_table_size": "64K", "max_heap_table_size": "64K",
+                                                         "sort_buffer_size": "32K"})
+    db.start()
+    fixtures_mariadb._SESSION_SERVERS.append(db)
+    rec = tmp_path_factory.mktemp("dims") / "rec"
+    try:
+        db.query("CREATE DATABASE d")
+        bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3",
+                        "--phase", "setup")
+        bg.wait_recording()
+        ddl = "(id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(200) NOT NULL, KEY k (k))"
+        fill = f"SELECT seq, (seq * 7919) % 10007, REPEAT(CHAR(65 + seq % 26), 150) FROM d.seq_1_to_{ROWS}"
+        steps = [
+            "SELECT 'ioattr:phase=ddl'",
+            f"CREATE TABLE d.t_inno {ddl} ENGINE=InnoDB",
+            f"CREATE TABLE d.t_comp {ddl} ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+            f"INSERT INTO d.t_inno {fill}",
+            f"INSERT INTO d.t_comp {fill}",
+            "SELECT 'ioattr:phase=recreate'",
+            "DROP TABLE d.t_inno",
+            f"CREATE TABLE d.t_inno {ddl} ENGINE=InnoDB",
+            f"INSERT INTO d.t_inno {fill}",
+            "ALTER TABLE d.t_comp ADD INDEX kc (c(20)), ALGORITHM=INPLACE",
+            "ALTER TABLE d.t_inno FORCE",
+            "SELECT 'ioattr:phase=temp'",
+            "SELECT c, count(*) FROM d.t_inno GROUP BY c ORDER BY 2 DESC LIMIT 3",
+            "SELECT id FROM d.t_comp ORDER BY c DESC, id LIMIT 3",
+            "SELECT 'ioattr:phase=reads'",
+            "SELECT count(*) FROM d.t_inno FORCE INDEX (k)",
+            "SELECT count(*), sum(length(c)) FROM d.t_comp FORCE INDEX (PRIMARY)",
+            "UPDATE d.t_comp SET k = k + 1 WHERE id % 5 = 0",
+        ]
+        for sql in steps:
+            db.query(sql)
+        _flush(db)
+        code, err = bg.stop()
+        assert code == 0, err
+        yield rec
+    finally:
+        db.stop()
+        fixtures_mariadb._SESSION_SERVERS.remove(db)
+
+
+def _sums(rows: list[dict], dims: list[str]) -> dict[tuple, tuple[int, int]]:
+    acc: dict[tuple, list[int]] = {}
+    for r in rows:
+        k = tuple(r[d] for d in dims) + (r["layer"], r["op"])
+        a = acc.setdefault(k, [0, 0])
+        a[0] += r["count"]
+        a[1] += r["bytes"]
+    return {k: (c, b) for k, (c, b) in acc.items() if c or b}
+
+
+def _pairs() -> list[tuple[list[str], list[str]]]:
+    """(A, B) with A within B: singles vs none, pairs vs singles, all vs all-but-one."""
+    out: list[tuple[list[str], list[str]]] = [([], [d]) for d in ALL_DIMS]
+    for a, b in itertools.combinations(ALL_DIMS, 2):
+        out += [([a], [a, b]), ([b], [a, b])]
+    out += [([d for d in ALL_DIMS if d != x], ALL_DIMS) for x in ALL_DIMS]
+    out.append(([], ALL_DIMS))
+    return out
+
+
+def test_adding_a_dimension_only_splits_rows(recording: Path) -> None:
+    rec = Recording(recording)
+    cache: dict[tuple, list[dict]] = {}
+
+    def rows(dims: list[str]) -> list[dict]:
+        key = tuple(dims)
+        if key not in cache:
+            cache[key] = build_report(rec, ReportRequest(by=list(dims) or ["layer"]))["rows"]
+        return cache[key]
+
+    total = _sums(rows([]), [])
+    assert any(k[0] == "block" for k in total) and any(k[0] == "syscall" for k in total), total
+    bad = []
+    for a, b in _pairs():
+        want, got = _sums(rows(a), a), _sums(rows(b), a)
+        if want != got:
+            diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
+            bad.append((a, b, len(diff), sorted(diff.items(), key=str)[:3]))
+    assert not bad, bad[:5]
+
+
+def test_pages_keep_their_file(recording: Path) -> None:
+    """Page rows are named after the file their IO went to (doublewrite copies: the system
+    tablespace), never another table's file, never null when the io row has a file."""
+    rep = build_report(Recording(recording), ReportRequest(by=["file", "file_class", "index"], layer="syscall"))
+    rows = [r for r in rep["rows"] if r["index"] is not None]
+    assert rows
+    for r in rows:
+        table = r["index"].split(".")[1]
+        assert r["file"] is not None, r
+        assert r["file"].endswith(f"/{table}.ibd") or r["file"].endswith("/ibdata1"), r
+        assert (r["file_class"] == "system_tablespace") == r["file"].endswith("/ibdata1"), r
+    pages = Counter()
+    for r in rows:
+        pages[(r["index"].split(".")[1], r["op"], r["file"].endswith("ibdata1"))] += r["pages"]
+    # both tables' pages were read and written in their own files, and doublewrite copies
+    # of their pages went to the system tablespace
+    for t in ("t_inno", "t_comp"):
+        assert pages[(t, "read", False)] > 0 and pages[(t, "write", False)] > 0, pages
+    assert pages[("t_comp", "write", True)] + pages[("t_inno", "write", True)] > 0, pages
+
+
+def test_page_split_rows_count_pages_exactly(recording: Path) -> None:
+    """The split rows' pages add up to the pages table's pages of the IO they joined."""
+    rec = Recording(recording)
+    rep = build_report(rec, ReportRequest(by=["index"], layer="syscall"))
+    got = sum(r["pages"] for r in rep["rows"])
+    table = rec.query("SELECT coalesce(sum(pages), 0) FROM pages")[0][0]
+    assert got + rep.get("pages_without_io", 0) == table, (got, rep.get("pages_without_io"), table)
+    assert rep.get("pages_without_io", 0) <= 0.01 * table, (rep.get("pages_without_io"), table)
+
+
+def test_no_programs_left() -> None:
+    assert_no_ioattr_programs()
