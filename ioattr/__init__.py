@@ -1,3 +1,5 @@
 """ioattr: eBPF IO attribution for MySQL/MariaDB."""
 
+# The one copy of the version: pyproject.toml reads it ([tool.setuptools.dynamic]),
+# `ioattr --version` prints it.
 __version__ = "0.1.0"
