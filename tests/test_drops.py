@@ -5,13 +5,19 @@ were already in the map keep counting exactly.
 The workload is a Python process that opens one file, waits until the tracer is attached,
 writes 10 x 4 KiB to it, then one 512-byte write to each of 200 new files (200 new
 io_stats keys, far more than the --max-entries 16 capacity), then 5 more x 4 KiB to the
-first file (whose key was in the map before it filled)."""
+first file (whose key was in the map before it filled).
+
+So the answer is known exactly: the first file's key takes one of the 16 slots, the first
+15 new files get the other 15, and the writes of the other 185 find the map full. The files
+live on a private tmpfs, so no block-layer IO (writeback, a `sync` by anyone) can take a
+slot or add a drop; the workload does no other regular-file IO after the go."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -19,12 +25,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import need_root
-from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json, wait_until
 
 CAPACITY = 16
 FILES = 200
 FIRST_WRITES, LATER_WRITES, BLOCK = 10, 5, 4096
 FIRST_FILE_BYTES = (FIRST_WRITES + LATER_WRITES) * BLOCK
+ADMITTED = CAPACITY - 1            # new files that found a slot (the first file holds one)
+DROPPED = FILES - ADMITTED         # writes that found io_stats full: one per other new file
 
 WORKLOAD = f"""
 import os, sys
@@ -52,6 +60,10 @@ class Workload:
     def __init__(self, tmp: Path) -> None:
         self.dir = tmp / "files"
         self.dir.mkdir()
+        # a tmpfs of its own: no block IO, so the drops are exactly the syscall writes above
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "ioattr-drops", str(self.dir)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"cannot mount a tmpfs: {r.stderr.strip()}"
         script = tmp / "workload.py"
         script.write_text(WORKLOAD)
         self.proc = subprocess.Popen([sys.executable, str(script), str(self.dir)], stdin=subprocess.PIPE,
@@ -84,6 +96,8 @@ class Workload:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if os.path.ismount(self.dir):
+            subprocess.run(["umount", "-l", str(self.dir)], capture_output=True)
 
     def __enter__(self) -> "Workload":
         return self
@@ -103,8 +117,7 @@ def full_recording(tmp_path_factory) -> tuple[Path, str]:
                         "--max-entries", str(CAPACITY))
         try:
             bg.wait_recording()
-            wl.go()
-            time.sleep(0.6)  # a few more drains after the last write
+            wl.go()          # returns once every write is done; stopping drains them all
         finally:
             code, err = bg.stop()
     assert code == 0, err
@@ -119,20 +132,22 @@ def test_record_says_so_and_meta_keeps_the_capacity(full_recording) -> None:
     assert len(warn) == 1 and "io_stats" in warn[0] and "--max-entries" in warn[0], err
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["max_entries"] == {"io_stats": CAPACITY}
-    assert meta["dropped"]["stats_full"] > 0
+    assert meta["dropped"]["stats_full"] == DROPPED, meta["dropped"]
+    assert sum(meta["dropped"].values()) == DROPPED, meta["dropped"]  # and nothing else was lost
 
 
 def test_report_json_counts_drops_per_map(full_recording) -> None:
     rec, _ = full_recording
     rep = report_json(rec, "--by", "file", "--layer", "syscall")
-    assert rep["dropped"] > 0
+    assert rep["dropped"] == DROPPED
     by_map = {d["map"]: d for d in rep["dropped_by"]}
     assert by_map["io_stats"]["reason"] == "stats_full"
-    assert by_map["io_stats"]["count"] > 0 and by_map["io_stats"]["max_entries"] == CAPACITY
+    assert by_map["io_stats"]["count"] == DROPPED and by_map["io_stats"]["max_entries"] == CAPACITY
     assert sum(d["count"] for d in rep["dropped_by"]) == rep["dropped"]
-    # most of the 200 files found the map full: far fewer of them are in the report
+    # the first 15 new files found a slot (one write of 512 B each); the other 185 are not there
     many = [r for r in rep["rows"] if (r["file"] or "").rsplit("/", 1)[-1].startswith("many-")]
-    assert len(many) < CAPACITY
+    assert sorted((r["file"].rsplit("/", 1)[-1], r["op"], r["count"], r["bytes"]) for r in many) == \
+        [(f"many-{i:03d}", "write", 1, 512) for i in range(ADMITTED)], many
 
 
 def test_a_key_already_in_the_full_map_still_counts_exactly(full_recording) -> None:
@@ -165,27 +180,38 @@ def test_report_of_a_recording_without_drops_has_no_warning(tmp_path: Path) -> N
 
 
 def test_top_batch_shows_the_drops(tmp_path: Path) -> None:
+    """top's header counts every drop: once the workload is done, a snapshot says DROPPED 185.
+
+    top runs with room for many snapshots; the test reads them as they come until one shows
+    the whole count (or top ends without one), then stops top with SIGTERM (a clean exit)."""
     need_root()
     with Workload(tmp_path) as wl:
-        top = subprocess.Popen([IOATTR, "top", "--batch", "--pid", str(wl.pid), "--interval", "0.3", "-n", "8",
+        top = subprocess.Popen([IOATTR, "top", "--batch", "--pid", str(wl.pid), "--interval", "0.3", "-n", "200",
                                 "--max-entries", str(CAPACITY), "--width", "160"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        seen: list[str] = []
         try:
             assert top.stdout is not None
             first = top.stdout.readline()  # the first snapshot: attached
             assert first.startswith("ioattr top"), (first, top.stderr.read() if top.poll() is not None else "")
             wl.go()
+            for line in top.stdout:        # snapshots as they come; ends if top exits
+                seen.append(line)
+                if f"DROPPED {DROPPED} " in line:
+                    break
+            top.send_signal(signal.SIGTERM)
             out, err = top.communicate(timeout=60)
         finally:
             if top.poll() is None:
                 top.kill()
                 top.wait()
+    out = "".join(seen) + out
     assert top.returncode == 0, err
     assert "Traceback" not in err
     dropped = [ln for ln in out.splitlines() if "DROPPED" in ln]
     assert dropped, out
     assert "(io_stats full)" in dropped[-1], dropped[-1]
-    assert int(dropped[-1].split("DROPPED ")[1].split()[0]) > 0
+    assert int(dropped[-1].split("DROPPED ")[1].split()[0]) == DROPPED, dropped[-1]
     assert_no_ioattr_programs()
 
 
@@ -209,18 +235,20 @@ def test_exporter_counts_the_drops(tmp_path: Path) -> None:
         try:
             exp.wait_for("exporting ")
             wl.go()
-            deadline = time.monotonic() + 20
-            while True:
+            got: dict = {}
+
+            def all_drops_exported() -> bool:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-                    text = r.read().decode()
-                drops = _metric(text, "ioattr_drops_total")
-                io_drops = drops.get((("map", "io_stats"), ("reason", "stats_full")), 0)
-                if io_drops > 0 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+                    got["text"] = r.read().decode()
+                got["drops"] = _metric(got["text"], "ioattr_drops_total")
+                return got["drops"].get((("map", "io_stats"), ("reason", "stats_full")), 0) >= DROPPED
+
+            wait_until(all_drops_exported, 30, lambda: f"{DROPPED} io_stats drops exported: {got.get('drops')}")
+            text, drops = got["text"], got["drops"]
         finally:
             code, err = exp.stop()
-    assert io_drops > 0, drops
+    assert drops[(("map", "io_stats"), ("reason", "stats_full"))] == DROPPED, drops
+    assert sum(drops.values()) == DROPPED, drops
     assert _metric(text, "ioattr_map_max_entries")[(("map", "io_stats"),)] == CAPACITY
     assert code == 0, err
     assert "Traceback" not in err
