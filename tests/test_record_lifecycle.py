@@ -6,98 +6,146 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need_root
-from tests.helpers import Background, assert_no_ioattr_programs, report_json
+from tests.helpers import Background, assert_no_ioattr_programs, report_json, wait_until
 
 WRITER = """
-import os, sys, time
+import os, sys
 fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o600)
-while True:
-    os.pwrite(fd, b"x" * 4096, 0)
-    time.sleep(0.005)
+print("ready", flush=True)
+for line in sys.stdin:                  # "N": N pwrites of 4 KiB, then say done
+    for _ in range(int(line)):
+        os.pwrite(fd, b"x" * 4096, 0)
+    print("done", flush=True)
 """
+
+
+class Writer:
+    """A process that writes exactly N x 4 KiB to one file when asked: the ground truth."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.written = 0
+        assert self._line() == "ready"  # the file is open: nothing of it before a tracer attaches
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def write(self, n: int) -> None:
+        """Do n writes and return when they are done."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        assert self._line() == "done"
+        self.written += n
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 @pytest.fixture
 def writer(tmp_path: Path):
-    """A process that keeps writing 4 KiB to one file, stopped after the test."""
+    """The writer above on tmp_path/written, stopped after the test."""
     need_root()
-    target = tmp_path / "written"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)])
-    time.sleep(0.2)
-    yield proc, target
-    proc.kill()
-    proc.wait()
+    w = Writer(tmp_path / "written")
+    yield w
+    w.close()
+
+
+def _writes(rec: Path, target: Path) -> tuple[int, int]:
+    """(count, bytes) of syscall writes to target in the recording, as far as it is written."""
+    rows = report_json(rec, "--by", "file", "--layer", "syscall")["rows"]
+    w = [r for r in rows if r["file"] == str(target) and r["op"] == "write"]
+    return sum(r["count"] for r in w), sum(r["bytes"] for r in w)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_stops_cleanly_and_keeps_everything(writer, tmp_path: Path, sig: int) -> None:
-    proc, target = writer
+def test_signal_stops_cleanly_and_keeps_everything(writer: Writer, tmp_path: Path, sig: int) -> None:
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.3")
-    bg.wait_recording()
-    time.sleep(1.5)
-    code, err = bg.stop(sig)
+    bg = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.3")
+    try:
+        bg.wait_recording()
+        writer.write(50)
+    finally:
+        code, err = bg.stop(sig)
     assert code == 0, err
     assert "Traceback" not in err
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["ended"]
-    rep = report_json(rec, "--by", "file", "--layer", "syscall")
-    writes = [r for r in rep["rows"] if r["file"] == str(target) and r["op"] == "write"]
-    assert writes and writes[0]["bytes"] == 4096 * writes[0]["count"] > 0
+    # the final drain keeps every write the recorder saw: all 50, not one more
+    assert _writes(rec, writer.target) == (50, 50 * 4096)
     assert_no_ioattr_programs()
 
 
-def test_kill_9_leaves_a_readable_recording_and_no_programs(writer, tmp_path: Path) -> None:
-    proc, target = writer
+def test_kill_9_leaves_a_readable_recording_and_no_programs(writer: Writer, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.25",
+    bg = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.25",
                     "--chunk-seconds", "0.5")
-    bg.wait_recording()
-    time.sleep(2.0)
-    bg.stop(signal.SIGKILL)
+    try:
+        bg.wait_recording()
+        writer.write(40)
+        # a chunk holding all 40 writes is on disk (what a kill -9 can't take away)
+        wait_until(lambda: _writes(rec, writer.target) == (40, 40 * 4096), 30,
+                   lambda: f"40 writes in the recording's chunks, have {_writes(rec, writer.target)}")
+    finally:
+        bg.stop(signal.SIGKILL)
     # the kernel detached everything when the process died: nothing is pinned
     assert_no_ioattr_programs()
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["status"] == "recording"  # it never got to say complete
-    rep = report_json(rec, "--by", "file")
-    assert any(r["file"] == str(target) and r["bytes"] > 0 for r in rep["rows"])
+    assert _writes(rec, writer.target) == (40, 40 * 4096)
 
 
-def test_report_works_while_recording(writer, tmp_path: Path) -> None:
-    proc, target = writer
+def test_report_works_while_recording(writer: Writer, tmp_path: Path) -> None:
+    """Reports of a running recording see each flushed chunk: exactly the writes so far."""
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.25",
+    bg = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.25",
                     "--chunk-seconds", "0.5")
     try:
         bg.wait_recording()
-        time.sleep(1.5)
-        rep = report_json(rec, "--by", "file")
-        first = sum(r["bytes"] for r in rep["rows"] if r["file"] == str(target))
-        assert first > 0
-        time.sleep(1.0)
-        rep = report_json(rec, "--by", "file")
-        assert sum(r["bytes"] for r in rep["rows"] if r["file"] == str(target)) > first
+        for total in (30, 50):
+            writer.write(total - writer.written)
+            wait_until(lambda: _writes(rec, writer.target) == (total, total * 4096), 30,
+                       lambda: f"{total} writes reported while recording, have {_writes(rec, writer.target)}")
+        assert bg.proc.poll() is None
     finally:
         code, err = bg.stop()
     assert code == 0, err
+    assert _writes(rec, writer.target) == (50, 50 * 4096)
 
 
 def test_target_exit_is_noted_and_recording_goes_on(tmp_path: Path) -> None:
     need_root()
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"])
+    # a target that exits when told (its stdin closes), not after some time
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     rec = tmp_path / "rec"
     bg = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.25")
-    bg.wait_recording()
-    proc.wait()
-    time.sleep(1.0)
-    assert bg.proc.poll() is None, "the recorder must keep going when a target exits"
-    code, err = bg.stop()
+    try:
+        bg.wait_recording()
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+
+        def exit_noted() -> bool:
+            notes = json.loads((rec / "meta.json").read_text())["notes"]
+            return any(f"[{proc.pid}] exited" in n["text"] for n in notes)
+
+        wait_until(exit_noted, 30, "the recorder to note the target's exit")
+        assert bg.proc.poll() is None, "the recorder must keep going when a target exits"
+    finally:
+        code, err = bg.stop()
     assert code == 0, err
     meta = json.loads((rec / "meta.json").read_text())
     assert any(f"[{proc.pid}] exited" in n["text"] for n in meta["notes"]), meta["notes"]
