@@ -194,6 +194,7 @@ def page_keys(rng: np.random.Generator, tables: int = 20, connections: int = 32)
                                  "stage": "execute" if op == "read" else "background",
                                  "digest": q[0] if q else None, "query": q[1] if q else None,
                                  "space_id": 5 + t, "file": f"{DATADIR}/db/t{t:02d}.ibd",
+                                 "dev": "253:0", "ino": 1000 + t,     # the tablespace's, as io_keys
                                  "file_class": "tablespace", "index_id": 100 + 4 * t + ix,
                                  "index": f"db.t{t:02d}.{iname}", "level": level, "page_type": "index",
                                  "flags": None})
