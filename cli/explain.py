@@ -61,8 +61,27 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     rec = Recording(args.recording)
     other = Recording(args.against) if args.against else None
-    result = explain(rec, baseline=args.baseline, target=args.target, against=other, metric=args.metric,
-                     top=args.top)
+    from ioattr.rec_state import recording_state
+
+    states = {str(r.path): st for r in (rec, other) if r is not None and (st := recording_state(r))}
+
+    def warn() -> None:
+        import sys
+
+        for p, st in states.items():
+            print(f"ioattr explain: WARNING: {p}: {st['message']}", file=sys.stderr)
+
+    if states and (args.format != "text" or args.output):
+        warn()  # the output has it too; said on the terminal first
+    try:
+        result = explain(rec, baseline=args.baseline, target=args.target, against=other, metric=args.metric,
+                         top=args.top)
+    except Exception:
+        if states and not (args.format != "text" or args.output):
+            warn()  # what the recording lacks may be why the explanation failed
+        raise
+    if states:
+        result["recording_state"] = states  # incomplete, crashed or still being written
     if args.format == "json":
         text = json.dumps(result, indent=2) + "\n"
     elif args.format == "html":
@@ -70,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_html(rec, explanation=result, against=other)
     else:
-        text = render_text(result)
+        text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result)
     write_output(text, args.output)
     return 0

@@ -38,6 +38,11 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps(report, indent=2) + "\n"
     elif args.format == "csv":
         text = to_csv(report)
+        if report.get("recording_state"):
+            # CSV has no place for it that a parser would not trip on: stderr, before the data
+            import sys
+
+            print(f"ioattr report: WARNING: {report['recording_state']['message']}", file=sys.stderr)
     elif args.format == "html":
         from ioattr.html_report import render_html
 

@@ -201,19 +201,38 @@ class InnodbFileMap:
         return FC_NAMES[classify_path(path)]
 
     def sync(self, pid: int, directories: list[str] | None = None) -> list[PageFile]:
-        """Register new page files pid has open or has under its directories."""
+        """Register new page files pid has open or has under its directories.
+
+        A filesystem reuses a deleted file's inode at once (ext4 does), so a table dropped
+        and created again, or rebuilt by ALTER TABLE, can sit on an inode registered for the
+        old tablespace: the files pid has open are checked again (page 0's space id, 64
+        bytes each, only when a sync runs: at a page file's open and every few seconds), and
+        a registration whose space changed or whose page 0 is not written yet is replaced or
+        dropped, so no page is classified against another tablespace's id. `pending` says a
+        page file was seen whose page 0 is not written yet (sync again soon)."""
         added = []
-        candidates = open_files(pid) + datadir_files(directories or [])
+        self.pending = False
+        opened = open_files(pid)
+        candidates = opened + datadir_files(directories or [])
+        recheck = {(dev, ino) for _, dev, ino in opened}
         for path, dev, ino in candidates:
-            if (dev, ino) in self.files:
+            known = self.files.get((dev, ino))
+            if known is not None and ((dev, ino) not in recheck or path == "" or known.path == path
+                                      and not self._stale(known)):
                 continue
             fc = classify_path(path)
             if fc not in PAGE_FILE_CLASSES:
                 continue
             geo = read_page_geometry(path.removesuffix(" (deleted)"))
             if geo is None:
+                if known is not None:
+                    self._forget(known)
+                self.pending = True
                 continue
             space_id, page_size = geo
+            if known is not None and known.space_id == space_id and known.page_size == page_size:
+                known.path = path  # renamed (ALTER TABLE's #sql-alter file becoming the table)
+                continue
             dblwr = read_doublewrite_range(path, page_size) if fc == FC.SYSTEM_TABLESPACE else (0, 0)
             pf = PageFile(path, dev, ino, fc, space_id, page_size, dblwr,
                           encrypted=space_id in self.encrypted_spaces)
@@ -221,6 +240,20 @@ class InnodbFileMap:
             self._install(pf)
             added.append(pf)
         return added
+
+    pending: bool = False
+
+    @staticmethod
+    def _stale(pf: PageFile) -> bool:
+        """The registered file's page 0 no longer says its space (the inode holds another
+        tablespace now, or one whose page 0 is not written yet)."""
+        geo = read_page_geometry(pf.path.removesuffix(" (deleted)"))
+        return geo is None or geo != (pf.space_id, pf.page_size)
+
+    def _forget(self, pf: PageFile) -> None:
+        self.files.pop((pf.dev, pf.ino), None)
+        if self.fd is not None:
+            libbpf.map_delete(self.fd, abi.InodeKey(dev=pf.dev, ino=pf.ino))
 
     def mark_encrypted(self, space_ids: set[int]) -> None:
         """Spaces the server reports encrypted: their pages are counted as encrypted."""

@@ -114,7 +114,8 @@ class ServerContext:
         now = time.monotonic()
         if new_files or now >= self._next_files:
             self.files.sync(self.pid, self.directories)
-            self._next_files = now + 10.0
+            # a page file whose page 0 is not written yet is registered at the next sync: soon
+            self._next_files = now + (1.0 if self.files.pending else 10.0)
         if self.engine is None:
             return
         if unknown_index and now >= self._next_names or self._next_names == 0.0:

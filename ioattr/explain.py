@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ioattr.dimensions import INDEX_SQL, QUERY_SQL, RERUN_FULL, stage_mode
+from ioattr.dimensions import RERUN_FULL, stage_mode
 from ioattr.errors import UsageError
 from ioattr.findings import Evidence, run_findings
-from ioattr.phase_stats import PAGE_FILE_CLASSES, PhaseStats, phase_stats, pick_phase
+from ioattr import storage
+from ioattr.phase_stats import PhaseStats, phase_stats, pick_phase
 from ioattr.reader import Recording
 
 DIMS = ("index", "level", "stage", "role", "file_class", "query")
@@ -53,27 +54,18 @@ class Side:
 
 
 def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, float]:
-    """Numerator of the metric per (index, level, stage, role, file_class, query)."""
-    value = "pages" if metric.measure == "ops" else "bytes"
-    level = "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END"
-    query = QUERY_SQL.replace("{t}", "pages")
+    """Numerator of the metric per (index, level, stage, role, file_class, query): the phase's
+    storage IO (ioattr/storage.py) split by page dimensions the way `report` splits it, so the
+    contributors add up to exactly the numerator of the metric (PhaseStats reads/writes)."""
+    from ioattr.report import ReportRequest, build_report
+
+    rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall", doublewrite_class=True))
     out: dict[tuple, float] = {}
-    for row in rec.query(
-            f"SELECT {INDEX_SQL.replace('{t}', 'pages')}, {level}, stage, role, file_class, {query}, "
-            f"sum({value}) FROM pages "
-            "WHERE phase = ? AND op = ? GROUP BY ALL", [phase, metric.op]):
-        out[tuple(row[:6])] = out.get(tuple(row[:6]), 0.0) + float(row[6] or 0)
-    value = "count" if metric.measure == "ops" else "bytes"
-    page_files = {r[0] for r in rec.query("SELECT DISTINCT file FROM pages WHERE phase = ?", [phase])}
-    query = QUERY_SQL.replace("{t}", "io")
-    for f, fc, stage, role, q, v in rec.query(
-            f"SELECT file, file_class, stage, role, {query}, sum({value}) FROM io "
-            "WHERE phase = ? AND layer = 'syscall' AND op = ? AND file_class IS NOT NULL "
-            "AND file_class <> 'other' GROUP BY ALL", [phase, metric.op]):
-        if fc in PAGE_FILE_CLASSES and f in page_files:
-            continue  # counted page by page above
-        key = (None, None, stage, role, fc, q)
-        out[key] = out.get(key, 0.0) + float(v or 0)
+    for r in rep["rows"]:
+        if r["op"] != metric.op or not storage.is_storage(r["layer"], r["file_class"]):
+            continue
+        key = tuple(r[d] for d in DIMS)
+        out[key] = out.get(key, 0.0) + float(r["count"] if metric.measure == "ops" else r["bytes"])
     return out
 
 

@@ -33,6 +33,7 @@ from ioattr.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, Raw, Ser
                              fmt_num, fmt_seconds, fmt_us, share_bar, table)
 from ioattr.phase_stats import PhaseStats, phase_stats
 from ioattr.reader import Recording
+from ioattr import storage
 from ioattr.report import ReportRequest, build_report
 
 VERDICTS = {"supported": ("SUPPORTED", "v-supported"), "refuted": ("REFUTED", "v-refuted"),
@@ -51,7 +52,9 @@ PER_OP = (
 # engine counters shown per phase when recorded (first match of each row)
 COUNTER_ROWS = (
     ("queries (Com_select)", ("status:Com_select",)),
-    ("rows inserted", ("status:Innodb_rows_inserted", "status:Com_insert")),
+    ("rows inserted", storage.ROWS_INSERTED),           # rows (the benchmark's unit), storage.py
+    ("INSERT statements", ("status:Com_insert",)),
+    ("INSERT ... SELECT statements", ("status:Com_insert_select",)),
     ("InnoDB data reads", ("status:Innodb_data_reads",)),
     ("InnoDB data writes", ("status:Innodb_data_writes",)),
     ("buffer pool reads (misses)", ("status:Innodb_buffer_pool_reads",)),
@@ -290,19 +293,22 @@ class RecordingView:
         if self.stats_error:
             return f'<p class="section-error">per-phase metrics failed: <code>{esc(self.stats_error)}</code></p>'
         src = {p["name"]: p.get("source") for p in self.meta.get("phases") or [] if isinstance(p, dict)}
-        headers = ["phase", "start", "duration", "marked by", "qps", "ips", "reads/query", "engine reads/query",
-                   "KB read/query", "writes/insert", "KB written/insert", "CPU µs/query", "ctx switches/query",
-                   "storage reads", "storage writes"]
+        headers = ["phase", "start", "duration", "marked by", "qps", "ips (rows/s)", "inserts/s (statements)",
+                   "reads/query", "engine reads/query", "KB read/query", "writes/insert", "KB written/insert",
+                   "CPU µs/query", "ctx switches/query", "storage reads", "storage writes"]
         rows = []
         for span, s in zip(self.spans, self.summaries):
-            rows.append([span.name, fmt_seconds(span.start), fmt_seconds(span.end - span.start),
+            # an open phase (recording still written, or crashed) lasts till its last data
+            rows.append([span.name + (" (open)" if s.get("open") else ""), fmt_seconds(span.start),
+                         fmt_seconds(s["seconds"] if s.get("open") else span.end - span.start),
                          src.get(span.name) or "start",
-                         fmt_num(s["qps"]), fmt_num(s["ips"]), fmt_num(s["reads_per_query"]),
-                         fmt_num(s["engine_reads_per_query"]), fmt_num(s["kb_read_per_query"]),
-                         fmt_num(s["writes_per_insert"]), fmt_num(s["kb_written_per_insert"]),
-                         fmt_num(s["cpu_us_per_query"]), fmt_num(s["context_switches_per_query"]),
+                         fmt_num(s["qps"]), fmt_num(s["ips"]), fmt_num(s.get("insert_stmts_ps")),
+                         storage.fmt_sig(s["reads_per_query"]), storage.fmt_sig(s["engine_reads_per_query"]),
+                         storage.fmt_sig(s["kb_read_per_query"]), storage.fmt_sig(s["writes_per_insert"]),
+                         storage.fmt_sig(s["kb_written_per_insert"]), storage.fmt_sig(s["cpu_us_per_query"]),
+                         storage.fmt_sig(s["context_switches_per_query"]),
                          f"{s['storage_reads']:,}", f"{s['storage_writes']:,}"])
-        out = table(headers, rows, numeric=[False, True, True, False] + [True] * 11, cls="data phases")
+        out = table(headers, rows, numeric=[False, True, True, False] + [True] * 12, cls="data phases")
         if not self.has_counters:
             out += _not_recorded("Engine counters", "qps, ips and the per-query/per-insert metrics need the "
                                  "server's counters (record with a server connection); storage reads and writes "
@@ -437,10 +443,13 @@ class RecordingView:
     def top_indexes(self) -> str:
         if not self.has_pages:
             return _not_recorded("InnoDB page attribution", "no pages table in this recording.")
-        rep = build_report(self.rec, ReportRequest(by=["index", "level", "op"], top=20))
-        rows = [[r.get("index") or "(not an index page)", r.get("level"), r["op"], f"{r['count']:,}",
-                 fmt_bytes(r["bytes"])] for r in rep["rows"]]
-        return table(["index", "level", "op", "pages", "bytes"], rows, numeric=[False, False, False, True, True],
+        # the split report: rows of IO that carried no classified page (other files, fsync) are
+        # not page rows; pages and their bytes, and the IO operations that carried them
+        rep = build_report(self.rec, ReportRequest(by=["index", "level", "op"], layer="syscall"))
+        rows = [[r.get("index") or "(not an index page)", r.get("level"), r["op"], f"{r['pages']:,}",
+                 f"{r['count']:,}", fmt_bytes(r["bytes"])] for r in rep["rows"] if r.get("pages")][:20]
+        return table(["index", "level", "op", "pages", "IO ops", "bytes"], rows,
+                     numeric=[False, False, False, True, True, True],
                      wrap=(0,),
                      caption="InnoDB pages read and written, by index and B-tree level (whole recording)")
 
@@ -467,7 +476,9 @@ class RecordingView:
             vals = [st.counter(*keys) for st in self.stats]
             if all(v is None for v in vals):
                 continue
-            rows.append([label] + [fmt_num(v) for v in vals])
+            # counts in full ("30,000 rows", not "30k" or a statement count)
+            rows.append([label] + [f"{v:,.0f}" if v is not None and float(v).is_integer() else fmt_num(v)
+                                   for v in vals])
         out = (table(["counter (change during the phase)"] + names, rows, numeric=[False] + [True] * len(names))
                if rows else '<p class="muted">None of the usual counters were recorded.</p>')
         every = sorted({k for st in self.stats for k in st.counters if ":" in k and "_last:" not in k
@@ -579,6 +590,21 @@ def render_requested(report: dict[str, Any], by: list[str], request: dict[str, A
     return "".join(out)
 
 
+def _state_banners(recs: list[Recording]) -> list[str]:
+    """A banner per recording that is not complete (still being written, stopped by an error,
+    crashed): at the top, before any number from it."""
+    from ioattr.rec_state import recording_state
+
+    out = []
+    for r in recs:
+        st = recording_state(r)
+        if st is not None:
+            out.append(f'<p class="state-banner" role="alert" data-state="{esc(st["status"])}" '
+                       'style="border:2px solid #b00;background:#fee;padding:.5em;font-weight:bold">'
+                       f'{esc(str(r.path))}: {esc(st["message"])}</p>')
+    return out
+
+
 def render_html(rec: Recording, explanation: dict[str, Any] | None = None, against: Recording | None = None,
                 *, report: dict[str, Any] | None = None, by: list[str] | None = None,
                 request: dict[str, Any] | None = None) -> str:
@@ -623,6 +649,7 @@ def render_html(rec: Recording, explanation: dict[str, Any] | None = None, again
         f'<header><h1>{esc(title)}</h1><p class="sub">host {esc(rec.meta.get("host"))} · kernel '
         f'{esc(rec.meta.get("kernel"))} · {esc(fmt_seconds(views[0].ax.end))} · phases: {esc(phases)} · '
         f'generated {esc(now)} by ioattr {esc(__version__)}</p>',
+        *_state_banners([v.rec for v in views]),
         '<nav aria-label="Sections"><ul>' + "".join(f'<li><a href="#{esc(i)}">{esc(h)}</a></li>' for i, h in toc)
         + "</ul></nav></header><main>",
         *body,

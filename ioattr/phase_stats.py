@@ -3,19 +3,21 @@ and the insert benchmark's per-operation metrics.
 
 Counter deltas use the snapshots taken at each interval (the recorder also
 snapshots at every phase switch), so a phase's delta is its last snapshot
-minus the one at its start. Attributed reads are storage reads as the
-syscall layer saw them on the server's files: InnoDB page reads (pages
-table, one per page) plus reads of non-page files (redo, binlog, ...).
+minus the one at its start. Attributed reads and writes are storage reads
+and writes as ioattr/storage.py defines them (the one definition top,
+explain, the HTML report and the dashboards share). A phase still open (a
+recording being written, or one whose recorder died) is rated by its
+elapsed time up to the last data recorded in it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ioattr import storage
 from ioattr.errors import UsageError
 from ioattr.reader import Recording
 
-PAGE_FILE_CLASSES = ("tablespace", "system_tablespace", "undo", "tmp", "doublewrite")
 EPS = 1e-3
 
 
@@ -30,6 +32,7 @@ class PhaseStats:
     writes: float = 0.0         # storage write operations (pages incl. doublewrite + non-page writes)
     write_bytes: float = 0.0
     io_ops: float = 0.0         # every syscall-layer op of the targets, for "has this phase any IO"
+    open: bool = False          # the phase had not ended when the recording was read
 
     @property
     def seconds(self) -> float:
@@ -46,39 +49,37 @@ class PhaseStats:
 
     @property
     def queries(self) -> float | None:
-        """The workload's SELECTs: Com_select less ioattr's own, else the stage probes' count."""
-        v = self.counter("status:Com_select")
-        if v is not None:
-            v -= self.counter("status:ioattr:Com_select") or 0.0
-        if v is None and self.statement_counts:
-            v = self.statement_counts.get("select", 0.0)
-        return v
+        """The workload's SELECTs (storage.queries)."""
+        return storage.queries(self.counters, self.statement_counts)
 
     @property
     def inserts(self) -> float | None:
-        """Rows inserted (Innodb_rows_inserted), else INSERT statements seen by the stage probes."""
-        v = self.counter("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted")
-        if v is None and self.statement_counts:
-            v = self.statement_counts.get("insert", 0.0) + self.statement_counts.get("replace", 0.0)
-        return v
+        """Rows inserted (storage.rows_inserted): the benchmark's unit for inserts."""
+        return storage.rows_inserted(self.counters)[0]
+
+    @property
+    def insert_statements(self) -> float | None:
+        return storage.insert_statements(self.counters, self.statement_counts)
 
     def per(self, numerator: float | None, denominator: float | None) -> float | None:
-        if numerator is None or not denominator:
-            return None
-        return numerator / denominator
+        return storage.per(numerator, denominator)
 
     def summary(self) -> dict[str, Any]:
         """The insert benchmark's terms for this phase (null where a counter is missing)."""
         q, i = self.queries, self.inserts
+        stmts = self.insert_statements
         cpu_user, cpu_sys = self.counter("proc:cpu:user"), self.counter("proc:cpu:sys")
         cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
         cs = self.counter("proc:ctxt")
-        engine_reads = self.counter("status:Innodb_data_reads")
+        engine_reads = self.counter(storage.ENGINE_READS)
         return {
             "phase": self.name,
             "seconds": round(self.seconds, 3),
+            "open": self.open,
             "qps": None if q is None else round(q / self.seconds, 2),
-            "ips": None if i is None else round(i / self.seconds, 2),
+            "ips": None if i is None else round(i / self.seconds, 2),   # rows inserted per second
+            "ips_source": storage.rows_inserted(self.counters)[1],
+            "insert_stmts_ps": None if stmts is None else round(stmts / self.seconds, 2),
             "reads_per_query": _r(self.per(self.reads, q)),
             "engine_reads_per_query": _r(self.per(engine_reads, q)),
             "kb_read_per_query": _r(self.per(self.read_bytes / 1024, q)),
@@ -92,7 +93,8 @@ class PhaseStats:
 
 
 def _r(v: float | None) -> float | None:
-    return None if v is None else round(v, 4)
+    """Per-operation terms keep 4 significant digits in JSON (tables show 3)."""
+    return storage.sig(v, 4)
 
 
 def counter_deltas(rec: Recording, phase: str) -> dict[str, float]:
@@ -126,53 +128,46 @@ def counter_deltas(rec: Recording, phase: str) -> dict[str, float]:
     return out
 
 
+def last_data_time(rec: Recording, phase: str | None = None) -> float | None:
+    """The end of the last interval recorded (in `phase`, if given): how far an open phase got."""
+    parts = []
+    for table, col in (("io", "ts_end"), ("pages", "ts_end"), ("statements", "ts_end"), ("counters", "ts")):
+        if rec.has_table(table):
+            parts.append(f"SELECT max({col}) AS t FROM {table}" + (" WHERE phase = ?" if phase is not None else ""))
+    if not parts:
+        return None
+    params = [phase] * len(parts) if phase is not None else []
+    v = rec.query(f"SELECT max(t) FROM ({' UNION ALL '.join(parts)})", params)[0][0]
+    return None if v is None else float(v)
+
+
 def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     rec.require_phase(phase)
     p = next(x for x in rec.phases() if x["name"] == phase)
     start = float(p["start"])
-    end = float(p["end"] if p["end"] is not None else rec.meta.get("ended") or start)
+    is_open = p["end"] is None
+    if not is_open:
+        end = float(p["end"])
+    else:
+        # still open (being recorded, or the recorder died): rated by its elapsed time up to
+        # the last data seen, never by a zero-length span
+        last = last_data_time(rec, phase)
+        end = max(start, last if last is not None else float(rec.meta.get("ended") or start))
     st = PhaseStats(phase, start, end, counter_deltas(rec, phase))
-    page_classes = ", ".join(f"'{c}'" for c in PAGE_FILE_CLASSES)
+    st.open = is_open
     for op, n, b in rec.query(
-            "SELECT op, sum(pages), sum(bytes) FROM pages WHERE phase = ? GROUP BY op", [phase]):
+            f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "
+            "AND op IN ('read', 'write') GROUP BY op", [phase]):
         if op == "read":
-            st.reads += n or 0
-            st.read_bytes += b or 0
-        elif op == "write":
-            st.writes += n or 0
-            st.write_bytes += b or 0
-    # non-page files of the server (redo, binlog...) and page files seen only at file level
-    has_pages = {r[0] for r in rec.query("SELECT DISTINCT file FROM pages WHERE phase = ?", [phase])}
-    for f, fc, op, n, b in rec.query(
-            "SELECT file, file_class, op, sum(count), sum(bytes) FROM io "
-            "WHERE phase = ? AND layer = 'syscall' AND op IN ('read', 'write') GROUP BY ALL", [phase]):
-        if fc in PAGE_FILE_CLASSES and f in has_pages:
-            continue
-        if fc is None or (fc == "other" and not _server_file(rec, f)):
-            continue
-        if op == "read":
-            st.reads += n or 0
-            st.read_bytes += b or 0
+            st.reads, st.read_bytes = float(n or 0), float(b or 0)
         else:
-            st.writes += n or 0
-            st.write_bytes += b or 0
+            st.writes, st.write_bytes = float(n or 0), float(b or 0)
     if rec.has_table("statements"):
         st.statement_counts = {k: float(v) for k, v in rec.query(
             "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
     st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
                                 [phase])[0][0])
     return st
-
-
-def _server_file(rec: Recording, path: str | None) -> bool:
-    """Files of a traced server's datadir count as the server's storage IO."""
-    if not path:
-        return False
-    for s in rec.meta.get("servers") or []:
-        d = s.get("datadir")
-        if d and path.startswith(d.rstrip("/") + "/"):
-            return True
-    return False
 
 
 def all_phase_summaries(rec: Recording) -> list[dict[str, Any]]:

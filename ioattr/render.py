@@ -7,6 +7,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ioattr.storage import fmt_sig
+
 
 def write_output(text: str, path: str | None) -> None:
     """Write a command's output to path, or stdout; an unwritable path is a usage error."""
@@ -40,21 +42,37 @@ def _fmt(v: object) -> str:
     return escape(str(v))  # "[journal]" is data, not rich markup
 
 
-SUMMARY_COLUMNS = [("phase", "phase"), ("seconds", "s"), ("qps", "qps"), ("ips", "ips"),
-                   ("reads_per_query", "rpq"), ("kb_read_per_query", "KB r/q"),
-                   ("kb_written_per_insert", "KB w/i"), ("cpu_us_per_query", "CPU µs/q"),
-                   ("context_switches_per_query", "cs/q")]
+def _rate(v: object) -> str:
+    return "-" if v is None else f"{float(v):,.1f}"  # type: ignore[arg-type]
+
+
+# the per-phase terms (phase_stats.py; their definitions: ioattr/storage.py). Rates with one
+# decimal; per-operation ratios with three significant digits, ours next to the engine's.
+SUMMARY_COLUMNS = [("phase", "phase", _fmt), ("seconds", "s", _fmt), ("qps", "qps", _rate),
+                   ("ips", "ips (rows)", _rate), ("insert_stmts_ps", "inserts/s (stmts)", _rate),
+                   ("reads_per_query", "rpq", fmt_sig), ("engine_reads_per_query", "rpq engine", fmt_sig),
+                   ("kb_read_per_query", "KB r/q", fmt_sig), ("kb_written_per_insert", "KB w/i", fmt_sig),
+                   ("cpu_us_per_query", "CPU µs/q", fmt_sig), ("context_switches_per_query", "cs/q", fmt_sig)]
 
 
 def _summary_table(summary: list[dict] | None) -> Table | None:
     if not summary:
         return None
     t = Table(title="per phase", title_justify="left")
-    for _, label in SUMMARY_COLUMNS:
+    for _, label, _f in SUMMARY_COLUMNS:
         t.add_column(label, justify="left" if label == "phase" else "right")
     for row in summary:
-        t.add_row(*[_fmt(row.get(key)) for key, _ in SUMMARY_COLUMNS])
+        cells = [f(row.get(key)) for key, _, f in SUMMARY_COLUMNS]
+        if row.get("open"):
+            cells[0] += " (open)"
+        t.add_row(*cells)
     return t
+
+
+def state_line(report: dict) -> str | None:
+    """The one line that says a recording is incomplete, crashed or still being written."""
+    st = report.get("recording_state")
+    return None if not st else f"WARNING: {st['message']}"
 
 
 def render_table(report: dict, by: list[str], width: int | None = None) -> str:
@@ -75,6 +93,8 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
 
         width = max(100, shutil.get_terminal_size((160, 24)).columns)
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    if state_line(report):
+        console.print(escape(state_line(report) or ""))
     if summary_table is not None:
         console.print(summary_table)
     console.print(table)

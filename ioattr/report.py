@@ -14,6 +14,7 @@ from ioattr.page_split import JOIN_KEY, split_key
 from ioattr.hist import latency_us
 from ioattr.labels import drop_details
 from ioattr.reader import Recording
+from ioattr.rec_state import recording_state
 from ioattr.recording import HIST_COLUMNS
 from ioattr.errors import UsageError
 
@@ -26,6 +27,10 @@ class ReportRequest:
     phase: str | None = None
     layer: str | None = None
     top: int | None = None
+    # explain's contributors: the share of a system-tablespace IO that carried doublewrite
+    # copies gets file_class "doublewrite" (known per page). Not for `report`: file_class is
+    # an io dimension there, so that it sums the same with or without page dimensions.
+    doublewrite_class: bool = False
 
 
 def build_report(rec: Recording, req: ReportRequest) -> dict:
@@ -35,7 +40,7 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     if req.phase is not None:
         rec.require_phase(req.phase)
     page_dims = [d for d in dims if d in PAGE_ONLY]
-    if page_dims:
+    if page_dims or req.doublewrite_class:
         rows, unjoined = _split_rows(rec, dims, req)
     else:
         rows, unjoined = _io_rows(rec, dims, req), 0
@@ -47,6 +52,10 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         "rows": rows,
         "dropped": rec.dropped_total(),
     }
+    state = recording_state(rec)
+    if state is not None:
+        # still being written, stopped by an error, or crashed: said before anything else
+        out["recording_state"] = state
     if out["dropped"]:
         # additive: which map was full, per reason (absent when nothing was dropped)
         out["dropped_by"] = drop_details(rec.meta.get("dropped"), rec.meta.get("max_entries"))
@@ -122,7 +131,7 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     want_io = [d for d in dims if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
     want_pg = [d for d in dims if d in PAGE_ONLY]
     all_io = [d for d in DIMENSIONS if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
-    all_pg = [d for d in DIMENSIONS if d in PAGE_ONLY]
+    all_pg = [d for d in DIMENSIONS if d in PAGE_ONLY] + ["page_file_class"]
     # pages.dev/ino name the file of the IO; recordings from before they existed join by path
     fmap = ("LEFT JOIN (SELECT file, arg_min(dev, ino) AS dev, min(ino) AS ino FROM io "
             "WHERE layer = 'syscall' AND file IS NOT NULL GROUP BY file) fm ON fm.file = pages.file")
@@ -137,7 +146,8 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     if req.layer not in (None, "syscall"):
         p_where.append("false")  # pages are syscall-layer IO
     p_key = ", ".join({"dev": p_dev, "ino": p_ino}.get(k, f"pages.{k}") for k in JOIN_KEY)
-    pg_select = ", ".join(f"{sql_for(d, 'pages')} AS {d}" for d in all_pg)
+    pg_select = ", ".join(f"{sql_for(d, 'pages')} AS {d}" for d in all_pg if d != "page_file_class")
+    pg_select += ", CASE WHEN pages.file_class = 'doublewrite' THEN 'doublewrite' END AS page_file_class"
     page_sql = (f"SELECT {p_key}, {pg_select}, coalesce(sum(pages.pages), 0)::BIGINT, "
                 f"coalesce(sum(pages.bytes), 0)::BIGINT FROM pages {fmap} "
                 f"{'WHERE ' + ' AND '.join(p_where) if p_where else ''} GROUP BY ALL")
@@ -158,6 +168,8 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     cells: dict[tuple, list[int]] = {}
 
     def add(values: dict, c: int, b: int, p: int) -> None:
+        if req.doublewrite_class and values.get("page_file_class"):
+            values["file_class"] = values["page_file_class"]
         acc = cells.setdefault(tuple(values[x] for x in want_io + want_pg), [0, 0, 0])
         acc[0] += c
         acc[1] += b

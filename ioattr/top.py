@@ -24,9 +24,9 @@ import numpy as np
 
 from ioattr.hist import BOUNDS
 from ioattr.recording import HIST_COLUMNS
+from ioattr.storage import STORAGE_FILE_CLASSES
 
 LAYERS = ("syscall", "block", "pagecache")
-PAGE_FILE_CLASSES = ("tablespace", "system_tablespace", "undo")
 # short forms of file_class for an 80-column screen
 CLASS_ABBREV = {
     "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
@@ -247,16 +247,16 @@ class Snapshot:
         return float(pages[ops == "read"].sum())
 
     def per_query(self) -> dict[str, float] | None:
-        """Questions per second and reads per query, if known: syscall reads of InnoDB's page
-        files (tablespaces, system tablespace, undo: what the dashboards call storage reads)
-        and InnoDB pages read, per statement the server answered."""
+        """Questions per second and reads per query, if known: storage reads (ioattr/storage.py,
+        the definition report, explain and the dashboards share) and InnoDB pages read, per
+        statement the server answered."""
         d = self.status_delta
         if not d or "questions" not in d:
             return None
         q = d["questions"]
         out = {"qps": q / self.seconds, "selects_ps": d.get("selects", 0) / self.seconds}
         if q > 0:
-            out["reads_per_query"] = self.totals("syscall", PAGE_FILE_CLASSES).reads * self.seconds / q
+            out["reads_per_query"] = self.totals("syscall", STORAGE_FILE_CLASSES).reads * self.seconds / q
             out["page_reads_per_query"] = self.page_reads() / q
             if "buffer_pool_reads" in d:
                 out["bp_reads_per_query"] = d["buffer_pool_reads"] / q

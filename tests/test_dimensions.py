@@ -136,7 +136,9 @@ def test_pages_keep_their_file(recording: Path) -> None:
     for r in rows:
         table = r["index"].split(".")[1]
         assert r["file"] is not None, r
-        assert r["file"].endswith(f"/{table}.ibd") or r["file"].endswith("/ibdata1"), r
+        # (ALTER TABLE builds the new table in #sql-alter-*.ibd, renamed to TABLE.ibd at the end)
+        base = r["file"].rsplit("/", 1)[-1]
+        assert base in (f"{table}.ibd", "ibdata1") or base.startswith("#sql"), r
         assert (r["file_class"] == "system_tablespace") == r["file"].endswith("/ibdata1"), r
     pages = Counter()
     for r in rows:
@@ -160,3 +162,30 @@ def test_page_split_rows_count_pages_exactly(recording: Path) -> None:
 
 def test_no_programs_left() -> None:
     assert_no_ioattr_programs()
+
+
+def test_killed_recording_says_so_everywhere(mariadb, tmp_path: Path) -> None:
+    """A recorder killed with -9 before its first chunk: every report says the recording
+    crashed (table, JSON, CSV on stderr, HTML banner), and explain too."""
+    import json
+    import signal
+
+    from tests.helpers import ioattr
+
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(mariadb.pid), "--interval", "0.3",
+                    "--chunk-seconds", "3600")
+    bg.wait_recording()
+    bg.stop(sig=signal.SIGKILL)
+    table = ioattr("report", str(rec), "--by", "phase")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].startswith("WARNING: crashed or killed recording"), table.stdout
+    assert "no data at all" in table.stdout, table.stdout
+    js = json.loads(ioattr("report", str(rec), "--format", "json", check=True).stdout)
+    assert js["recording_state"]["status"] == "crashed" and js["rows"] == [], js
+    csv = ioattr("report", str(rec), "--format", "csv")
+    assert csv.returncode == 0 and "crashed or killed recording" in csv.stderr, csv
+    html = ioattr("report", str(rec), "--format", "html", check=True).stdout
+    assert 'class="state-banner"' in html and html.index("state-banner") < html.index("<main>"), html[:2000]
+    ex = ioattr("explain", str(rec), "--format", "json")
+    assert "crashed or killed recording" in ex.stderr, ex

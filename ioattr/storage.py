@@ -1,0 +1,106 @@
+"""One definition of each number ioattr puts next to a benchmark's: storage reads and writes,
+queries, rows inserted, and the per-query / per-insert terms built from them.
+
+Every consumer (report --by phase, explain, top, the HTML report, the exporter's dashboards)
+imports these instead of keeping its own list, so the same interval gives the same number
+everywhere.
+
+Storage reads (writes): IO operations at the syscall layer, op read (write), on the server's
+storage files, that is the files whose file_class is in STORAGE_FILE_CLASSES: InnoDB's page
+files (tablespaces, the system tablespace with its doublewrite area, undo, temporary
+tablespace and temporary tables), its redo log, and binary and relay logs. Files of class
+`other` (Aria system tables, error log, ...) and pseudo-files are not storage IO of the
+engine. The unit is IO operations: InnoDB reads one page per read, so its reads equal its page
+reads; a doublewrite batch is one write of up to 64 pages.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+STORAGE_FILE_CLASSES: tuple[str, ...] = ("tablespace", "system_tablespace", "undo", "doublewrite", "tmp",
+                                         "redo_log", "binlog", "relay_log")
+# the same list as a PromQL label regex (dashboards/ use exactly this; tests/unit checks it)
+STORAGE_FILE_CLASS_REGEX = "|".join(STORAGE_FILE_CLASSES)
+
+
+def is_storage(layer: str | None, file_class: str | None) -> bool:
+    """Whether an io row's IO counts as storage IO."""
+    return layer == "syscall" and file_class in STORAGE_FILE_CLASSES
+
+
+def storage_sql(table: str = "io") -> str:
+    """SQL predicate over io rows: storage IO (any op; add op = 'read' / 'write')."""
+    classes = ", ".join(f"'{c}'" for c in STORAGE_FILE_CLASSES)
+    return f"({table}.layer = 'syscall' AND {table}.file_class IN ({classes}))"
+
+
+# -- counters: "source:name" keys as the counters table has them (collectors/counters.py) --
+QUERIES = "status:Com_select"
+OWN_QUERIES = "status:ioattr:Com_select"     # ioattr's own SELECTs on the server, taken off
+# rows inserted, first available: InnoDB's own row counter (INNODB_METRICS dml_inserts when the
+# dml module is on; Innodb_rows_inserted on MySQL), else Handler_write: MariaDB's count of rows
+# written through the storage-engine API (internal temporary tables are Handler_tmp_write, so
+# not in it). The source used is reported next to the number ("ips_source").
+ROWS_INSERTED = ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted", "status:Handler_write")
+# INSERT (and REPLACE) statements, of either form
+INSERT_STATEMENTS = ("status:Com_insert", "status:Com_insert_select", "status:Com_replace",
+                     "status:Com_replace_select")
+ENGINE_READS = "status:Innodb_data_reads"    # the engine's own count of its storage reads
+
+
+def queries(counters: dict[str, float], statement_counts: dict[str, float] | None = None) -> float | None:
+    """The workload's queries: Com_select less ioattr's own, else SELECTs seen by the stage probes."""
+    v = counters.get(QUERIES)
+    if v is not None:
+        return v - counters.get(OWN_QUERIES, 0.0)
+    if statement_counts:
+        return statement_counts.get("select", 0.0)
+    return None
+
+
+def rows_inserted(counters: dict[str, float]) -> tuple[float | None, str | None]:
+    """(rows inserted, the counter it came from), or (None, None) without engine counters."""
+    for key in ROWS_INSERTED:
+        if key in counters:
+            return counters[key], key.split(":", 1)[1]
+    return None, None
+
+
+def insert_statements(counters: dict[str, float], statement_counts: dict[str, float] | None = None) -> float | None:
+    """INSERT/REPLACE statements: the server's Com_ counters, else the stage probes' count."""
+    have = [counters[k] for k in INSERT_STATEMENTS if k in counters]
+    if have:
+        return sum(have)
+    if statement_counts:
+        return statement_counts.get("insert", 0.0) + statement_counts.get("replace", 0.0)
+    return None
+
+
+def per(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, None when either is unknown or the denominator is 0."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def sig(v: float | None, digits: int = 3) -> float | None:
+    """v to `digits` significant digits (0.3601 -> 0.36, 54117.3 -> 54100.0): per-operation terms
+    are ratios whose size varies by orders of magnitude, so a fixed number of decimals either
+    hides them (0.0004 -> 0.0) or pretends precision."""
+    if v is None:
+        return None
+    if v == 0:
+        return 0.0
+    return float(f"{v:.{digits}g}")
+
+
+def fmt_sig(v: Any, digits: int = 3) -> str:
+    """Text for a ratio with `digits` significant digits ("0.360", "1.20", "54,100")."""
+    if v is None:
+        return "-"
+    v = float(v)
+    if v == 0:
+        return "0"
+    if abs(v) >= 10 ** (digits - 1):
+        return f"{round(v):,}"
+    return f"{v:#.{digits}g}"
