@@ -10,9 +10,22 @@
  *    inode, so writeback by a kworker is charged to the file, not the kworker;
  *  - anything else is classified (journal, metadata, swap, flush, discard,
  *    unknown) instead of dropped.
- * A file's IO is charged to the target process that touched it at the
- * syscall layer (tracked_inodes); files no target touched are aggregated
- * per device as "untracked". Latency is issue to final completion.
+ * A bio the block layer splits to fit the device's limits (a 1 MiB direct
+ * write of 256 scattered user pages on a 254-segment queue; anything over
+ * max_sectors_kb) reaches the request as a new bio, chained to the original
+ * (end_io bio_chain_endio, bi_private the original) and never seen by
+ * block_bio_queue: block_split hands it the original's submitter and
+ * remembers the original, whose end_io and iomap_dio name the file.
+ *
+ * Only the targets' IO is counted: a request is counted when a target
+ * submitted its first bio, or when it is page-cache IO (writeback,
+ * readahead) of a file a target touched at the syscall layer
+ * (tracked_inodes), which is charged to that target whoever runs it.
+ * Everything else -- other processes' IO, direct IO by others even on a
+ * target's file, the filesystem journal written by jbd2, ioattr's own reads
+ * -- is not counted at all: it is host-wide, not the targets', and leaving
+ * it out here keeps it out of every total (report, top, exporter).
+ * Latency is issue to final completion.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -46,6 +59,7 @@ struct submitter {
 	__u64 sector; /* the bio's range when queued: a recycled bio pointer won't fall in it */
 	__u64 sectors;
 	__u64 ts;
+	__u64 parent; /* a split bio: the bio it was split from (struct bio *), else 0 */
 };
 
 /* bio -> the target thread that submitted it. A request is often dispatched
@@ -61,6 +75,24 @@ struct {
 	__type(key, __u64); /* struct bio * */
 	__type(value, struct submitter);
 } bio_submitter SEC(".maps");
+
+/* The last target that asked for a device cache flush (an empty
+ * REQ_PREFLUSH bio: blkdev_issue_flush() from its fsync). blk-mq then issues
+ * a flush request of its own, without a bio, from kblockd; that request is
+ * charged to the target waiting for it. Flushes of the journal (jbd2) and of
+ * other processes are nobody's. */
+struct flush_wait {
+	__u32 tgid;
+	__u32 tid;
+	__u64 ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flush_wait);
+} flush_waiter SEC(".maps");
 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(ioattr_bio_queue, struct bio *bio)
@@ -83,6 +115,46 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 	s.sector = bio->bi_iter.bi_sector;
 	s.sectors = bio->bi_iter.bi_size >> 9;
 	s.ts = bpf_ktime_get_ns();
+	s.parent = 0;
+	if (s.tgid != SUBMITTER_SELF && (bio->bi_opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))) {
+		__u32 zero = 0;
+		struct flush_wait *w = bpf_map_lookup_elem(&flush_waiter, &zero);
+
+		if (w) {
+			w->tgid = s.tgid;
+			w->tid = s.tid;
+			w->ts = s.ts;
+		}
+	}
+	slot = bpf_map_lookup_elem(&bio_submitter, &key);
+	if (slot)
+		*slot = s;
+	else
+		bpf_map_update_elem(&bio_submitter, &key, &s, BPF_ANY);
+	return 0;
+}
+
+/* A bio was split (see the top): the front part is a new bio that goes on to
+ * become (part of) a request without passing block_bio_queue. It inherits the
+ * submitter of the bio it came from, and remembers that bio, which outlives
+ * it (the chain completes the original last) and names a direct IO's file.
+ * The remainder keeps the original pointer and its entry. Splits of bios no
+ * target submitted are not remembered. */
+SEC("tp_btf/block_split")
+int BPF_PROG(ioattr_bio_split, struct bio *split, unsigned int new_sector)
+{
+	__u64 parent = (__u64)split->bi_private; /* bio_chain() ran before the tracepoint */
+	__u64 key = (__u64)split;
+	struct submitter *ps, s, *slot;
+
+	ps = bpf_map_lookup_elem(&bio_submitter, &parent);
+	if (!ps || !ps->ts)
+		return 0;
+	s = *ps;
+	s.sector = split->bi_iter.bi_sector;
+	s.sectors = split->bi_iter.bi_size >> 9;
+	s.ts = bpf_ktime_get_ns();
+	s.parent = ps->parent ?: parent;
 	slot = bpf_map_lookup_elem(&bio_submitter, &key);
 	if (slot)
 		*slot = s;
@@ -99,8 +171,10 @@ static __always_inline bool current_is_jbd2(void)
 	       task->comm[3] == '2';
 }
 
-/* Find the inode a data request serves; returns the kind it is. */
-static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inode_id *id, __u8 *api)
+/* Find the inode a data request serves; returns the kind it is. parent: the
+ * bio a split bio came from (0: not a split), whose end_io tells direct IO. */
+static __always_inline __u8 classify_bio(struct bio *bio, __u64 parent, __u32 opf, struct inode_id *id,
+					 __u8 *api)
 {
 	*api = IOA_API_OTHER;
 	if (!bio)
@@ -110,6 +184,14 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u32 opf, struct inod
 		if (dio_bio_inode_id(bio, id))
 			return IOA_KIND_FILE;
 		return IOA_KIND_UNKNOWN;
+	}
+	if (cfg.dio_end_io_addr && parent) {
+		int r = split_dio_inode_id(parent, cfg.dio_end_io_addr, id);
+
+		if (r >= 0) {
+			*api = IOA_API_DIRECT;
+			return r ? IOA_KIND_FILE : IOA_KIND_UNKNOWN;
+		}
 	}
 	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP)))
 		return IOA_KIND_SWAP;
@@ -138,7 +220,9 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	struct inode_id id = {};
 	__u64 key = (__u64)rq;
 	__u64 now = bpf_ktime_get_ns();
+	__u64 parent = 0;
 	__u8 api = IOA_API_OTHER;
+	bool counted = false, self = false;
 
 	p.key.layer = IOA_LAYER_BLOCK;
 	p.key.api = IOA_API_OTHER;
@@ -161,6 +245,11 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	} else {
 		return 0; /* zone management and driver-private requests */
 	}
+	/* in place when this request was seen before (its completion can't run
+	 * before this program returns) */
+	slot = bpf_map_lookup_elem(&rq_inflight, &key);
+	if (slot && slot->ts && slot->bio == bio_key)
+		return 0; /* a requeued request issued again: the same IO, timed from its first issue */
 	if (bio) {
 		sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
 		/* An entry left by a bio that was merged into another request (so never
@@ -174,55 +263,73 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			sub = NULL;
 		}
 		if (sub) {
-			p.key.tgid = sub->tgid;
-			p.key.tid = sub->tid;
 			sub->ts = 0; /* used (see bio_submitter) */
-			if (p.key.tgid == SUBMITTER_SELF) {
-				p.key.tgid = 0;
-				p.key.kind = IOA_KIND_UNTRACKED;
-				p.key.api = IOA_API_OTHER;
+			if (sub->tgid == SUBMITTER_SELF) {
+				/* ioattr's own reads (tablespace headers): nobody's */
+				self = true;
 				sub = NULL;
+			} else {
+				p.key.tgid = sub->tgid;
+				p.key.tid = sub->tid;
+				parent = sub->parent;
 			}
 		}
 	}
-	if (p.key.kind == IOA_KIND_FILE) {
-		p.key.kind = classify_bio(bio, opf, &id, &api);
+	if (!bio && p.key.op == IOA_OP_FSYNC) {
+		/* the flush machinery's own request, which carries no bio */
+		__u32 zero = 0;
+		struct flush_wait *w = bpf_map_lookup_elem(&flush_waiter, &zero);
+
+		if (w && w->ts && now - w->ts < 1000000000ULL) {
+			p.key.tgid = w->tgid;
+			p.key.tid = w->tid;
+			w->ts = 0;
+			counted = true;
+		}
+	}
+	counted = counted || sub != NULL;
+	if (!self && p.key.kind == IOA_KIND_FILE) {
+		p.key.kind = classify_bio(bio, parent, opf, &id, &api);
 		p.key.api = api;
 	}
-	if (p.key.kind == IOA_KIND_FILE) {
+	if (!self && p.key.kind == IOA_KIND_FILE && p.key.op == IOA_OP_WRITE && api == IOA_API_BUFFERED) {
+		/* Writeback: dirty pages belong to their file, whoever writes them
+		 * back (a kworker, a target's fsync, another process under memory
+		 * pressure). A target's file is charged to the target that touched
+		 * it; a file no target touched is someone else's. Direct IO and reads
+		 * are their submitter's own, even before the syscall layer has seen
+		 * the file complete an IO. */
 		struct inode_key ik = { .dev = id.dev, .ino = id.ino };
 		__u32 *owner = bpf_map_lookup_elem(&tracked_inodes, &ik);
 
+		counted = owner != NULL;
 		if (owner && *owner != p.key.tgid) {
-			/* writeback or readahead of a target's file done by someone else */
 			p.key.tgid = *owner;
 			p.key.tid = 0;
-		} else if (!owner && (!sub || (p.key.op == IOA_OP_WRITE && api == IOA_API_BUFFERED))) {
-			/* Direct IO and reads submitted by a target are its own, even
-			 * before the syscall layer has seen the file complete an IO;
-			 * buffered writeback of a file no target touched is someone
-			 * else's dirty pages written from a target's context. */
-			p.key.kind = IOA_KIND_UNTRACKED;
-			p.key.tgid = 0;
-			p.key.tid = 0;
 		}
-		if (p.key.kind == IOA_KIND_FILE) {
-			p.key.ino = id.ino;
-			p.key.dev = id.dev;
+	}
+	if (!counted) {
+		/* Not the targets' IO: left out (see the top). A request struct still
+		 * open from an earlier counted request finished without us seeing its
+		 * completion: count those bytes, without a latency. */
+		if (slot && slot->ts) {
+			account(&slot->key, slot->bytes, 0, false);
+			slot->ts = 0;
 		}
+		return 0;
+	}
+	if (p.key.kind == IOA_KIND_FILE) {
+		p.key.ino = id.ino;
+		p.key.dev = id.dev;
 	}
 	p.ts = now;
 	p.bio = bio_key;
-	/* in place when this request was seen before (its completion can't run
-	 * before this program returns) */
-	slot = bpf_map_lookup_elem(&rq_inflight, &key);
 	if (slot) {
 		/* Still open with another bio: the struct was reused, so the earlier
 		 * request finished without us seeing its completion (seen for ~1% of
 		 * requests under load, by bpftrace on the plain tracepoints too).
-		 * Its bytes happened: count them, without a latency. A re-issue of
-		 * the same bio (requeue) is the same IO and is not counted twice. */
-		if (slot->ts && slot->bio != bio_key)
+		 * Its bytes happened: count them, without a latency. */
+		if (slot->ts)
 			account(&slot->key, slot->bytes, 0, false);
 		*slot = p;
 	}

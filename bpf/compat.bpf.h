@@ -227,6 +227,33 @@ static __always_inline bool dio_bio_inode_id(struct bio *bio, struct inode_id *i
 	return inode_id_btf(f->f_inode, id);
 }
 
+/* A split bio's original (block.bpf.c, block_split): -1 when it is not a
+ * direct-IO bio (end_io != dio_end_io), else whether its file's inode was
+ * found (1) or not (0). The split carries only a share of the original's
+ * pages; the original, alive until every split of it completes, carries the
+ * iomap_dio. Splits are chained since long before 5.x (bio_chain(), used by
+ * blk_queue_split() and, from v6.15 (commit "block: add
+ * bio_submit_split_bioset"), by bio_submit_split_bioset()), with
+ * trace_block_split() right after bio_chain(), so bi_private is the original
+ * when the tracepoint fires. */
+static __always_inline int split_dio_inode_id(__u64 parent, __u64 dio_end_io, struct inode_id *id)
+{
+	struct bio *orig;
+	struct iomap_dio *dio;
+
+	if (!bpf_rdonly_cast) {
+		orig = (struct bio *)parent;
+		if ((__u64)BPF_CORE_READ(orig, bi_end_io) != dio_end_io)
+			return -1;
+		dio = BPF_CORE_READ(orig, bi_private);
+		return file_inode_id(BPF_CORE_READ(dio, iocb, ki_filp), id) ? 1 : 0;
+	}
+	orig = bpf_rdonly_cast((void *)parent, bpf_core_type_id_kernel(struct bio));
+	if ((__u64)orig->bi_end_io != dio_end_io)
+		return -1;
+	return dio_bio_inode_id(orig, id) ? 1 : 0;
+}
+
 /* The inode whose page cache the first page of a bio belongs to (following
  * a large folio's tail page to its head), or false for anonymous and unowned
  * pages. */

@@ -89,7 +89,7 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("uring", "io_uring submissions and completions (io_uring tracepoints)", False,
              ("io_uring:io_uring_submit_req", "io_uring:io_uring_complete")),
     ProbeSet("block", "block requests charged to files (tp_btf block_rq_issue/complete)", False,
-             ("block:block_bio_queue", "block:block_rq_issue", "block:block_rq_complete")),
+             ("block:block_bio_queue", "block:block_split", "block:block_rq_issue", "block:block_rq_complete")),
     ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False,
              ("filemap:mm_filemap_add_to_page_cache",)),
     ProbeSet("stage", "statement digests and query stages (uprobes on mysqld's SQL layer)", False,

@@ -1,0 +1,356 @@
+"""Block-layer attribution against ground truth: large direct IO, and only the targets' IO.
+
+1. O_DIRECT reads and writes of 4 KiB to 8 MiB -- appending, into preallocated
+   space, overwriting written blocks; pread/pwrite, libaio, io_uring -- reach the
+   device as requests the block layer splits (over max_sectors_kb, or more
+   scattered user pages than the queue's segments) and merges (neighbouring
+   bios of one batch). Every byte must still land on its file, exactly.
+2. A recording of some targets counts their IO and the writeback of their
+   files, nothing else: not a second, untraced MariaDB server, not an
+   unrelated O_DIRECT reader, not the journal. An idle target does no IO.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from tests.conftest import need, need_root
+from tests.helpers import IOGEN, ROOT, Background, assert_no_ioattr_programs, ioattr, report_json
+
+MiB = 1024 * 1024
+DIRECT_SCENARIOS = "odirect,libaio,uring"
+
+
+def _need_iogen() -> None:
+    need_root()
+    if not IOGEN.exists():
+        subprocess.run(["make", "-s", "-C", str(ROOT / "tests" / "workloads")], check=False)
+    need(IOGEN.exists(), "tests/workloads/iogen is not built (make -C tests/workloads; needs liburing-dev)")
+
+
+def _block_by_file(rec: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """(file, op) -> {"count", "bytes"} at the block layer."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for row in report_json(rec, "--by", "file,op", "--layer", "block")["rows"]:
+        slot = out.setdefault((row["file"], row["op"]), {"count": 0, "bytes": 0})
+        slot["count"] += row["count"]
+        slot["bytes"] += row["bytes"]
+    return out
+
+
+# (IO size, --size, --prealloc): 4 KiB to 8 MiB; 1 MiB of scattered pages is
+# more than the queue's 254 segments (split), 8 MiB is over max_sectors_kb (split)
+CASES = [
+    ("4K", "2M", "none"),
+    ("128K", "8M", "written"),
+    ("1M", "16M", "none"),
+    ("2M", "16M", "fallocate"),
+    ("8M", "32M", "written"),
+]
+
+
+@pytest.fixture(scope="module")
+def direct_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str], dict]:
+    """One recording of iogen's direct-IO scenarios per case."""
+    _need_iogen()
+    runs = {}
+    for block, size, prealloc in CASES:
+        base = Path(tmp_path_factory.mktemp(f"dio{block}", numbered=True))  # on /tmp: ext4 on vda here
+        truth_path = base / "truth.json"
+        r = ioattr("record", "-o", str(base / "rec"), "--interval", "0.5", "--only-command", "--",
+                   str(IOGEN), "--dir", str(base / "data"), "--scenario", DIRECT_SCENARIOS, "--size", size,
+                   "--block", block, "--prealloc", prealloc, "--json", str(truth_path))
+        assert r.returncode == 0, r.stderr
+        runs[(block, size, prealloc)] = {"rec": base / "rec", "truth": json.loads(truth_path.read_text()),
+                                         "blocks": _block_by_file(base / "rec")}
+    return runs
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
+def test_direct_io_block_bytes_are_exact_per_file(direct_runs: dict, case: tuple[str, str, str]) -> None:
+    run = direct_runs[case]
+    got = run["blocks"]
+    for path, t in run["truth"]["files"].items():
+        for op, want in (("write", t["write_bytes"]), ("read", t["read_bytes"])):
+            assert want > 0
+            have = got.get((path, op), {}).get("bytes", 0)
+            assert have == want, (case, t["scenario"], op, have, want)
+    # nothing of it was left unnamed
+    for (f, op), v in got.items():
+        assert f not in ("[unknown]", "[untracked files]") or not v["bytes"], (case, f, op, v)
+
+
+def test_split_and_merged_requests_were_exercised(direct_runs: dict) -> None:
+    """The exact bytes above came through requests the block layer split and merged."""
+    big = direct_runs[("8M", "32M", "written")]
+    for path, t in big["truth"]["files"].items():
+        # 8 MiB IOs on a queue of max_sectors_kb 4096 or less: at least two requests each
+        assert big["blocks"][(path, "read")]["count"] >= 2 * t["reads"], (t["scenario"], big["blocks"][(path, "read")])
+    small = direct_runs[("4K", "2M", "none")]
+    merged = [t["scenario"] for path, t in small["truth"]["files"].items()
+              if small["blocks"][(path, "read")]["count"] < t["reads"]]
+    # batches of 8 (libaio) and 16 (io_uring) neighbouring 4 KiB reads become fewer requests
+    assert merged, small["blocks"]
+
+
+def test_block_totals_of_direct_io_match_proc_pid_io(direct_runs: dict) -> None:
+    """Everything the kernel charged to the process at the block layer, ioattr charged to it too."""
+    for case, run in direct_runs.items():
+        truth = run["truth"]
+        rep = report_json(run["rec"], "--by", "process,op", "--layer", "block")
+        pid = truth["pid"]
+        mine = [r for r in rep["rows"] if r["process"] and r["process"].endswith(f"[{pid}]")]
+        read = sum(r["bytes"] for r in mine if r["op"] == "read")
+        data_read = sum(t["read_bytes"] for t in truth["files"].values())
+        # /proc/PID/io read_bytes also holds the loader's reads of cached libraries (0 here) and
+        # metadata reads; the direct data reads are all of it but a few KiB
+        assert data_read <= read <= truth["proc_io"]["read_bytes"] + 64 * 1024, (case, read, truth["proc_io"])
+
+
+# ---------------------------------------------------------------- only the targets' IO
+
+
+def _bytes_by_layer(rec: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in report_json(rec, "--by", "process")["rows"]:
+        out[row["layer"]] = out.get(row["layer"], 0) + row["bytes"]
+    return out
+
+
+class _Repeat:
+    """Run `make_cmd()` again and again in a thread until stopped: IO that is going on all along."""
+
+    def __init__(self, make_cmd: Callable[[], list[str]]) -> None:
+        self.make_cmd = make_cmd
+        self.runs = 0
+        self.stop_evt = threading.Event()
+        self.proc: subprocess.Popen | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.errors: list[str] = []
+
+    def _run(self) -> None:
+        while not self.stop_evt.is_set():
+            self.proc = subprocess.Popen(self.make_cmd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True)
+            _, err = self.proc.communicate()
+            if self.proc.returncode != 0:
+                self.errors.append(err)
+                return
+            self.runs += 1
+
+    def __enter__(self) -> "_Repeat":
+        self.thread.start()
+        return self
+
+    def wait_runs(self, n: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while self.runs < n and not self.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not self.errors, self.errors
+        assert self.runs >= n, f"only {self.runs} runs"
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_evt.set()
+        self.thread.join(120)
+
+
+@pytest.fixture
+def foreign_file(tmp_path: Path) -> Path:
+    """A 32 MiB file on the disk, for an unrelated O_DIRECT reader."""
+    path = tmp_path / "foreign.bin"
+    with open(path, "wb") as f:
+        f.write(os.urandom(32 * MiB))
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def _dd_direct(path: Path) -> Callable[[], list[str]]:
+    return lambda: ["dd", f"if={path}", "of=/dev/null", "bs=1M", "iflag=direct", "status=none"]
+
+
+def _load_untraced_server(db) -> None:  # type: ignore[no-untyped-def]
+    """Real storage IO on a server nobody traces: a table bigger than its buffer pool,
+    written, flushed and scanned cold."""
+    db.query("CREATE DATABASE IF NOT EXISTS other")
+    db.query("CREATE TABLE other.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
+    db.query("INSERT INTO other.t SELECT seq, REPEAT('x', 200) FROM other.seq_1_to_60000")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+    _flushed(db)
+    before = db.status("Innodb_buffer_pool_reads")
+    db.query("SELECT COUNT(*) FROM other.t WHERE pad <> ''")
+    assert db.status("Innodb_buffer_pool_reads") > before  # it did read from storage
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen]:
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_recording_holds_only_the_targets_io(tmp_path: Path, mariadb_factory, foreign_file: Path,
+                                             sleeper: subprocess.Popen) -> None:
+    """Targets: an idle `sleep` and an iogen with known IO. Meanwhile an untraced MariaDB
+    server loads, flushes and scans a table and an untraced `dd iflag=direct` reads a file:
+    none of their bytes may be in the recording."""
+    _need_iogen()
+    other = mariadb_factory(buffer_pool="8M")
+    data = tmp_path / "target"
+    truth_path = tmp_path / "truth.json"
+    rfd, wfd = os.pipe()
+    target = subprocess.Popen([str(IOGEN), "--dir", str(data), "--scenario", "odirect,buffered_fsync,uring",
+                               "--size", "8M", "--block", "1M", "--json", str(truth_path), "--wait-fd", str(rfd)],
+                              pass_fds=(rfd,))
+    os.close(rfd)
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(sleeper.pid), "--pid", str(target.pid),
+                          "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        with _Repeat(_dd_direct(foreign_file)) as dd:
+            os.write(wfd, b"g")  # the target's IO runs alongside the others'
+            os.close(wfd)
+            wfd = -1
+            _load_untraced_server(other)
+            assert target.wait(timeout=120) == 0
+            dd.wait_runs(2)
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        if wfd >= 0:
+            os.close(wfd)
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+        recorder.stop()
+    assert_no_ioattr_programs()
+    truth = json.loads(truth_path.read_text())
+
+    rep = report_json(rec, "--by", "process,file,op", "--layer", "block")
+    pids = {int(m.group(1)) for r in rep["rows"] if r["process"] and (m := re.search(r"\[(\d+)\]$", r["process"]))}
+    assert pids <= {target.pid}, rep["rows"]  # the idle sleep did no IO; nobody else is in
+    assert all(r["process"] for r in rep["rows"]), [r for r in rep["rows"] if not r["process"]]
+    files = {r["file"] for r in rep["rows"]}
+    assert str(foreign_file) not in files
+    assert not [f for f in files if f and str(other.datadir) in f], files
+    assert "[untracked files]" not in files and "[journal]" not in files, files
+
+    # the target's own files: exact
+    got = _block_by_file(rec)
+    data_bytes = 0
+    for path, t in truth["files"].items():
+        assert got[(path, "write")]["bytes"] == t["write_bytes"], (path, got.get((path, "write")))
+        want_read = t["read_bytes"] if t["direct"] else 0
+        assert got.get((path, "read"), {}).get("bytes", 0) == want_read, path
+        data_bytes += t["write_bytes"] + want_read
+    # the totals: the target's data plus a little metadata of its own (inode tables, its JSON);
+    # the untraced server and dd moved tens of MiB meanwhile
+    total = _bytes_by_layer(rec)["block"]
+    assert data_bytes <= total <= data_bytes + 512 * 1024, (total, data_bytes)
+
+
+def _disk_line(out: str) -> list[float]:
+    """The MB/s figures of every `disk` header line of `top --batch` output."""
+    vals = []
+    for line in out.splitlines():
+        if line.startswith("disk"):
+            vals += [float(x) for x in re.findall(r"([\d.]+) MB/s", line)]
+    return vals
+
+
+def test_top_and_exporter_of_an_idle_target_show_no_disk_io(tmp_path: Path, foreign_file: Path,
+                                                            sleeper: subprocess.Popen) -> None:
+    """`dd iflag=direct` on an unrelated file at full speed: an idle target's disk columns stay 0."""
+    need_root()
+    from tests.test_exporter import free_port, samples, scrape
+
+    port = free_port()
+    exp = Background("exporter", "--pid", str(sleeper.pid), "--listen", f"127.0.0.1:{port}", "--interval", "0.3")
+    try:
+        exp.wait_for("exporting ")
+        with _Repeat(_dd_direct(foreign_file)) as dd:
+            dd.wait_runs(1)  # it is reading
+            top = ioattr("top", "--pid", str(sleeper.pid), "--batch", "-n", "3", "--interval", "0.5",
+                         "--layer", "block", timeout=60)
+            dd.wait_runs(dd.runs + 1)  # still reading after top's last snapshot
+            done = time.time()
+        # a drain after the reading: its counters cover the whole time
+        deadline = time.monotonic() + 30
+        while True:
+            text = scrape(port)
+            drained = [v for _, v in samples(text, "ioattr_last_drain_timestamp_seconds")]
+            if (drained and drained[0] > done) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        code, err = exp.stop()
+    assert code == 0, err
+    assert top.returncode == 0, top.stderr
+    disk = _disk_line(top.stdout)
+    assert len(disk) >= 6 and not any(disk), top.stdout
+    block = [v for labels, v in samples(text, "ioattr_read_bytes_total") + samples(text, "ioattr_write_bytes_total")
+             if labels.get("layer") == "block"]
+    assert not any(block), block
+    assert_no_ioattr_programs()
+
+
+# ---------------------------------------------------------------- MariaDB's doublewrite
+
+
+def _flushed(db) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the server has no dirty page left (innodb_max_dirty_pages_pct = 0)."""
+    deadline = time.monotonic() + 60
+    while db.status("Innodb_buffer_pool_pages_dirty") > 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert db.status("Innodb_buffer_pool_pages_dirty") == 0
+
+
+def test_doublewrite_batches_land_on_the_system_tablespace(tmp_path: Path, mariadb_factory) -> None:
+    """Doublewrite batches (up to 64 pages of 16 KiB in one O_DIRECT write to ibdata1)
+    reach the device as large, split requests: all on ibdata1, none unnamed."""
+    need_root()
+    db = mariadb_factory(buffer_pool="16M", extra_options={"innodb_doublewrite": "1"})
+    db.query("CREATE DATABASE IF NOT EXISTS w")
+    db.query("CREATE TABLE w.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
+    db.query("INSERT INTO w.t SELECT seq, REPEAT('x', 200) FROM w.seq_1_to_60000")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+    _flushed(db)
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        before = db.status("Innodb_dblwr_pages_written")
+        # pages written before are rewritten (new pages skip the doublewrite buffer)
+        db.query("UPDATE w.t SET pad = REPEAT('y', 200)")
+        _flushed(db)
+        dblwr_pages = db.status("Innodb_dblwr_pages_written") - before
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    assert dblwr_pages > 64
+    ibdata = str(db.datadir / "ibdata1")
+    syscall = {(r["file"], r["op"]): r["bytes"] for r in report_json(rec, "--by", "file,op", "--layer",
+                                                                      "syscall")["rows"]}
+    block = _block_by_file(rec)
+    assert syscall[(ibdata, "write")] >= dblwr_pages * 16384 * 0.99
+    assert block[(ibdata, "write")]["bytes"] >= 0.99 * syscall[(ibdata, "write")], (block[(ibdata, "write")],
+                                                                                    syscall[(ibdata, "write")])
+    assert not block.get(("[unknown]", "write"), {}).get("bytes"), block.get(("[unknown]", "write"))
+    # the page classifier puts those writes in the doublewrite area of the system tablespace
+    pages = report_json(rec, "--by", "file,file_class,page_type")["rows"]
+    dblwr = [r for r in pages if r.get("file_class") == "doublewrite" and r["op"] == "write"]
+    assert dblwr and all(r["file"] == ibdata for r in dblwr), dblwr
