@@ -70,7 +70,11 @@ _LE = [floatToGoString(v) for v in BUCKET_LE_SECONDS]
 
 
 def parse_listen(spec: str) -> tuple[str, int]:
-    """HOST:PORT, [V6]:PORT, :PORT (all interfaces) or PORT (loopback)."""
+    """HOST:PORT, [V6]:PORT, :PORT (all interfaces) or PORT (loopback).
+
+    Port 0 asks the kernel for any free port; the one bound is printed in the
+    "exporting ... on http://HOST:PORT/metrics" line. Tests use that instead of
+    picking a port themselves, which races with anything else binding one."""
     s = spec.strip()
     host, port = "127.0.0.1", s
     if s.startswith("["):
@@ -85,8 +89,8 @@ def parse_listen(spec: str) -> tuple[str, int]:
         p = int(port)
     except ValueError:
         raise UsageError(f"--listen {spec!r}: the port must be a number") from None
-    if not 0 < p < 65536:
-        raise UsageError(f"--listen {spec!r}: the port must be between 1 and 65535")
+    if not 0 <= p < 65536:
+        raise UsageError(f"--listen {spec!r}: the port must be between 1 and 65535, or 0 for any free port")
     return host, p
 
 

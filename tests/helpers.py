@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,19 +74,77 @@ def leaked_ioattr_programs() -> list[str]:
     return [name for pid, name in progs if pid not in held]
 
 
-def wait_until(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
+def wait_until(cond: Callable[[], T], timeout: float, what: str | Callable[[], str],
+               interval: float = 0.05) -> T:
     """Poll `cond` until it returns something truthy and return that; fail clearly
     after `timeout` seconds. Tests wait for the event they need with this, never
     for a fixed time: the timeout is a safety net against hangs (make it generous),
-    not a claim about speed, so a slow machine only makes the test slower."""
+    not a claim about speed, so a slow machine only makes the test slower. `what` may be
+    a callable, to describe the state at the time of failure."""
     deadline = time.monotonic() + timeout
     while True:
         got = cond()
         if got:
             return got
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {said}")
         time.sleep(interval)
+
+
+def recording_phases(rec: Path) -> list[str]:
+    """Names of the phases a (possibly still running) recording's meta.json lists so far."""
+    try:
+        meta = json.loads((rec / "meta.json").read_text())
+    except (OSError, ValueError):  # not written yet
+        return []
+    return [p["name"] for p in meta.get("phases", [])]
+
+
+def wait_phase(rec: Path, name: str, timeout: float = 60) -> None:
+    """Wait until a running recorder has started phase `name` (meta.json lists it last).
+
+    The recorder writes meta.json after it has drained the previous phase and taken its
+    counters snapshot, so once this returns nothing done afterwards is counted there."""
+    wait_until(lambda: recording_phases(rec)[-1:] == [name], timeout,
+               lambda: f"the recorder to start phase {name!r} (phases so far: {recording_phases(rec)})")
+
+
+def exporter_port(bg: "Background", timeout: float = 60) -> int:
+    """The port a background `ioattr exporter --listen HOST:0` bound (the kernel picked a free
+    one), read from its "exporting ... on http://HOST:PORT/metrics" line. Letting the server
+    pick leaves no window in which another process can take the port (a bind, close and
+    hand-out "free port" has one)."""
+    bg.wait_for("exporting ", timeout)
+    m = re.search(r"exporting .* on http://\S*:(\d+)/metrics", bg.stderr)
+    assert m, f"no port in the exporter's start line: {bg.stderr}"
+    port = int(m.group(1))
+    assert port > 0, bg.stderr
+    return port
+
+
+def listening_tcp_ports(pid: int) -> set[int]:
+    """TCP ports process `pid` listens on, from its socket fds and /proc/PID/net/tcp{,6}: how
+    to find the port of a server told to listen on port 0 that does not print it."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] == "0A" and f[9] in inodes:  # state LISTEN, one of its sockets
+                ports.add(int(f[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def assert_no_ioattr_programs(timeout: float = 5.0) -> None:

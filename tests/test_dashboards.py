@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 
 from tests.conftest import need_root, need_tool
-from tests.helpers import ROOT, Background
-from tests.test_exporter import free_port
+from tests.helpers import ROOT, Background, exporter_port, listening_tcp_ports, wait_until
 from tests.test_top import Workload, assert_no_leftover_programs, live_db  # noqa: F401
 
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
@@ -94,11 +92,12 @@ def test_dashboards_are_importable() -> None:
 
 
 class Prometheus:
-    """A private Prometheus: own config and data directory under tmp, loopback port, stopped by pid."""
+    """A private Prometheus: own config and data directory under tmp, stopped by pid. It listens
+    on a loopback port the kernel picks (port 0), found from its socket once it is ready."""
 
     def __init__(self, tmp: Path, target: str) -> None:
         binary = need_tool("prometheus")
-        self.port = free_port()
+        self.port = 0  # known after wait_ready()
         cfg = tmp / "prometheus.yml"
         cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                        "scrape_configs:\n  - job_name: ioattr\n    static_configs:\n"
@@ -106,7 +105,7 @@ class Prometheus:
         (tmp / "prom-data").mkdir()
         self.log = open(tmp / "prometheus.log", "wb")
         self.proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={tmp / 'prom-data'}",
-                                      f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
+                                      "--web.listen-address=127.0.0.1:0", "--log.level=warn",
                                       "--storage.tsdb.retention.time=1h"],
                                      stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.logpath = tmp / "prometheus.log"
@@ -121,19 +120,21 @@ class Prometheus:
         except urllib.error.HTTPError as e:  # a bad query answers 400 with a JSON error
             return json.loads(e.read())
 
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait_ready(self, timeout: float = 60) -> None:
+        def ready() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError("prometheus exited: " + self.logpath.read_text())
+            ports = listening_tcp_ports(self.proc.pid)
+            if len(ports) != 1:
+                return False  # not listening yet
+            self.port = ports.pop()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        return
+                    return r.status == 200
             except OSError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("prometheus never became ready: " + self.logpath.read_text())
+                return False
+
+        wait_until(ready, timeout, lambda: "prometheus to become ready: " + self.logpath.read_text())
 
     def query(self, expr: str) -> dict:
         return self.get("/api/v1/query", query=expr)
@@ -151,39 +152,51 @@ class Prometheus:
 
 def test_every_dashboard_expression_returns_data(live_db, tmp_path: Path) -> None:
     need_root()
-    port = free_port()
-    target = f"127.0.0.1:{port}"
-    exp = Background("exporter", "--pid", str(live_db.pid), "--listen", target, "--interval", "0.5")
+    exp = Background("exporter", "--pid", str(live_db.pid), "--listen", "127.0.0.1:0", "--interval", "0.5")
     prom = None
     try:
-        exp.wait_for("exporting ")
+        target = f"127.0.0.1:{exporter_port(exp)}"  # the kernel picked a free port: no race for it
         prom = Prometheus(tmp_path, target)
         prom.wait_ready()
-        deadline = time.monotonic() + 30
-        while not prom.query("ioattr_build_info")["data"]["result"]:
-            assert time.monotonic() < deadline, "prometheus never scraped the exporter"
-            time.sleep(0.2)
-        # reads and writes (updates, their redo, the page cleaner's flushes) for a few scrapes
+        wait_until(lambda: prom.query("ioattr_build_info")["data"]["result"], 60,
+                   "prometheus to scrape the exporter")
+        # the instance picker's own query: label_values(ioattr_build_info, instance)
+        r = prom.query("ioattr_build_info")
+        assert [s["metric"].get("instance") for s in r["data"]["result"]] == [target], r
+
+        def check_all() -> tuple[list[str], int]:
+            failures: list[str] = []
+            checked = 0
+            for path in DASHBOARDS:
+                dash = json.loads(path.read_text())
+                for values in substitutions(dash, target):
+                    for title, expr in expressions(dash):
+                        q = substitute(expr, values)
+                        r = prom.query(q)
+                        checked += 1
+                        if r.get("status") != "success":
+                            failures.append(f"{path.name} / {title}: {q}\n    error: {r.get('error')}")
+                        elif not r["data"]["result"]:
+                            failures.append(f"{path.name} / {title}: {q}\n    no data")
+            return failures, checked
+
+        # reads and writes (updates, their redo, the page cleaner's flushes) until every
+        # expression has data (rates need two scrapes that saw it); an expression that never
+        # gets data fails with the list below
+        result: dict = {}
+
+        def all_answered() -> bool:
+            result["failures"], result["checked"] = check_all()
+            return result["checked"] > 0 and not result["failures"]
+
         with Workload(live_db, updates=True, cold_every=5):
-            time.sleep(7)
-        failures = []
-        checked = 0
-        for path in DASHBOARDS:
-            dash = json.loads(path.read_text())
-            # the instance picker's own query: label_values(ioattr_build_info, instance)
-            r = prom.query("ioattr_build_info")
-            assert [s["metric"].get("instance") for s in r["data"]["result"]] == [target], r
-            for values in substitutions(dash, target):
-                for title, expr in expressions(dash):
-                    q = substitute(expr, values)
-                    r = prom.query(q)
-                    checked += 1
-                    if r.get("status") != "success":
-                        failures.append(f"{path.name} / {title}: {q}\n    error: {r.get('error')}")
-                    elif not r["data"]["result"]:
-                        failures.append(f"{path.name} / {title}: {q}\n    no data")
-        assert not failures, f"{len(failures)} of {checked} expressions failed:\n" + "\n".join(failures)
-        assert checked >= 40, checked
+            try:
+                wait_until(all_answered, 120, "every dashboard expression to return data", interval=1.0)
+            except AssertionError:
+                failures = result.get("failures", [])
+                raise AssertionError(f"{len(failures)} of {result.get('checked')} expressions failed:\n"
+                                     + "\n".join(failures)) from None
+        assert result["checked"] >= 40, result["checked"]
     finally:
         if prom is not None:
             prom.stop()

@@ -226,14 +226,13 @@ def _metric(text: str, name: str) -> dict[tuple, float]:
 
 def test_exporter_counts_the_drops(tmp_path: Path) -> None:
     need_root()
-    from tests.test_exporter import free_port
+    from tests.helpers import exporter_port
 
-    port = free_port()
     with Workload(tmp_path) as wl:
-        exp = Background("exporter", "--pid", str(wl.pid), "--listen", f"127.0.0.1:{port}", "--interval", "0.2",
+        exp = Background("exporter", "--pid", str(wl.pid), "--listen", "127.0.0.1:0", "--interval", "0.2",
                          "--max-entries", str(CAPACITY), "--no-probe-stats")
         try:
-            exp.wait_for("exporting ")
+            port = exporter_port(exp)  # the kernel picked a free one: no race for it
             wl.go()
             got: dict = {}
 

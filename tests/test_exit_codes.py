@@ -124,7 +124,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("explain", ["{rec}", "-o", "{dir}"], "cannot write"),
     # exporter (refused before listening or loading probes)
     ("exporter", ["--listen", "nonsense"], "--listen"),
-    ("exporter", ["--listen", "127.0.0.1:0"], "between 1 and 65535"),
+    ("exporter", ["--listen", "127.0.0.1:-1"], "between 1 and 65535"),  # 0 is fine: any free port
     ("exporter", ["--listen", "127.0.0.1:70000"], "between 1 and 65535"),
     ("exporter", ["--interval", "-1"], "--interval"),
     ("exporter", ["--interval", "0"], "--interval"),
@@ -335,14 +335,13 @@ def test_top_with_a_refused_login_goes_on(mariadb, tmp_path: Path, kind: str) ->
 
 @pytest.mark.parametrize("kind", ["password", "user"])
 def test_exporter_with_a_refused_login_goes_on(mariadb, tmp_path: Path, kind: str) -> None:
-    from tests.test_exporter import free_port
+    from tests.helpers import exporter_port
 
     creds = _credentials(kind, mariadb, tmp_path)
-    port = free_port()
-    bg = Background("exporter", "--pid", str(mariadb.pid), "--listen", f"127.0.0.1:{port}", "--interval", "0.3",
+    bg = Background("exporter", "--pid", str(mariadb.pid), "--listen", "127.0.0.1:0", "--interval", "0.3",
                     "--no-probe-stats", *creds)
     try:
-        bg.wait_for("exporting ")
+        port = exporter_port(bg)  # the kernel picked a free one: no race for it
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
             text = resp.read().decode()
     finally:
