@@ -25,7 +25,7 @@ from ioattr.collectors.counters import SETTINGS, CounterCollector
 from ioattr.collectors.counters_host import HostCounters, ProcCounters
 from ioattr.collectors.engine import EngineConnection, EngineOptions
 from ioattr.collectors.innodb_status import as_dict, parse_innodb_status
-from tests.helpers import Background, ioattr
+from tests.helpers import Background, ioattr, wait_phase, wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -182,21 +182,67 @@ def _status(db, *names: str) -> dict[str, int]:
     return {n: int(v) for n, v in rows}
 
 
-def _wait_phase(rec: Path, name: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        meta = json.loads((rec / "meta.json").read_text())
-        if meta["phases"][-1]["name"] == name:
-            time.sleep(0.2)  # the phase-change snapshot is taken right after
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"phase {name} never started")
-
-
 def _mark(rec: Path, name: str) -> None:
+    """Start phase `name` and wait until the recorder has: it takes the phase-change counters
+    snapshot (tagged with the phase that ends) before it lists the new phase in meta.json."""
     r = ioattr("mark", name, "--recording", str(rec))
     assert r.returncode == 0, r.stderr
-    _wait_phase(rec, name)
+    wait_phase(rec, name)
+
+
+def _proc_truth(pid: int) -> dict[str, float]:
+    """A process's counters straight from /proc: CPU seconds (utime, stime), bytes read
+    from storage, context switches summed over its live threads."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rfind(")") + 2:].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    ctxt = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        ctxt += sum(int(ln.split()[1]) for ln in text.splitlines()
+                    if ln.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+    return {"cpu:user": int(fields[11]) / tick, "cpu:sys": int(fields[12]) / tick,
+            "io:read_bytes": float(io["read_bytes"]), "ctxt": float(ctxt)}
+
+
+def _host_busy() -> float:
+    """CPU seconds spent in user and system mode by the whole host (/proc/stat)."""
+    f = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(f[1]) + int(f[2]) + int(f[3])) / os.sysconf("SC_CLK_TCK")  # user, nice, system
+
+
+def _disk_of(path: Path) -> str:
+    """The /proc/diskstats name of the block device (the whole disk) holding path."""
+    st = os.stat(path)
+    dev = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}").resolve()
+    if (dev / "partition").exists():
+        dev = dev.parent
+    return dev.name
+
+
+def _server_truth(db) -> dict[str, float]:
+    """The server's own counters, read directly (not through ioattr): the ground truth for
+    the counters table. performance_schema rows exist once the file/table had IO (else 0)."""
+    out: dict[str, float] = dict(_status(db, "Innodb_buffer_pool_reads", "Com_select", "Innodb_pages_read"))
+    out["leaf"] = float(db.query("SELECT COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS "
+                                 "WHERE NAME = 'buffer_page_read_index_leaf'")[0][0])
+    rows = db.query("SELECT COUNT_READ FROM performance_schema.file_summary_by_instance "
+                    "WHERE FILE_NAME LIKE '%/sbtest/sbtest1.ibd'")
+    out["ps_file_reads"] = float(rows[0][0]) if rows else 0.0
+    rows = db.query("SELECT COUNT_FETCH FROM performance_schema.table_io_waits_summary_by_table "
+                    "WHERE OBJECT_SCHEMA = 'sbtest' AND OBJECT_NAME = 'sbtest1'")
+    out["ps_table_fetch"] = float(rows[0][0]) if rows else 0.0
+    out.update({f"proc:{k}": v for k, v in _proc_truth(db.pid).items()})
+    out["host_busy"] = _host_busy()
+    return out
+
+
+def _close(recorded: float, direct: float, abs_: float, rel: float) -> bool:
+    return abs(recorded - direct) <= max(abs_, rel * abs(direct))
 
 
 class Counters:
@@ -268,16 +314,13 @@ def test_recording_counters_agree_with_the_server(mariadb_factory, tmp_path: Pat
     bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.5",
                     "--mysql-defaults-file", str(opt))
     try:
-        bg.wait_recording()
-        time.sleep(0.6)
-        before = _status(db, "Innodb_buffer_pool_reads", "Com_select")
+        bg.wait_recording()  # said after the baseline snapshot, in phase "main"
+        before = _server_truth(db)
         _mark(rec, "bench")
         out = db.sysbench("oltp_read_only", "run", time=3, table_size=40000).stdout
-        time.sleep(0.6)
-        after = _status(db, "Innodb_buffer_pool_reads", "Com_select")
+        after = _server_truth(db)
         _mark(rec, "after")
-        time.sleep(0.6)
-    finally:
+    finally:  # stopping takes a last snapshot: nothing to wait for
         code, err = bg.stop()
     assert code == 0, err
     assert "Traceback" not in err
@@ -307,44 +350,60 @@ def test_recording_counters_agree_with_the_server(mariadb_factory, tmp_path: Pat
     sysbench_reads = _sysbench_reads(out)
     assert sysbench_reads <= selects - own <= sysbench_reads * 1.01 + 20, (selects, own, sysbench_reads)
 
+    # Each recorded delta below is compared with the same counter read directly before and after
+    # the benchmark. The windows differ only by the recorder's own statements and the `ioattr mark`
+    # runs between a direct read and the phase-change snapshot, hence the small slack.
+    direct = {k: after[k] - before[k] for k in before}
+
     # INNODB_METRICS page counters were switched on and count the benchmark's leaf reads
     leaf = c.delta("innodb_metrics", "buffer_page_read_index_leaf", pid, "bench")
-    assert leaf > 100, leaf
+    assert direct["leaf"] > 100, direct  # the cold pool made the benchmark read leaves
+    assert _close(leaf, direct["leaf"], 3, 0.02), (leaf, direct["leaf"])
     print(f"\nbench phase: Innodb_buffer_pool_reads recorded {reads:.0f} / direct {direct_reads}; "
           f"Com_select recorded {selects:.0f} / direct {direct_selects} (ioattr's own {own:.0f}, "
-          f"sysbench reads {sysbench_reads}); buffer_page_read_index_leaf +{leaf:.0f}")
+          f"sysbench reads {sysbench_reads}); buffer_page_read_index_leaf +{leaf:.0f} / direct "
+          f"{direct['leaf']:.0f}")
     # SHOW ENGINE INNODB STATUS rows in every snapshot of the server
     snaps = c.q("SELECT count(DISTINCT ts) FROM counters WHERE source = 'status' AND name = 'Com_select'")[0][0]
-    assert snaps >= 8
+    assert snaps >= 4  # at least: the baseline, the two phase changes, the last one at stop
     for name in ("history_list_length", "checkpoint_age", "buffer_pool_pages_dirty", "log_sequence_number"):
         n = c.q("SELECT count(*) FROM counters WHERE source = 'innodb_status' AND name = ? AND value IS NOT NULL",
                 name)[0][0]
         assert n == snaps, (name, n, snaps)
-    assert c.delta("innodb_status", "buffer_pool_pages_read", pid, "bench") == \
-        pytest.approx(c.delta("status", "Innodb_pages_read", pid, "bench"), abs=2)
+    pages_read = c.delta("status", "Innodb_pages_read", pid, "bench")
+    assert _close(pages_read, direct["Innodb_pages_read"], 3, 0.02), (pages_read, direct)
+    assert c.delta("innodb_status", "buffer_pool_pages_read", pid, "bench") == pytest.approx(pages_read, abs=2)
 
-    # host counters exist and increase
+    # host counters exist and never go down
     for name in ("cpu:user", "cpu:sys", "cpu:idle", "cpu:iowait", "ctxt"):
         s = [v for _, _, v in c.series("host", name, None)]
         assert len(s) >= snaps and s == sorted(s), name
+    # the host's busy CPU time covers at least the server's own (other processes only add to it),
+    # and is what /proc/stat says give or take what ran in the gaps between the two windows
+    proc_cpu = direct["proc:cpu:user"] + direct["proc:cpu:sys"]
     busy = sum(c.delta("host", n, None, "bench") for n in ("cpu:user", "cpu:sys"))
-    assert busy > 0.5  # sysbench and the server kept a CPU busy for 3 s
-    devs = c.q("SELECT DISTINCT split_part(name, ':', 2) FROM counters WHERE source = 'host' "
-               "AND name LIKE 'diskstats:%'")
-    assert devs
-    io_done = sum(c.delta("host", f"diskstats:{d}:{f}", None, "bench")
-                  for (d,) in devs for f in ("reads", "writes"))
-    assert io_done > 0
-    # the server process's own counters
-    assert c.delta("proc", "io:read_bytes", pid, "bench") >= direct_reads * 16384 * 0.5
-    assert c.delta("proc", "cpu:user", pid, "bench") > 0
-    assert c.delta("proc", "ctxt", pid, "bench") > 0
+    assert busy >= proc_cpu - 0.2, (busy, proc_cpu)
+    assert _close(busy, direct["host_busy"], 1.5, 0.2), (busy, direct["host_busy"])
+    # the disk under the datadir read at least the bytes the server read from storage (O_DIRECT:
+    # no page cache in between; other processes on the disk only add to it)
+    disk = _disk_of(db.datadir)
+    sectors = c.delta("host", f"diskstats:{disk}:sectors_read", None, "bench")
+    assert direct["proc:io:read_bytes"] >= direct_reads * 16384, direct
+    assert sectors * 512 >= 0.98 * direct["proc:io:read_bytes"], (disk, sectors, direct)
+    # the server process's own counters equal /proc/PID
+    for name, slack in (("io:read_bytes", 3 * 16384), ("cpu:user", 0.1), ("cpu:sys", 0.1), ("ctxt", 200)):
+        got = c.delta("proc", name, pid, "bench")
+        assert _close(got, direct[f"proc:{name}"], slack, 0.05), (name, got, direct[f"proc:{name}"])
     # performance_schema per file and per table
     ibd = c.q("SELECT name FROM counters WHERE source = 'ps_file' AND name LIKE '%/sbtest/sbtest1.ibd:COUNT_READ' "
               "LIMIT 1")
     assert ibd, "no ps_file row for sbtest1.ibd"
-    assert c.delta("ps_file", ibd[0][0], pid, "bench") >= 0.5 * direct_reads
-    assert c.delta("ps_table", "sbtest.sbtest1:COUNT_FETCH", pid, "bench") > 0
+    ps_reads = c.delta("ps_file", ibd[0][0], pid, "bench")
+    assert direct["ps_file_reads"] >= 0.5 * direct_reads, direct
+    assert _close(ps_reads, direct["ps_file_reads"], 3, 0.02), (ps_reads, direct["ps_file_reads"])
+    fetch = c.delta("ps_table", "sbtest.sbtest1:COUNT_FETCH", pid, "bench")
+    assert direct["ps_table_fetch"] >= sysbench_reads, direct  # every point select fetched a row at least
+    assert _close(fetch, direct["ps_table_fetch"], 3, 0.01), (fetch, direct["ps_table_fetch"])
 
     # the settings snapshot
     settings = c.meta["settings"][str(pid)]
@@ -361,19 +420,32 @@ def test_recording_counters_agree_with_the_server(mariadb_factory, tmp_path: Pat
     _assert_no_secret(rec, secret, err)
 
 
+def _snapshots_so_far(rec: Path) -> int:
+    """Server counter snapshots in the chunks a running recorder has written so far (0 while a
+    chunk is being merged away under us: the caller just looks again)."""
+    try:
+        con = duckdb.connect()
+        return con.execute(f"SELECT count(DISTINCT ts) FROM read_parquet('{rec}/counters/*.parquet') "
+                           "WHERE source = 'status' AND name = 'Com_select'").fetchall()[0][0]
+    except duckdb.Error:
+        return 0
+
+
 def test_server_without_performance_schema(mariadb_factory, tmp_path: Path, monkeypatch) -> None:
     db = mariadb_factory(buffer_pool="8M", performance_schema=False)
     secret = "NoPs-pw-5521"
     _make_user(db, "rec2", secret)
     monkeypatch.setenv("MYSQL_PWD", secret)  # the recorder inherits it; never on its command line
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3",
+    # one chunk per interval, so the snapshots can be watched while it records
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3", "--chunk-seconds", "0.3",
                     "--mysql-user", "rec2", "--mysql-socket", str(db.socket))
     try:
         bg.wait_recording()
         for _ in range(20):
             db.query("SELECT COUNT(*) FROM mysql.user")
-        time.sleep(1.0)
+        # an interval's own snapshot, not only the forced ones at start and stop
+        wait_until(lambda: _snapshots_so_far(rec) >= 2, 60, "two counters snapshots in the recording")
     finally:
         code, err = bg.stop()
     assert code == 0, err
@@ -440,13 +512,8 @@ def test_collector_degrades_per_source_and_follows_a_restart(mariadb_factory) ->
     conn_id = root.engine.query("SELECT CONNECTION_ID()")[0][0]
     db.query(f"KILL CONNECTION {int(conn_id)}")
     c.collect({db.pid: root}, [db.pid], "p")
-    got = None
-    for _ in range(3):
-        got = c.collect({db.pid: root}, [db.pid], "p")
-        if "status" in got["source"]:
-            break
-        time.sleep(0.1)
-    assert "status" in got["source"], notes
+    wait_until(lambda: "status" in c.collect({db.pid: root}, [db.pid], "p")["source"], 30,
+               lambda: f"the collector to reconnect after KILL CONNECTION (notes: {notes})")
     root.engine.close()
 
     db.restart()
@@ -463,7 +530,8 @@ def test_collector_degrades_per_source_and_follows_a_restart(mariadb_factory) ->
 
 
 def test_snapshot_cost(mariadb_factory, capsys) -> None:
-    """What one snapshot costs (printed with -s); bounded loosely for busy machines."""
+    """What one snapshot costs, printed (with -s) for the record; how fast it is belongs in
+    benchmarks/, so the assertions are about what the snapshots hold, not their timing."""
     db = mariadb_factory(buffer_pool="8M")
     db.sysbench("oltp_read_only", "prepare", table_size=10000)
     eng = EngineConnection(EngineOptions(socket=str(db.socket)), target_pid=db.pid)
@@ -487,4 +555,5 @@ def test_snapshot_cost(mariadb_factory, capsys) -> None:
         for force in (False, True):
             print(f"\ncounters snapshot{' with P_S' if force else ''}: {rows[force]} rows, "
                   f"wall {med(walls[force]):.1f} ms, ioattr CPU {med(cpus[force]):.1f} ms (medians)")
-    assert med(cpus[True]) < 100 and med(walls[True]) < 500
+    # performance_schema rows only in the forced snapshots, everything else in both
+    assert rows[False] > 0 and rows[True] > rows[False], rows
