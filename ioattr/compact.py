@@ -59,6 +59,7 @@ import argparse
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -182,13 +183,37 @@ def segment_covers(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def usable_part(p: Part) -> bool:
-    """A chunk that is a complete Parquet file, or a segment whose footer says it is the
-    segment its name says: only such a segment may stand for (and retire) the chunks it
-    names; a torn file, or any other file under a segment's name, is not one."""
+def part_damage(p: Part) -> str | None:
+    """Why this part can't be read (one line), None if it can: a torn or truncated file,
+    sizes in its footer or page headers that DuckDB must not be given (partcheck.py), or
+    a segment whose footer is not that segment's. Cached per file version (parts are
+    immutable), so listing a recording again costs a stat per file."""
+    try:
+        st = p.path.stat()
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+    return _part_damage(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=65536)
+def _part_damage(p: Part, dev: int, ino: int, size: int, mtime_ns: int) -> str | None:
+    from ioattr.partcheck import part_problem
+
     if not complete_parquet(p.path):
-        return False
-    return p.level == 0 or segment_covers(p.path) == (p.first, p.last)
+        return "not a complete Parquet file"
+    why = part_problem(p.path)
+    if why is not None:
+        return why
+    if p.level > 0 and segment_covers(p.path) != (p.first, p.last):
+        return "its footer does not say it is this segment"
+    return None
+
+
+def usable_part(p: Part) -> bool:
+    """A chunk that is a complete, sane Parquet file, or such a segment whose footer says it
+    is the segment its name says: only such a segment may stand for (and retire) the chunks
+    it names; a torn file, or any other file under a segment's name, is not one."""
+    return part_damage(p) is None
 
 
 def readable_live(parts: list[Part], warn: Warn = _stderr_warn,
@@ -217,7 +242,8 @@ def snapshot(table_dir: Path, warn: Warn = _stderr_warn, locked: bool = False,
         parts = [p for p in scan(table_dir) if p.path not in exclude]
         good, bad = readable_live(parts, warn)
     for p in bad:
-        warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}")
+        why = part_damage(p)
+        warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}" + (f": {why}" if why else ""))
     return [p.path for p in good]
 
 
@@ -286,17 +312,16 @@ def write_segment(m: Merge, rollup: int = ROLLUP_SECONDS) -> Path:
 
     Chunks (a level-1 merge) are rolled up per `rollup` seconds; segments (higher levels)
     are already rolled up and are concatenated, streaming, so memory stays small."""
-    import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from ioattr import duck
     from ioattr.recording import TABLES
 
     schema = TABLES.get(m.table)
-    con = duckdb.connect(":memory:")
+    # the recorder's host is busy with the benchmark: one thread, streaming, little memory
+    con = duck.connect(threads=1)
     try:
-        # the recorder's host is busy with the benchmark: one thread, streaming, little memory
-        con.execute("SET threads = 1")
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET enable_progress_bar = false")
         files = "[" + ", ".join(_lit(p.path) for p in m.inputs) + "]"
@@ -576,6 +601,13 @@ def main(argv: list[str] | None = None) -> int:
     rec = Path(a.recording)
     if not (rec / "meta.json").exists():
         print(f"ioattr compact: not an ioattr recording: {rec}", file=sys.stderr)
+        return 2
+    from ioattr import duck
+    from ioattr.errors import UsageError
+    try:
+        duck.limits()       # a bad IOATTR_DUCKDB_* is one line before anything is done
+    except UsageError as e:
+        print(f"ioattr compact: {e}", file=sys.stderr)
         return 2
     if a.background:
         with contextlib.suppress(OSError):

@@ -8,8 +8,9 @@ also while a compaction is going on: never both, never neither (listing and
 each query hold shared locks on the table directories).
 
 Damage is never fatal to the rest: a part that is not a complete Parquet
-file, one DuckDB fails on (found when a query fails, by reading each part
-whole), a segment whose footer is not that segment's, or another table's
+file, one whose footer or page headers claim sizes it can't have (checked
+before DuckDB sees the file: partcheck.py), one DuckDB fails on (found when
+a query fails, by reading each part whole), a segment whose footer is not that segment's, or another table's
 file is left out with a warning naming it, and the chunks a damaged segment
 stands for are read instead while they are still there. A meta.json that
 can't be used at all is one line and exit 2; an optional value of the wrong
@@ -29,6 +30,7 @@ from typing import Any, Iterator
 
 import duckdb
 
+from ioattr import duck
 from ioattr.compact import _duck_type, dir_lock, snapshot
 from ioattr.errors import UsageError
 from ioattr.recording import FORMAT, TABLES
@@ -133,15 +135,24 @@ def _first_line(e: BaseException) -> str:
     return line if len(line) <= 240 else line[:237] + "..."
 
 
+CHECK_BATCH_ROWS = 65_536
+
+
 def damaged_part(con: "duckdb.DuckDBPyConnection", path: Path) -> str | None:
-    """Why `path` can't be read whole as Parquet (one line), None if it can: every
-    column of every row group decoded. For a file that passed complete_parquet."""
+    """Why `path` can't be read whole as Parquet (one line), None if it can: its sizes
+    checked (partcheck.py) before DuckDB sees it, then every column of every row group
+    decoded, a batch at a time (memory: one batch, whatever the file's size)."""
+    from ioattr.partcheck import part_problem
+
+    why = part_problem(path)
+    if why is not None:
+        return why
     try:
         rel = con.sql(f"SELECT * FROM read_parquet({_lit(path)})")
-        # duckdb 2: to_arrow_table, 1: fetch_arrow_table
-        table = (getattr(rel, "to_arrow_table", None) or getattr(rel, "fetch_arrow_table", None) or rel.fetchall)()
-        if hasattr(table, "validate"):
-            table.validate(full=True)       # strings: valid UTF-8, as a query's results must be
+        # duckdb 2: to_arrow_reader, 1: fetch_record_batch
+        reader = (getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch)(CHECK_BATCH_ROWS)
+        for batch in reader:
+            batch.validate(full=True)       # strings: valid UTF-8, as a query's results must be
     except Exception as e:                  # whatever reading it raised: it can't be read
         return _first_line(e)
     return None
@@ -173,7 +184,7 @@ class Recording:
             raise UsageError(f"not an ioattr recording (bad meta.json: {bad}): {self.path}")
         _check_format(self.meta, self.path)
         _drop_bad_optional_meta(self.meta, meta_path, warn)
-        self.con = duckdb.connect(":memory:")
+        self.con = duck.connect()            # memory_limit and threads bounded (duck.py)
         self.chunk_counts: dict[str, int] = {}
         self._files: dict[str, list[Path]] = {}
         self._kinds: dict[str, str] = {}

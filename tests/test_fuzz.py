@@ -12,13 +12,20 @@ names the seed.
 Recording reader: seeded mutations (IOATTR_FUZZ_MUTATIONS, default 100 per
 run) of a small real recording (chunks, compacted segments, meta.json, junk
 files, table directories) through `ioattr report` and `ioattr explain`
-(the CLI's main, in this process): exit 0 with a warning naming the damaged
-file and every undamaged file's rows reported exactly, or exit 2 with one
-clear line (meta.json only); never a traceback, never exit 1. A million
-16 KiB files through the whole reader would take hours; instead 10k random
-and mutated 16 KiB buffers go through the reader's per-file checks
-(complete_parquet, damaged_part: DuckDB's Parquet reader) in one child process.
-Then one named test per kind of damage.
+(the CLI's main, in this process, under an address-space limit): exit 0
+with a warning naming the damaged file and every undamaged file's rows
+reported exactly, or exit 2 with one clear line (meta.json only); never a
+traceback, never exit 1. A million 16 KiB files through the whole reader
+would take hours; instead a few thousand random and mutated buffers go
+through the reader's per-file checks (partcheck.py's sizes, then DuckDB's
+Parquet reader) in a child process under RLIMIT_AS, once with the fixed seed
+and once with a fresh one (named on failure), mutating parts of recordings of
+several shapes built deterministically (tests/fuzz/corpus.py) plus one real
+recording's. A damaged length that makes a reader allocate what it says then
+fails the test instead of taking the machine (issue 10: 24 GB). Then
+`report`/`explain`/`compact` on recordings holding such files, each a child
+under the same limit, must skip them with a warning and stay under 1 GiB RSS;
+then one named test per kind of damage.
 """
 from __future__ import annotations
 
@@ -28,8 +35,10 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -38,6 +47,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_root, need_tool
+from tests.fuzz import corpus
 from tests.fuzz import reference as ref
 from tests.helpers import ROOT, ioattr
 
@@ -168,7 +178,29 @@ def test_classifier_fuzz_real_pages(mariadb, tmp_path: Path) -> None:
 # -- the recording reader -------------------------------------------------------------
 
 MUTATIONS = int(os.environ.get("IOATTR_FUZZ_MUTATIONS", "100"))
-BUFFERS = 10_000
+BUFFERS = int(os.environ.get("IOATTR_FUZZ_BUFFERS", "2000"))     # per seed
+# A child's address space: Python + pyarrow + DuckDB map ~0.8 GiB, DuckDB's memory_limit
+# (duck.py) is 512 MB; what a damaged length asks for (GiBs) fails against this limit.
+AS_LIMIT = int(2.5 * 2**30)
+MAX_RSS = 2**30                   # report/explain/compact on a damaged recording: < 1 GiB
+
+
+def _limit_address_space() -> None:
+    """preexec_fn: the child can't map more than AS_LIMIT, so a blow-up fails there."""
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+
+@contextlib.contextmanager
+def _address_space_limit(extra: int = 2 * 2**30):
+    """This process (in-process CLI runs) limited to what it maps now plus `extra`."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    vm = int(re.search(r"VmSize:\s+(\d+)", Path("/proc/self/status").read_text()).group(1)) * 1024
+    new = vm + extra if hard == resource.RLIM_INFINITY else min(vm + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (new, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 REPORT_ARGS = ("--format", "json", "--by", "file,phase,process")
 
 
@@ -204,6 +236,12 @@ def recording(tmp_path_factory) -> Path:
     assert r.returncode == 0, r.stderr
     assert len(list((rec / "io").glob("chunk-*.parquet"))) >= 3
     return rec
+
+
+@pytest.fixture(scope="module")
+def shapes(recording: Path, tmp_path_factory) -> dict[str, Path]:
+    """Recordings of several shapes: synthetic ones of known content (corpus.py) and the real one."""
+    return {**corpus.build(tmp_path_factory.mktemp("fuzz-shapes")), "real": recording}
 
 
 @pytest.fixture(scope="module")
@@ -373,6 +411,11 @@ def _sums(rows: list[dict]) -> dict:
 
 
 def test_recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path) -> None:
+    with _address_space_limit():
+        _recording_reader_fuzz(recording, compacted, tmp_path)
+
+
+def _recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path) -> None:
     seed = _seed()
     rng = random.Random(seed)
     cache: dict = {}
@@ -459,15 +502,126 @@ def test_recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path)
     print(f"reader fuzz: seed {seed}, {MUTATIONS} mutations in {time.monotonic() - t0:.1f} s: {outcomes}")
 
 
-def test_random_buffers_through_the_part_checks(recording: Path) -> None:
-    """10k random and mutated 16 KiB buffers through the reader's per-file checks, in a
-    child process (a crash inside DuckDB must fail this test, not kill the session)."""
-    seed = _seed()
-    chunks = sorted(str(p) for p in recording.glob("*/chunk-*.parquet"))
-    r = subprocess.run([sys.executable, "-m", "tests.fuzz.parquet_fuzz", str(seed), str(BUFFERS), *chunks],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert r.returncode == 0 and r.stdout.startswith("ok "), f"seed {seed}: exit {r.returncode}: {r.stderr[-3000:]}"
-    print(f"part checks: seed {seed}, {BUFFERS} buffers: {r.stdout.strip()}")
+@pytest.mark.parametrize("which", ["fixed_seed", "fresh_seed"])
+def test_random_buffers_through_the_part_checks(which: str, shapes: dict[str, Path], tmp_path: Path) -> None:
+    """Random and mutated buffers through the reader's per-file checks, in a child process
+    under RLIMIT_AS (a crash inside DuckDB, or an allocation a damaged length asked for,
+    fails this test, not the session or the machine): the fixed seed, then a fresh one."""
+    seed = _seed() if which == "fixed_seed" else random.SystemRandom().randrange(1, 2**63)
+    parts = [str(p) for rec in shapes.values() for p in corpus.parts(rec)]
+    args = [sys.executable, "-m", "tests.fuzz.parquet_fuzz", str(seed), str(BUFFERS), "--save", str(tmp_path), *parts]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                       preexec_fn=_limit_address_space)
+    replay = (f"replay: IOATTR_FUZZ_SEED={seed} pytest 'tests/test_fuzz.py::"
+              f"test_random_buffers_through_the_part_checks[fixed_seed]' (the same shapes), or "
+              f"prlimit --as={AS_LIMIT} python -m tests.fuzz.parquet_fuzz {seed} {BUFFERS} PARTS...")
+    assert r.returncode == 0 and r.stdout.startswith("ok "), \
+        f"seed {seed}: exit {r.returncode}: {r.stderr[-3000:]}\n{replay}"
+    print(f"part checks: seed {seed}, {BUFFERS} buffers over {len(parts)} parts: {r.stdout.strip()}")
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def footer_bomb() -> bytes:
+    """A Parquet file whose footer's schema list says 2^31-1 elements in 4 KB: DuckDB's
+    footer reader allocates them (measured: "Out of Memory Error" under RLIMIT_AS)."""
+    footer = b"\x15\x02" + b"\x19\xfc" + _varint(2**31 - 1) + bytes(4000)
+    return b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
+def page_header_bomb(part: bytes) -> bytes:
+    """A recorded part whose first page header's statistics say a 2 GiB max value:
+    DuckDB's page header reader allocates it (measured, as above)."""
+    hdr = (b"\x15\x00\x15\x02\x15\x02" + b"\x2c" + b"\x15\x02\x15\x00\x15\x00\x15\x00"
+           + b"\x1c" + b"\x18" + _varint(2**31 - 1))
+    b = bytearray(part)
+    b[4:4 + len(hdr)] = hdr
+    return bytes(b)
+
+
+def test_damaged_recordings_stay_bounded(shapes: dict[str, Path], tmp_path: Path) -> None:
+    """report, explain and compact on recordings of every shape holding files whose footer
+    or page headers claim GiBs: each such file skipped with one warning naming it, the
+    rest reported, under 1 GiB RSS (all commands in one child under RLIMIT_AS)."""
+    bombs: dict[str, dict[Path, bytes]] = {}
+    cmds: list[list[str]] = []
+    for shape, base in shapes.items():
+        rec = tmp_path / shape
+        shutil.copytree(base, rec)
+        io = rec / "io"
+        victim = sorted(io.glob("*.parquet"))[0]        # a chunk, or a segment (its chunks are gone)
+        bombs[shape] = {io / "chunk-900001.parquet": footer_bomb(), victim: page_header_bomb(victim.read_bytes())}
+        for path, data in bombs[shape].items():
+            path.write_bytes(data)
+        cmds += [["report", str(rec), "--format", "json", "--by", "file,phase"],
+                 ["explain", str(rec), "--format", "json"],
+                 ["compact", str(rec)],
+                 ["report", str(rec), "--format", "json"]]
+    r = subprocess.run([sys.executable, "-m", "tests.fuzz.run_commands", json.dumps(cmds)], capture_output=True,
+                       text=True, timeout=600, cwd=ROOT, preexec_fn=_limit_address_space)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}"
+    results = json.loads(r.stdout)
+    for res in results:
+        cmd, rc, err = res["argv"][0], res["rc"], res["err"]
+        rec = Path(res["argv"][1])
+        ctx = f"{rec.name}: ioattr {' '.join(res['argv'][:1] + res['argv'][2:])}: exit {rc}: {err[-2000:]}"
+        assert "Traceback" not in err and "internal error" not in err, ctx
+        warnings = [ln for ln in err.splitlines() if ln.startswith("ioattr: warning: ")]
+        if cmd == "compact":
+            assert rc == 0, ctx
+            for path, data in bombs[rec.name].items():
+                assert path.read_bytes() == data, ctx     # damaged files stay for inspection, never merged
+            continue
+        if cmd == "explain" and rc != 0:    # may refuse what is left (one line), never fail
+            assert rc == 2 and _one_line(err), ctx
+            continue
+        assert rc == 0, ctx
+        json.loads(res["out"])
+        for path in bombs[rec.name]:
+            named = [w for w in warnings if str(path) in w]
+            assert len(named) == 1 and "skipping damaged" in named[0], ctx
+    peak = results[-1]["peak_rss"]
+    assert peak < MAX_RSS, f"peak RSS {peak >> 20} MiB"
+    print(f"{len(results)} commands on {len(shapes)} damaged recordings: peak RSS {peak >> 20} MiB")
+
+
+def test_duckdb_limits_are_set_and_overridable(monkeypatch: pytest.MonkeyPatch, recording: Path) -> None:
+    """Every connection ioattr opens has its memory_limit and threads; the environment
+    overrides them; a bad value is one line and exit 2 before anything is read."""
+    from ioattr import duck
+    from ioattr.errors import UsageError
+    from ioattr.reader import Recording
+
+    def settings(con) -> tuple:
+        return con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+
+    rec = Recording(recording, warn=lambda m: None)
+    mem, threads = settings(rec.con)
+    assert mem == "488.2 MiB" and threads == min(duck.MAX_DEFAULT_THREADS, os.cpu_count() or 1)
+    assert settings(duck.connect(threads=1))[1] == 1            # the compactor's
+    monkeypatch.setenv(duck.MEMORY_ENV, "1GiB")
+    monkeypatch.setenv(duck.THREADS_ENV, "3")
+    assert settings(Recording(recording, warn=lambda m: None).con) == ("1.0 GiB", 3)
+    assert settings(duck.connect(threads=1))[1] == 3
+    for var, bad, cmd in ((duck.MEMORY_ENV, "lots", ["report", str(recording)]),
+                          (duck.THREADS_ENV, "0", ["compact", str(recording)])):
+        r = ioattr(*cmd, env=dict(os.environ, **{var: bad}))
+        assert r.returncode == 2 and _one_line(r.stderr) and var in r.stderr, (var, bad, cmd, r.stderr)
+    for var, bad in ((duck.MEMORY_ENV, "1kB"), (duck.THREADS_ENV, "x"), (duck.THREADS_ENV, "999")):
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(UsageError, match=var):
+            Recording(recording, warn=lambda m: None)
+        monkeypatch.delenv(var)
+    r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(recording)], capture_output=True,
+                       text=True, env=dict(os.environ, **{duck.MEMORY_ENV: "12 parsecs"}), cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and duck.MEMORY_ENV in r.stderr and _one_line(r.stderr), r.stderr
 
 
 # -- corrupted and truncated recording files, one by one --------------------------------
