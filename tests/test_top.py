@@ -23,7 +23,7 @@ import pytest
 from ioattr.hist import percentile_ns
 from ioattr.recording import HIST_COLUMNS
 from tests.conftest import need_root, need_tool
-from tests.helpers import IOATTR, ioattr, loaded_ioattr_programs
+from tests.helpers import IOATTR, ioattr, loaded_ioattr_programs, wait_until
 
 HOT_ROWS = 120000
 COLD_ROWS = 20000
@@ -454,8 +454,10 @@ def _tables(text: str, title: str) -> list[list[str]]:
 
 def test_batch_snapshots_show_the_busy_file_and_index(live_db) -> None:
     need_root()
-    with Workload(live_db):
-        time.sleep(0.5)
+    with Workload(live_db) as wl:
+        # the workload is under way (its statements keep both snapshots busy), not just started
+        wait_until(lambda: wl.done >= 100 or wl.errors, 60, "the workload's first 100 statements")
+        assert not wl.errors, wl.errors
         r = ioattr("top", "--pid", str(live_db.pid), "--batch", "-n", "2", "--interval", "0.7", "--width", "120",
                    "--by", "file,index", "--rows", "4", timeout=60)
     assert r.returncode == 0, r.stderr
