@@ -31,7 +31,7 @@ MAX_DEFAULT_THREADS = 4
 MEMORY_ENV = "IOATTR_DUCKDB_MEMORY_LIMIT"
 THREADS_ENV = "IOATTR_DUCKDB_THREADS"
 _SIZE_RE = re.compile(r"\d+(\.\d+)?\s*(b|kb|mb|gb|tb|kib|mib|gib|tib)", re.IGNORECASE)
-_MIN_BYTES = 64 << 20       # below this DuckDB can't even scan a recording's row group
+_MIN_BYTES = 64 * 10**6     # below this DuckDB can't even scan a recording's row group
 _UNIT = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
@@ -65,8 +65,8 @@ def connect(threads: int | None = None):
     mem, n = limits(threads)
     spill = tempfile.mkdtemp(prefix="ioattr-duckdb-")      # private (0700), ours alone
     try:
-        con = duckdb.connect(":memory:", config={"memory_limit": mem, "threads": n,
-                                                 "temp_directory": spill})
+        con = duckdb.connect(":memory:", config={"memory_limit": mem, "threads": n, "temp_directory": spill})
+        con.execute("SET enable_progress_bar = false")      # stderr is for one-line messages
     except BaseException:
         shutil.rmtree(spill, ignore_errors=True)
         raise

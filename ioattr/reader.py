@@ -32,7 +32,7 @@ import duckdb
 
 from ioattr import duck
 from ioattr.compact import _duck_type, dir_lock, snapshot
-from ioattr.errors import UsageError
+from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.recording import FORMAT, TABLES
 
 
@@ -237,11 +237,16 @@ class Recording:
             while True:
                 try:
                     return self.con.execute(sql, params or []).fetchall()
-                except DUCKDB_ERRORS:
+                except DUCKDB_ERRORS as e:
                     # a file that is damaged inside (its footer was fine): find it, leave it
                     # out and ask again; an error no file explains is raised as it is
                     used = [(t, fs) for t, fs in self._files.items() if re.search(rf"\b{t}\b", sql)]
                     if not any([self._find_damaged(t, fs, self._warn) for t, fs in used]):
+                        if isinstance(e, duckdb.OutOfMemoryException):
+                            limit = self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+                            raise RuntimeFailure(
+                                f"{self.path}: this query needs more memory than DuckDB's limit ({limit}); "
+                                f"set {duck.MEMORY_ENV} higher (e.g. 2GB)") from None
                         raise
                     self._open_tables()
 
