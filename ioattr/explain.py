@@ -59,7 +59,7 @@ def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, floa
     contributors add up to exactly the numerator of the metric (PhaseStats reads/writes)."""
     from ioattr.report import ReportRequest, build_report
 
-    rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall", doublewrite_class=True))
+    rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall"))
     out: dict[tuple, float] = {}
     for r in rep["rows"]:
         if r["op"] != metric.op or not storage.is_storage(r["layer"], r["file_class"]):

@@ -27,10 +27,6 @@ class ReportRequest:
     phase: str | None = None
     layer: str | None = None
     top: int | None = None
-    # explain's contributors: the share of a system-tablespace IO that carried doublewrite
-    # copies gets file_class "doublewrite" (known per page). Not for `report`: file_class is
-    # an io dimension there, so that it sums the same with or without page dimensions.
-    doublewrite_class: bool = False
 
 
 def build_report(rec: Recording, req: ReportRequest) -> dict:
@@ -40,7 +36,9 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     if req.phase is not None:
         rec.require_phase(req.phase)
     page_dims = [d for d in dims if d in PAGE_ONLY]
-    if page_dims or req.doublewrite_class:
+    # file_class is known per page for the system tablespace: the part of its IO that carried
+    # doublewrite copies is file_class doublewrite, so file_class goes through the split too
+    if page_dims or "file_class" in dims:
         rows, unjoined = _split_rows(rec, dims, req)
     else:
         rows, unjoined = _io_rows(rec, dims, req), 0
@@ -123,15 +121,18 @@ def _has_column(rec: Recording, table: str, column: str) -> bool:
 
 
 def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[list[dict], int]:
-    """Rows of a report with page dimensions: every io row split by the pages of the same IO
-    (page_split.py), so the rows sum to the report without the page dimensions. The split is
-    always made at the finest grain (every io dimension, every page dimension) and then summed
-    to the dimensions asked for, so reports at any two grains agree exactly. Returns the rows
-    and the pages that matched no io row (IO the io table did not count)."""
+    """Rows of a report with page dimensions or file_class: io rows split by the pages of the
+    same IO (page_split.py), so the rows sum to the report without the page dimensions. The
+    split is always made at the finest grain (every io dimension, every page dimension) and
+    then summed to the dimensions asked for, so reports at any two grains agree exactly.
+    Without page dimensions only the files that had doublewrite copies are split (into
+    file_class doublewrite and the rest). Latency stays where no split touched a row.
+    Returns the rows and the pages that matched no io row (IO the io table did not count)."""
     want_io = [d for d in dims if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
     want_pg = [d for d in dims if d in PAGE_ONLY]
     all_io = [d for d in DIMENSIONS if d not in PAGE_ONLY and d not in ("layer", "op")] + ["layer", "op"]
     all_pg = [d for d in DIMENSIONS if d in PAGE_ONLY] + ["page_file_class"]
+    doublewrite = "file_class" in dims
     # pages.dev/ino name the file of the IO; recordings from before they existed join by path
     fmap = ("LEFT JOIN (SELECT file, arg_min(dev, ino) AS dev, min(ino) AS ino FROM io "
             "WHERE layer = 'syscall' AND file IS NOT NULL GROUP BY file) fm ON fm.file = pages.file")
@@ -152,10 +153,14 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
                 f"coalesce(sum(pages.bytes), 0)::BIGINT FROM pages {fmap} "
                 f"{'WHERE ' + ' AND '.join(p_where) if p_where else ''} GROUP BY ALL")
     nk = len(JOIN_KEY)
+    i_dev, i_ino = JOIN_KEY.index("dev"), JOIN_KEY.index("ino")
     pages: dict[tuple, list] = {}
     for r in rec.query(page_sql, p_params):
         pages.setdefault(tuple(r[:nk]), []).append((tuple(r[nk:nk + len(all_pg)]), int(r[-2]), int(r[-1])))
-    files = {(k[JOIN_KEY.index("dev")], k[JOIN_KEY.index("ino")]) for k in pages}
+    if want_pg:
+        files = {(k[i_dev], k[i_ino]) for k in pages}
+    else:  # file_class only: the files that had doublewrite copies
+        files = {(k[i_dev], k[i_ino]) for k, groups in pages.items() if any(g[0][-1] for g in groups)}
     rec.con.execute("CREATE OR REPLACE TEMP TABLE _page_files (fk VARCHAR)")
     if files:
         rec.con.executemany("INSERT INTO _page_files VALUES (?)",
@@ -165,22 +170,28 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     src = (f"(SELECT *, (layer = 'syscall' AND (dev || '/' || ino) IN (SELECT fk FROM _page_files)) AS m "
            f"FROM io {'WHERE ' + ' AND '.join(where) if where else ''}) io")
     sums = "coalesce(sum(count), 0)::BIGINT, coalesce(sum(bytes), 0)::BIGINT"
-    cells: dict[tuple, list[int]] = {}
+    hists = ", ".join(f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
+    cells: dict[tuple, list] = {}   # -> [count, bytes, pages, histogram or None once split]
 
-    def add(values: dict, c: int, b: int, p: int) -> None:
-        if req.doublewrite_class and values.get("page_file_class"):
+    def add(values: dict, c: int, b: int, p: int, hist: tuple | None) -> None:
+        if doublewrite and values.get("page_file_class"):
             values["file_class"] = values["page_file_class"]
-        acc = cells.setdefault(tuple(values[x] for x in want_io + want_pg), [0, 0, 0])
+        acc = cells.setdefault(tuple(values[x] for x in want_io + want_pg), [0, 0, 0, [0] * len(HIST_COLUMNS)])
         acc[0] += c
         acc[1] += b
         acc[2] += p
+        if hist is None or acc[3] is None:
+            acc[3] = None  # a share of a split IO has no latency of its own
+        else:
+            acc[3] = [x + y for x, y in zip(acc[3], hist)]
 
     none_pg = dict.fromkeys(all_pg)
-    # IO of files without pages (and every other layer): not split, page dimensions null
-    for r in rec.query(f"SELECT {', '.join(f'{io_expr[d]} AS {d}' for d in want_io)}, {sums} FROM {src} "
-                       "WHERE NOT m GROUP BY ALL", params):
-        add(dict(zip(want_io, r)) | none_pg, int(r[-2]), int(r[-1]), 0)
-    # IO of page files: per join key, at the finest grain, split by its pages
+    # IO of files not split (and every other layer): page dimensions null, latency kept
+    nw = len(want_io)
+    for r in rec.query(f"SELECT {', '.join(f'{io_expr[d]} AS {d}' for d in want_io)}, {sums}, {hists} "
+                       f"FROM {src} WHERE NOT m GROUP BY ALL", params):
+        add(dict(zip(want_io, r)) | none_pg, int(r[nw]), int(r[nw + 1]), 0, tuple(r[nw + 2:]))
+    # IO of split files: per join key, at the finest grain, split by its pages
     io_groups: dict[tuple, list] = {}
     key = ", ".join(JOIN_KEY)
     for r in rec.query(f"SELECT {key}, {', '.join(f'{io_expr[d]} AS {d}' for d in all_io)}, {sums} "
@@ -189,14 +200,15 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     order = lambda g: tuple((v is None, str(v)) for v in g[0])  # noqa: E731 - same split whatever the SQL order
     for k, groups in io_groups.items():
         for d, pd, c, b, p in split_key(sorted(groups, key=order), sorted(pages.get(k, []), key=order)):
-            add(dict(zip(all_io, d)) | (dict(zip(all_pg, pd)) if pd else none_pg), c, b, p)
-    unjoined = sum(n for k, groups in pages.items() if k not in io_groups for _, n, _ in groups)
+            add(dict(zip(all_io, d)) | (dict(zip(all_pg, pd)) if pd else none_pg), c, b, p, None)
+    unjoined = sum(n for k, groups in pages.items() if k not in io_groups for _, n, _ in groups) if want_pg else 0
     rows = []
-    for values, (c, b, p) in cells.items():
+    for values, (c, b, p, hist) in cells.items():
         v = dict(zip(want_io + want_pg, values))
         row = {x: v[x] for x in dims if x not in ("layer", "op")}
-        # latency is per IO operation: a share of an IO split by page has none
-        row.update({"layer": v["layer"], "op": v["op"], "count": c, "bytes": b, "pages": p,
-                    "latency_us": {"p50": None, "p99": None}})
+        row.update({"layer": v["layer"], "op": v["op"], "count": c, "bytes": b})
+        if want_pg:
+            row["pages"] = p
+        row["latency_us"] = latency_us(hist) if hist and any(hist) else {"p50": None, "p99": None}
         rows.append(row)
     return _order(rows, [x for x in dims if x not in ("layer", "op")] + ["layer", "op"]), unjoined

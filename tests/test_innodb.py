@@ -78,7 +78,7 @@ def pages_by(rec: Path, *dims: str, op: str = "read") -> dict[tuple, int]:
     rep = report_json(rec, "--by", ",".join(dims))
     out: dict[tuple, int] = {}
     for row in rep["rows"]:
-        if row["op"] == op:
+        if row["op"] == op and row["pages"]:  # rows of IO without pages (redo, fsync...) are not pages
             key = tuple(row[d] for d in dims)
             out[key] = out.get(key, 0) + row["pages"]  # InnoDB pages (count: IO operations)
     return out
