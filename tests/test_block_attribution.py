@@ -274,12 +274,12 @@ def test_top_and_exporter_of_an_idle_target_show_no_disk_io(tmp_path: Path, fore
                                                             sleeper: subprocess.Popen) -> None:
     """`dd iflag=direct` on an unrelated file at full speed: an idle target's disk columns stay 0."""
     need_root()
-    from tests.test_exporter import free_port, samples, scrape
+    from tests.helpers import exporter_port
+    from tests.test_exporter import samples, scrape
 
-    port = free_port()
-    exp = Background("exporter", "--pid", str(sleeper.pid), "--listen", f"127.0.0.1:{port}", "--interval", "0.3")
+    exp = Background("exporter", "--pid", str(sleeper.pid), "--listen", "127.0.0.1:0", "--interval", "0.3")
     try:
-        exp.wait_for("exporting ")
+        port = exporter_port(exp)  # the kernel picked a free one: no race for it
         with _Repeat(_dd_direct(foreign_file)) as dd:
             dd.wait_runs(1)  # it is reading
             top = ioattr("top", "--pid", str(sleeper.pid), "--batch", "-n", "3", "--interval", "0.5",
