@@ -127,6 +127,21 @@ def test_adding_a_dimension_only_splits_rows(recording: Path) -> None:
     assert not bad, bad[:5]
 
 
+def test_filters_select_rows(recording: Path) -> None:
+    """--phase P and --layer L give exactly the rows of P and L of the unfiltered report."""
+    rec = Recording(recording)
+    for by in (["file", "index"], ["role", "file_class", "level"], ["thread", "page_type"]):
+        full = build_report(rec, ReportRequest(by=["phase"] + by))["rows"]
+        for phase in rec.phase_names():
+            got = _sums(build_report(rec, ReportRequest(by=by, phase=phase))["rows"], by)
+            want = _sums([r for r in full if r["phase"] == phase], by)
+            assert got == want, (by, phase)
+        for layer in ("syscall", "block"):
+            got = _sums(build_report(rec, ReportRequest(by=by, layer=layer))["rows"], by)
+            want = {k: v for k, v in _sums(full, by).items() if k[-2] == layer}
+            assert got == want, (by, layer)
+
+
 def test_pages_keep_their_file(recording: Path) -> None:
     """Page rows are named after the file their IO went to (doublewrite copies: the system
     tablespace), never another table's file, never null when the io row has a file."""
