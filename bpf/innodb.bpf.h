@@ -58,7 +58,11 @@ struct classify_ctx {
 
 static __always_inline void account_pages(struct page_key *k, __u64 pages, __u64 bytes)
 {
-	struct page_val *v = bpf_map_lookup_elem(&page_stats, k);
+	struct page_val *v;
+
+	if (k->phase == IOA_PHASE_NOW)
+		k->phase = current_phase();
+	v = bpf_map_lookup_elem(&page_stats, k);
 
 	if (!v) {
 		struct page_val zero = {};

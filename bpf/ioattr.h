@@ -83,7 +83,10 @@ struct io_key {
 	__u8 api;     /* enum ioattr_api */
 	__u8 kind;    /* enum ioattr_kind */
 	__u8 stage;   /* enum ioattr_stage */
-	__u8 pad[7];
+	__u8 pad0;
+	__u16 phase;  /* phase sequence number in force when the IO was issued (low 16 bits of
+	               * phase_seq); IOA_PHASE_NOW: account() fills in the current one */
+	__u8 pad[4];
 };
 
 /* InnoDB file classes (report dimension file_class). */
@@ -129,6 +132,8 @@ struct page_key {
 	__u8 stage;
 	__u8 file_class;
 	__u8 flags;       /* IOA_PAGE_F_* */
+	__u16 phase;      /* as io_key.phase */
+	__u16 pad;
 };
 
 /* Statements started, per server and digest (map stmt_stats). COM_QUERY is
@@ -136,9 +141,19 @@ struct page_key {
  * an FNV-1a digest does not take). */
 struct stmt_key {
 	__u32 tgid;
-	__u32 pad;
+	__u16 phase;  /* as io_key.phase: the phase the statement started in */
+	__u16 pad;
 	__u64 digest;
 };
+
+/* Phases. The map phase_seq (maps.bpf.h) holds the current phase's sequence
+ * number; every aggregation key carries its low 16 bits, taken when the IO
+ * was issued, so one drain splits each key's counts exactly at the moment a
+ * phase started. A statement containing "ioattr:phase=" bumps it in BPF (its
+ * query_event carries the new number); userspace bumps it for marks and
+ * output patterns. Userspace starts it at 1, so 0 is free to mean "not
+ * taken yet: use the current one" (account(), account_pages()). */
+#define IOA_PHASE_NOW 0
 
 struct page_val {
 	__u64 pages;
@@ -176,7 +191,8 @@ struct query_event {
 	__u32 len;      /* bytes of text that follow */
 	__u64 digest;
 	__u32 marker;   /* the text contains "ioattr:phase=" */
-	__u32 pad;
+	__u32 phase;    /* a marker: the phase sequence number it started (low 16 bits) */
+	__u64 ts;       /* a marker: bpf_ktime_get_ns() when it started the phase */
 	char text[IOATTR_QUERY_MAX];
 };
 

@@ -52,6 +52,25 @@ struct {
 	__type(value, struct io_val);
 } io_stats SEC(".maps");
 
+/* [0]: the current phase's sequence number (ioattr.h, "Phases"). 64-bit for
+ * the atomic add (see target_slots). Written by userspace (starts at 1) and by
+ * stage.bpf.c when a statement carries a phase marker. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} phase_seq SEC(".maps");
+
+/* The phase in force now, as keys carry it (an inlined array lookup). */
+static __always_inline __u16 current_phase(void)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&phase_seq, &zero);
+
+	return v ? (__u16)*v : IOA_PHASE_NOW;
+}
+
 /* Files the targets did IO on -> owning tgid, so the block layer can charge
  * writeback and readahead of those files to them. */
 struct {
@@ -93,6 +112,7 @@ struct task_io_state {
 	__u8 stage;   /* enum ioattr_stage, set by the stage uprobes */
 	__u8 named;   /* this thread's name was sent (remember_comm), for probes that
 	               * would otherwise try on every IO (bpf/uring.bpf.c) */
+	__u16 phase;  /* the phase when the IO syscall in flight was issued */
 };
 
 struct {
@@ -208,7 +228,11 @@ static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 tgid)
 /* Add one operation to the aggregate. has_lat = 0 skips the histogram. */
 static __always_inline void account(struct io_key *k, __u64 bytes, __u64 lat_ns, bool has_lat)
 {
-	struct io_val *v = bpf_map_lookup_elem(&io_stats, k);
+	struct io_val *v;
+
+	if (k->phase == IOA_PHASE_NOW) /* the caller did not take it at issue: now is the best we know */
+		k->phase = current_phase();
+	v = bpf_map_lookup_elem(&io_stats, k);
 
 	if (!v) {
 		__u32 zero = 0;

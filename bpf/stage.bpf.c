@@ -48,7 +48,7 @@ struct {
 
 static __always_inline void count_statement(__u32 tgid, __u64 digest)
 {
-	struct stmt_key k = { .tgid = tgid, .digest = digest };
+	struct stmt_key k = { .tgid = tgid, .phase = current_phase(), .digest = digest };
 	__u64 one = 1, *v = bpf_map_lookup_elem(&stmt_stats, &k);
 
 	if (v) {
@@ -60,6 +60,47 @@ static __always_inline void count_statement(__u32 tgid, __u64 digest)
 		if (v)
 			__sync_fetch_and_add(v, 1);
 	}
+}
+
+/* [0]: the last phase number whose boundary a recorder has dealt with (counters
+ * snapshotted), written by userspace; 0: no recorder waits for markers (top, the
+ * exporter, or a recorder not yet started). See wait_for_recorder(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} phase_ack SEC(".maps");
+
+#define MARKER_WAIT_NS (500ULL * 1000 * 1000) /* a marker waits at most this long */
+
+struct ack_wait {
+	__u64 phase;
+	__u64 deadline;
+};
+
+static long ack_step(__u32 i, struct ack_wait *w)
+{
+	__u32 zero = 0;
+	__u64 *ack = bpf_map_lookup_elem(&phase_ack, &zero);
+
+	if (!ack || !*ack || *ack >= w->phase)
+		return 1;
+	if ((i & 63) == 0 && bpf_ktime_get_ns() > w->deadline)
+		return 1;
+	return 0;
+}
+
+/* A phase marker statement waits, before it runs, until the recorder has read the
+ * engine's counters for the boundary it starts (bounded by MARKER_WAIT_NS): the
+ * statements after it, on this connection, can't be in that snapshot, so the
+ * engine's per-phase figures are cut at the same instant as ours. Only markers
+ * wait, and only while a recorder says it snapshots (phase_ack non-zero). */
+static __always_inline void wait_for_recorder(__u64 phase, __u64 now)
+{
+	struct ack_wait w = { .phase = phase, .deadline = now + MARKER_WAIT_NS };
+
+	bpf_loop(1 << 23, ack_step, &w, 0);
 }
 
 /* digests already sampled to userspace */
@@ -287,6 +328,17 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	if (c->hash < 256)
 		c->hash += 256; /* below 256 are command numbers */
 	st->digest = c->hash;
+	/* a phase marker starts its phase here and now, before any IO of what follows
+	 * (the marker statement included): every key taken from here on has the new number */
+	__u64 new_phase = 0, marker_ts = 0;
+	if (c->marker >= 13) {
+		__u64 *seq = bpf_map_lookup_elem(&phase_seq, &zero);
+
+		if (seq) {
+			new_phase = __sync_fetch_and_add(seq, 1) + 1;
+			marker_ts = bpf_ktime_get_ns();
+		}
+	}
 	count_statement(pid_tgid >> 32, c->hash);
 
 	/* a sample of the text, once per digest (or always for a phase marker) */
@@ -297,7 +349,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	struct query_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(IOA_DROP_EVENTS_FULL);
-		return 0;
+		return 0; /* the recorder won't hear of it: don't wait for it either */
 	}
 	e->type = IOA_EV_QUERY;
 	e->tgid = pid_tgid >> 32;
@@ -305,10 +357,31 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	e->len = len;
 	e->digest = digest;
 	e->marker = c->marker >= 13;
-	e->pad = 0;
+	e->phase = (__u32)new_phase;
+	e->ts = marker_ts;
 	__builtin_memcpy(e->text, c->t->b, IOATTR_QUERY_MAX);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	/* a marker wakes the recorder, which snapshots the engine counters at the boundary */
+	if (!new_phase) {
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+		return 0;
+	}
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* wake the recorder now */
+	wait_for_recorder(new_phase, marker_ts);
 	return 0;
+}
+
+/* Userspace's way to start a phase (ioattr mark, --phase-pattern): run with
+ * BPF_PROG_TEST_RUN, it bumps phase_seq atomically with respect to the marker
+ * probe above and returns the new number. */
+SEC("syscall")
+int ioattr_phase_bump(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *seq = bpf_map_lookup_elem(&phase_seq, &zero);
+
+	if (!seq)
+		return 0;
+	return (int)(__sync_fetch_and_add(seq, 1) + 1);
 }
 
 SEC("uprobe")

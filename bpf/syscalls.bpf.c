@@ -60,6 +60,7 @@ struct aio_pending {
 	__u32 tid;
 	__u8 op;
 	__u8 stage;
+	__u16 phase;  /* when submitted */
 };
 
 struct {
@@ -112,13 +113,15 @@ struct aio_submit_ctx {
 	__u32 tgid;
 	__u32 tid;
 	__u8 stage;
+	__u16 phase;
 };
 
 /* The page-classification template for an IO of this thread. */
 static __always_inline void page_tmpl(struct page_key *k, __u32 tgid, __u32 tid, __u8 op, __u8 api,
-				      __u8 stage, __u64 digest)
+				      __u8 stage, __u64 digest, __u16 phase)
 {
 	__builtin_memset(k, 0, sizeof(*k));
+	k->phase = phase;
 	k->tgid = tgid;
 	k->tid = tid;
 	k->op = op;
@@ -132,7 +135,8 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 {
 	struct user_iocb cb;
 	struct aio_key k = { .tgid = c->tgid };
-	struct aio_pending p = { .tid = c->tid, .ts = c->ts, .stage = c->stage, .digest = c->digest };
+	struct aio_pending p = { .tid = c->tid, .ts = c->ts, .stage = c->stage, .digest = c->digest,
+				 .phase = c->phase };
 	struct inode_id id;
 	__u64 ptr;
 
@@ -167,7 +171,7 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, c->tgid, c->tid, IOA_OP_WRITE, IOA_API_LIBAIO, c->stage, c->digest);
+			page_tmpl(&t, c->tgid, c->tid, IOA_OP_WRITE, IOA_API_LIBAIO, c->stage, c->digest, c->phase);
 			classify_pages(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
 		}
 	}
@@ -182,6 +186,7 @@ static __always_inline void aio_submit(struct task_struct *task, __u32 tgid, __u
 	struct task_io_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 	struct aio_submit_ctx c = {
 		.task = task, .iocbpp = iocbpp, .ts = bpf_ktime_get_ns(), .tgid = tgid, .tid = tid,
+		.phase = current_phase(),
 	};
 
 	if (st) {
@@ -216,7 +221,7 @@ static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
 	struct io_key key = {
 		.tgid = c->tgid, .tid = p->tid, .ino = p->ino, .dev = p->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = p->op, .api = IOA_API_LIBAIO, .kind = IOA_KIND_FILE,
-		.stage = p->stage, .digest = p->digest,
+		.stage = p->stage, .digest = p->digest, .phase = p->phase,
 	};
 	account(&key, ev.res > 0 && p->op != IOA_OP_FSYNC ? ev.res : 0, c->now - p->ts, true);
 	if (p->op == IOA_OP_READ && ev.res > 0) {
@@ -225,7 +230,7 @@ static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, c->tgid, p->tid, IOA_OP_READ, IOA_API_LIBAIO, p->stage, p->digest);
+			page_tmpl(&t, c->tgid, p->tid, IOA_OP_READ, IOA_API_LIBAIO, p->stage, p->digest, p->phase);
 			classify_pages(&t, f, p->buf, ev.res, p->pos);
 		}
 	}
@@ -300,6 +305,7 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 	st->nr = nr;
 	st->op = op;
 	st->api = api;
+	st->phase = current_phase(); /* IO is charged to the phase in force when it was issued */
 	if (nr == NR_io_getevents || nr == NR_io_pgetevents) {
 		st->arg = a4; /* struct io_event __user *events */
 		st->active = 1;
@@ -369,7 +375,7 @@ static __always_inline int sys_exit_body(long nr, long ret)
 	struct io_key key = {
 		.tgid = tgid, .tid = tid, .ino = st->ino, .dev = st->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
-		.stage = st->stage, .digest = st->digest,
+		.stage = st->stage, .digest = st->digest, .phase = st->phase,
 	};
 	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
 	if (ret > 0 && st->api == IOA_API_SYNC) {
@@ -378,7 +384,7 @@ static __always_inline int sys_exit_body(long nr, long ret)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, st->stage, st->digest);
+			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, st->stage, st->digest, st->phase);
 			classify_pages(&t, f, st->arg, ret, st->pos);
 		}
 	}

@@ -56,6 +56,7 @@ struct uring_slot {
 	__u32 tid;
 	__u8 op;
 	__u8 stage;
+	__u16 phase;  /* the phase in force at submission */
 };
 
 struct uring_set {
@@ -154,6 +155,7 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 	p.req = (__u64)req;
 	p.ring = (__u64)req->ctx;
 	p.op = op;
+	p.phase = current_phase();
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (st) {
 		p.stage = st->stage;
@@ -176,7 +178,7 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 			if (f && op == IOA_OP_WRITE) {
 				struct page_key t = { .tgid = p.tgid, .tid = p.tid, .op = IOA_OP_WRITE,
 						      .api = IOA_API_IO_URING, .stage = p.stage,
-						      .digest = p.digest };
+						      .digest = p.digest, .phase = p.phase };
 
 				classify_pages(&t, f, buf, len, pos);
 			} else if (f) {
@@ -202,7 +204,7 @@ static __always_inline void uring_done(void *req, struct uring_slot *p)
 		struct io_key key = {
 			.tgid = p->tgid, .tid = p->tid, .ino = id.ino, .dev = id.dev,
 			.layer = IOA_LAYER_SYSCALL, .op = p->op, .api = IOA_API_IO_URING,
-			.kind = IOA_KIND_FILE, .stage = p->stage, .digest = p->digest,
+			.kind = IOA_KIND_FILE, .stage = p->stage, .digest = p->digest, .phase = p->phase,
 		};
 		account(&key, p->op == IOA_OP_FSYNC ? 0 : res, bpf_ktime_get_ns() - p->ts, true);
 	}
@@ -215,13 +217,13 @@ static __always_inline void uring_done(void *req, struct uring_slot *p)
 		if ((bpf_get_current_pid_tgid() >> 32) == p->tgid) {
 			struct page_key t = { .tgid = p->tgid, .tid = p->tid, .op = IOA_OP_READ,
 					      .api = IOA_API_IO_URING, .stage = p->stage,
-					      .digest = p->digest };
+					      .digest = p->digest, .phase = p->phase };
 
 			classify_pages(&t, f, p->buf, res, p->pos);
 		} else {
 			struct page_key t = { .tgid = p->tgid, .tid = p->tid, .op = IOA_OP_READ,
 					      .api = IOA_API_IO_URING, .stage = p->stage,
-					      .digest = p->digest, .space_id = f->space_id,
+					      .digest = p->digest, .phase = p->phase, .space_id = f->space_id,
 					      .file_class = f->file_class, .level = IOA_LEVEL_NONE,
 					      .flags = IOA_PAGE_F_UNREADABLE };
 

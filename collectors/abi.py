@@ -93,7 +93,8 @@ class IoKey(ctypes.Structure):
     _fields_ = [("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32), ("ino", ctypes.c_uint64),
                 ("digest", ctypes.c_uint64), ("dev", ctypes.c_uint32), ("layer", ctypes.c_uint8),
                 ("op", ctypes.c_uint8), ("api", ctypes.c_uint8), ("kind", ctypes.c_uint8),
-                ("stage", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 7)]
+                ("stage", ctypes.c_uint8), ("pad0", ctypes.c_uint8), ("phase", ctypes.c_uint16),
+                ("pad", ctypes.c_uint8 * 4)]
 
 
 class InnodbFile(ctypes.Structure):
@@ -117,6 +118,11 @@ EV_EXEC = 3
 EV_QUERY = 4
 DIGEST_INTERNAL = 255
 QUERY_MAX = 512
+# Phases (bpf/ioattr.h): keys carry the low 16 bits of the phase sequence number, which
+# starts at PHASE_FIRST; PHASE_NOW (0) is never a phase.
+PHASE_NOW = 0
+PHASE_FIRST = 1
+PHASE_MASK = 0xFFFF
 
 
 class OpenEvent(ctypes.Structure):
@@ -128,7 +134,7 @@ class OpenEvent(ctypes.Structure):
 class QueryEvent(ctypes.Structure):
     _fields_ = [("type", ctypes.c_uint32), ("tgid", ctypes.c_uint32), ("tid", ctypes.c_uint32),
                 ("len", ctypes.c_uint32), ("digest", ctypes.c_uint64), ("marker", ctypes.c_uint32),
-                ("pad", ctypes.c_uint32), ("text", ctypes.c_char * 512)]
+                ("phase", ctypes.c_uint32), ("ts", ctypes.c_uint64), ("text", ctypes.c_char * 512)]
 
 
 class TaskEvent(ctypes.Structure):
@@ -145,16 +151,16 @@ class Config(ctypes.Structure):
 # numpy views of the same layouts, for decoding batch drains without a Python loop per field
 IO_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("tid", "<u4"), ("ino", "<u8"), ("digest", "<u8"),
                          ("dev", "<u4"), ("layer", "u1"), ("op", "u1"), ("api", "u1"), ("kind", "u1"),
-                         ("stage", "u1"), ("pad", "u1", (7,))])
+                         ("stage", "u1"), ("pad0", "u1"), ("phase", "<u2"), ("pad", "u1", (4,))])
 IO_VAL_DTYPE = np.dtype([("count", "<u8"), ("bytes", "<u8"), ("lat_sum_ns", "<u8"),
                          ("hist", "<u8", (HIST_SLOTS,))])
 
 PAGE_KEY_DTYPE = np.dtype([("index_id", "<u8"), ("digest", "<u8"), ("tgid", "<u4"), ("tid", "<u4"),
                            ("space_id", "<u4"), ("page_type", "<u2"), ("level", "u1"), ("op", "u1"),
                            ("api", "u1"), ("stage", "u1"), ("file_class", "u1"), ("flags", "u1"),
-                           ("pad", "<u4")])
+                           ("phase", "<u2"), ("pad", "<u2")])
 PAGE_VAL_DTYPE = np.dtype([("pages", "<u8"), ("bytes", "<u8")])
-STMT_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("pad", "<u4"), ("digest", "<u8")])
+STMT_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("phase", "<u2"), ("pad", "<u2"), ("digest", "<u8")])
 STMT_VAL_DTYPE = np.dtype([("count", "<u8")])
 
 # client protocol commands (enum_server_command) that are not COM_QUERY
@@ -171,6 +177,9 @@ assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
 assert ctypes.sizeof(Config) == 16
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32
+assert ctypes.sizeof(QueryEvent) == 40 + QUERY_MAX
+assert IO_KEY_DTYPE.fields["phase"][1] == IoKey.phase.offset == 34
+assert STMT_KEY_DTYPE.itemsize == 16
 
 
 def kernel_dev(major: int, minor: int) -> int:

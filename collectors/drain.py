@@ -8,6 +8,13 @@ last time, vectorised with numpy over the raw key bytes.
 Keys that stay idle are deleted only when the map is filling up, and only
 after being idle for `idle_intervals`, so in normal runs nothing is ever
 deleted and the deltas are exact.
+
+Keys carry the phase the IO was issued in (bpf/ioattr.h, "Phases"), so a
+phase change makes new keys and leaves the old phase's keys idle for good.
+Those are deleted once they have been idle for two drains after their phase
+ended (`drain(live_phase=...)`): a key re-created later by an IO of that phase
+still completing starts from zero, so its delta stays exact, and short phases
+can't fill the map with keys nobody will move again.
 """
 from __future__ import annotations
 
@@ -78,7 +85,9 @@ class MapDrainer:
         vals = np.frombuffer(vraw, dtype=self.val_dtype, count=n)
         return keys, vals
 
-    def drain(self) -> Deltas:
+    def drain(self, live_phase: int | None = None) -> Deltas:
+        """The deltas since the last drain. live_phase: the phase number keys of the current
+        phase carry; idle keys of other (ended) phases are then deleted."""
         t0 = time.monotonic()
         keys, vals = self.read()
         order = np.argsort(keys, kind="stable")
@@ -100,14 +109,25 @@ class MapDrainer:
         idle = np.where(moved, 0, idle + 1)
 
         self._prev_keys, self._prev_vals, self._idle = keys, vals, idle
+        if live_phase is not None and "phase" in (self.key_dtype.names or ()):
+            self._retire_ended_phases(live_phase)
         self._collect_idle()
         return Deltas(keys=keys[moved].view(self.key_dtype).reshape(-1), values=delta[moved],
                       map_entries=len(keys), drain_seconds=time.monotonic() - t0)
 
+    def _retire_ended_phases(self, live_phase: int) -> None:
+        phases = self._prev_keys.view(self.key_dtype)["phase"] if len(self._prev_keys) else None
+        if phases is None:
+            return
+        self._delete(np.nonzero((phases != live_phase) & (self._idle >= 2))[0])
+
     def _collect_idle(self) -> None:
         if len(self._prev_keys) < self.gc_fill * self.max_entries:
             return
-        stale = np.nonzero(self._idle >= self.idle_intervals)[0]
+        self._delete(np.nonzero(self._idle >= self.idle_intervals)[0])
+
+    def _delete(self, stale: np.ndarray) -> None:
+        """Delete these entries (indexes into the last read) from the map and our memory."""
         if not len(stale):
             return
         for i in stale:

@@ -116,6 +116,8 @@ def lib() -> ctypes.CDLL:
         "ring_buffer__consume": (c_int, [c_void_p]),
         "ring_buffer__poll": (c_int, [c_void_p, c_int]),
         "ring_buffer__free": (None, [c_void_p]),
+        "ring_buffer__epoll_fd": (c_int, [c_void_p]),
+        "bpf_prog_test_run_opts": (c_int, [c_int, c_void_p]),
     }
     for name, (restype, argtypes) in protos.items():
         fn = getattr(L, name)
@@ -547,10 +549,35 @@ class RingBuffer:
     def poll(self, timeout_ms: int) -> int:
         return int(lib().ring_buffer__poll(self.ptr, timeout_ms))
 
+    def epoll_fd(self) -> int:
+        """An fd that polls readable when a record submitted with a wakeup is waiting
+        (for select() beside other fds; consume() reads the records)."""
+        return int(lib().ring_buffer__epoll_fd(self.ptr))
+
     def free(self) -> None:
         if self.ptr:
             lib().ring_buffer__free(self.ptr)
             self.ptr = 0
+
+
+class _TestRunOpts(ctypes.Structure):
+    """struct bpf_test_run_opts (libbpf 1.x)."""
+    _fields_ = [("sz", c_size_t), ("data_in", c_void_p), ("data_out", c_void_p),
+                ("data_size_in", c_uint32), ("data_size_out", c_uint32), ("ctx_in", c_void_p),
+                ("ctx_out", c_void_p), ("ctx_size_in", c_uint32), ("ctx_size_out", c_uint32),
+                ("retval", c_uint32), ("repeat", c_int), ("duration", c_uint32), ("flags", c_uint32),
+                ("cpu", c_uint32), ("batch_size", c_uint32)]
+
+
+def prog_test_run(prog_fd: int) -> int:
+    """Run a program once with BPF_PROG_TEST_RUN and no input (a SEC("syscall")
+    program: userspace's way to do something atomically in BPF); its return value."""
+    opts = _TestRunOpts()
+    opts.sz = ctypes.sizeof(opts)
+    err = lib().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts))
+    if err:
+        raise LibbpfError("BPF_PROG_TEST_RUN", ctypes.get_errno() or -err)
+    return int(opts.retval)
 
 
 def enable_run_time_stats() -> int | None:

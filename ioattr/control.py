@@ -2,23 +2,30 @@
 
 A running recorder registers itself in /run/ioattr (one small JSON file
 per recorder, removed when it ends) and watches REC/control/ for requests.
-`ioattr mark NAME` drops a request file there, atomically; the recorder
-picks it up within 100 ms. Plain files keep this debuggable and need no
-socket or listener.
+`ioattr mark NAME` drops a request file there, atomically, and pokes the
+FIFO REC/control/wake so the recorder looks at once (it also looks every
+100 ms). The recorder starts the phase, snapshots the engine counters, and
+only then removes the request: `mark` waits for that, so a benchmark that
+runs `ioattr mark NEXT` and then its next phase has every IO of that phase
+in it. Plain files keep this debuggable and need no socket or listener.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ioattr.errors import UsageError
 
 RUN_DIR = Path(os.environ.get("IOATTR_RUN_DIR", "/run/ioattr"))
 PHASE_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]{1,64}$")
+WAKE_FIFO = "wake"
+MARK_WAIT_SECONDS = 10.0  # how long `ioattr mark` waits for the recorder to take the mark
 
 
 def check_phase_name(name: str) -> str:
@@ -36,37 +43,77 @@ def _write_atomic(path: Path, data: dict) -> None:
 
 
 @dataclass
+class Mark:
+    """One `ioattr mark` request: ack() it once its phase has started."""
+
+    time: float   # when `ioattr mark` asked
+    name: str
+    path: Path
+
+    def ack(self) -> None:
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+
+@dataclass
 class Control:
     recording: Path
     run_file: Path | None
+    wake_fd: int | None = None  # the read side of REC/control/wake (held open read-write)
+    _taken: set[str] = field(default_factory=set)
 
     @property
     def dir(self) -> Path:
         return self.recording / "control"
 
-    def take_marks(self) -> list[tuple[float, str]]:
-        out = []
+    def take_marks(self) -> list[Mark]:
+        """New mark requests, oldest first. Each stays on disk until acked, so `ioattr mark`
+        knows when its phase has really started."""
+        out: list[Mark] = []
+        self.clear_wake()
         try:
             names = sorted(p for p in os.listdir(self.dir) if p.startswith("mark-") and p.endswith(".json"))
         except OSError:
             return out
+        self._taken &= set(names)
         for n in names:
+            if n in self._taken:
+                continue
+            self._taken.add(n)
             path = self.dir / n
             try:
                 req = json.loads(path.read_text())
-                out.append((float(req["time"]), check_phase_name(str(req["phase"]))))
+                out.append(Mark(float(req["time"]), check_phase_name(str(req["phase"])), path))
             except (OSError, ValueError, KeyError, UsageError):
-                pass  # a malformed request is dropped, never fatal to the recording
-            try:
-                path.unlink()
-            except OSError:
-                pass
+                try:
+                    path.unlink()  # a malformed request is dropped, never fatal to the recording
+                except OSError:
+                    pass
         return out
+
+    def clear_wake(self) -> None:
+        """Empty the wake FIFO (its bytes only say "look now")."""
+        if self.wake_fd is None:
+            return
+        try:
+            while os.read(self.wake_fd, 4096):
+                pass
+        except OSError:
+            pass
 
     def stop_requested(self) -> bool:
         return (self.dir / "stop").exists()
 
     def unregister(self) -> None:
+        if self.wake_fd is not None:
+            os.close(self.wake_fd)
+            self.wake_fd = None
+            try:
+                (self.dir / WAKE_FIFO).unlink()
+            except OSError:
+                pass
         if self.run_file is not None:
             try:
                 self.run_file.unlink()
@@ -114,6 +161,17 @@ def _run_files() -> list[tuple[Path, dict | None]]:
 def register(recording: Path) -> Control:
     ctl_dir = recording / "control"
     ctl_dir.mkdir(mode=0o700, exist_ok=True)
+    wake_fd = None
+    try:
+        fifo = ctl_dir / WAKE_FIFO
+        if fifo.exists() and not stat.S_ISFIFO(fifo.lstat().st_mode):
+            fifo.unlink()
+        if not fifo.exists():
+            os.mkfifo(fifo, 0o600)
+        # read-write: never EOF when the last writer goes; non-blocking for clear_wake()
+        wake_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    except OSError:
+        wake_fd = None  # marks are still seen by the 100 ms look
     run_file = None
     try:
         RUN_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -129,7 +187,7 @@ def register(recording: Path) -> Control:
                                  "recording": str(recording.resolve()), "started": time.time()})
     except OSError:
         run_file = None  # marks then need --recording
-    return Control(recording, run_file)
+    return Control(recording, run_file, wake_fd)
 
 
 def active_recordings() -> list[dict]:
@@ -159,12 +217,38 @@ def resolve_recording(recording: str | None) -> Path:
     return Path(active[0]["recording"])
 
 
-def send_mark(recording: Path, phase: str) -> None:
+def _poke(ctl: Path) -> None:
+    """Wake the recorder (if it listens on the FIFO); never blocks."""
+    try:
+        fd = os.open(ctl / WAKE_FIFO, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return  # no FIFO, or nobody reading it (ENXIO): the recorder's 100 ms look finds the mark
+    try:
+        os.write(fd, b"m")
+    except OSError as e:
+        if e.errno != errno.EAGAIN:  # a full FIFO already says "look"
+            pass
+    finally:
+        os.close(fd)
+
+
+def send_mark(recording: Path, phase: str, wait: float = MARK_WAIT_SECONDS) -> bool:
+    """Ask the recorder to start `phase`; wait (up to `wait` s) until it has: then IO issued
+    after this returns is the new phase's. Returns whether the recorder took it in time
+    (if not, the request stays queued)."""
     check_phase_name(phase)
     ctl = recording / "control"
     if not ctl.is_dir():
         raise UsageError(f"{recording} takes no marks (no control directory)")
-    _write_atomic(ctl / f"mark-{time.time_ns()}.json", {"phase": phase, "time": time.time()})
+    req = ctl / f"mark-{time.time_ns()}.json"
+    _write_atomic(req, {"phase": phase, "time": time.time()})
+    _poke(ctl)
+    deadline = time.monotonic() + wait
+    while req.exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def send_stop(recording: Path) -> None:

@@ -1,14 +1,19 @@
 """`ioattr record`: a LiveSession whose intervals are written to a recording.
 
-The loop wakes every 100 ms (event stream, phase changes) and drains every
-interval. Chunks are flushed every `chunk_seconds`. A phase change drains
-first, so each interval belongs to exactly one phase. Stopping (signal,
---duration, the wrapped command exiting) always ends with a final drain and
-a complete meta.json, so nothing already counted is lost.
+The loop wakes at once when a phase starts (a SQL marker's ring-buffer
+event, a mark's FIFO poke, a matching output line), else every 100 ms, and
+drains every interval. Chunks are flushed every `chunk_seconds`. Stopping
+(signal, --duration, the wrapped command exiting) always ends with a final
+drain and a complete meta.json, so nothing already counted is lost.
 
 Phases come from --phase (the first), `ioattr mark NAME`, a regex over the
-wrapped command's output (--phase-pattern), and statements containing
-`ioattr:phase=NAME` seen by the stage probes.
+wrapped command's output (--phase-pattern), statements containing
+`ioattr:phase=NAME` seen by the stage probes, and --auto-phases. Each starts
+in the kernel the moment it is seen (ioattr/session.py: the phase number every
+key carries), so IO is charged to the phase in force when it was issued,
+whatever the interval. At a phase start the recorder snapshots the engine and
+host counters first (tagged with the phase that ended: the boundary), then
+drains. A mark is acknowledged only after that snapshot.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import sys
@@ -27,14 +33,18 @@ from typing import Callable
 
 from ioattr import control
 from ioattr.auto_phases import AutoPhaser
-from ioattr.collectors.counters import CounterCollector
+from ioattr.collectors.counters import SOURCES, CounterCollector
 from ioattr.collectors.engine import EngineOptions
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.labels import drops_line
 from ioattr.recording import RecordingWriteError, RecordingWriter
-from ioattr.session import Interval, LiveSession, SessionOptions
+from ioattr.session import Interval, LiveSession, PhaseStart, SessionOptions
+
+
+# the counters read first at a phase boundary (the rest follow once the phase is under way)
+BOUNDARY_SOURCES = ("status", "innodb_metrics")
 
 
 @dataclass
@@ -80,7 +90,11 @@ class Recorder:
         self.stop_reason: str | None = None
         self.child_pid: int | None = None
         self.child_status: int | None = None
-        self.phase_queue: "queue.Queue[tuple[float, str]]" = queue.Queue()
+        self.phase_queue: "queue.Queue[PhaseStart]" = queue.Queue()
+        self.session: LiveSession | None = None  # set while recording (the output thread starts phases)
+        self._wake_r, self._wake_w = os.pipe()  # "look now" from the output thread
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
         self.auto = AutoPhaser() if opts.auto_phases else None
 
@@ -132,8 +146,19 @@ class Recorder:
                     sys.stdout.buffer.write(raw)
                     sys.stdout.flush()
                 m = self._pattern.search(raw.decode(errors="replace")) if self._pattern else None
-                if m:
-                    self.phase_queue.put((time.time(), phase_from_match(m)))
+                if m and self.session is not None:
+                    name = phase_from_match(m)
+                    try:
+                        # start it in the kernel now, from this thread: what the command does after
+                        # printing the line is the new phase's (the main loop names and snapshots it)
+                        start = self.session.begin_phase(name, "output")
+                    except Exception:  # the session is closing
+                        start = PhaseStart(time.time(), name, 0, "output")
+                    self.phase_queue.put(start)
+                    try:
+                        os.write(self._wake_w, b"p")
+                    except OSError:
+                        pass
 
     # -- the run ---------------------------------------------------------------------
     def run(self) -> int:
@@ -153,7 +178,8 @@ class Recorder:
                 writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
                                    phase_pattern=o.phase_pattern, max_entries={"io_stats": o.max_stats},
                                    syscall_hook=session.probes.syscall_hook if session.probes else None)
-                session.phase = o.phase
+                session.name_phase(o.phase)
+                self.session = session
                 if o.targets.command:
                     self.child_pid, barrier_fd = self._spawn_command()
                     o.targets.pids.append(self.child_pid)
@@ -171,8 +197,10 @@ class Recorder:
                       f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
                     try:
+                        session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
                         self._loop(session, writer, ctl)
                     finally:
+                        session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
                         if writer.broken is None:  # after a write error nothing more is written
                             self._write(writer, session.tick())
                             self._counters(session, writer, force=True)  # engine and host counters, last
@@ -187,6 +215,7 @@ class Recorder:
                     writer.abandon(e)
                 finally:
                     ctl.unregister()
+                    self.session = None
             # the session is closed: nothing of ours is attached any more
             if failure is not None:
                 self._after_write_failure(failure)
@@ -195,6 +224,11 @@ class Recorder:
                 signal.signal(s, h)
             if barrier_fd is not None:
                 os.close(barrier_fd)
+            for fd in (self._wake_r, self._wake_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         return self._exit_code()
 
     def _after_write_failure(self, failure: RecordingWriteError) -> None:
@@ -284,9 +318,12 @@ class Recorder:
             writer.add_columns(iv.statements, "statements")
 
     # -- engine and host counters (collectors/counters.py) ---------------------------
-    def _counters(self, session: LiveSession, writer: RecordingWriter, force: bool = False) -> None:
-        """One counters snapshot right after a drain; the settings snapshot into meta.json."""
-        cols = self.counters.collect_session(session, force=force)
+    def _counters(self, session: LiveSession, writer: RecordingWriter, force: bool = False,
+                  phase: str | None = None, sources: tuple[str, ...] | None = None) -> None:
+        """One counters snapshot right after a drain (or at a phase boundary, tagged with the
+        phase that ended: `phase`); the settings snapshot into meta.json."""
+        cols = self.counters.collect(session.naming.servers, list(session.tracker.current),
+                                     session.phase if phase is None else phase, force=force, sources=sources)
         if cols is not None:
             writer.add_columns(cols, "counters")
         if self.counters.settings != writer.meta.get("settings"):
@@ -295,17 +332,23 @@ class Recorder:
     # -- end engine and host counters ----------------------------------------------
 
     def _auto_phase(self, session: LiveSession, writer: RecordingWriter, iv: Interval) -> None:
-        """--auto-phases: an interval whose statement mix differs starts a phase, itself included."""
+        """--auto-phases: an interval whose statement mix differs starts a phase, itself included.
+
+        The phase starts where that interval started (the previous drain, where the last
+        counters snapshot was taken: the boundary), so the interval's rows of the phase in
+        force are relabelled, and the session renames that phase from here on."""
         if self.auto is None:
             return
         name = self.auto.observe(iv.statements, iv.io)
         if name is None:
             return
+        old = writer.current_phase
         for cols in (iv.io, iv.pages, iv.statements):
             if cols is not None:
-                cols["phase"] = [name] * len(cols["phase"])
-        writer.start_phase(name, iv.start, source="auto")
-        session.phase = name
+                cols["phase"] = [name if p == old else p for p in cols["phase"]]
+        start = max(iv.start, float(writer.meta["phases"][-1]["start"]))
+        writer.start_phase(name, start, source="auto")
+        session.name_phase(name)
         self.opts.log(f"phase {name} (auto)")
 
     def _child_exited(self) -> bool:
@@ -317,14 +360,67 @@ class Recorder:
         self.child_status = os.waitstatus_to_exitcode(status)
         return True
 
-    def _phase_changes(self, session: LiveSession, ctl: "control.Control") -> list[tuple[float, str, str]]:
-        """(time, name, source) of every phase change asked for since the last look."""
-        out = [(t, n, "sql") for t, n in session.take_phase_markers()]
-        out += [(t, n, "mark") for t, n in ctl.take_marks()]
+    def _phase_changes(self, session: LiveSession, ctl: "control.Control") -> tuple[list[PhaseStart], list]:
+        """Every phase started since the last look, in the order the kernel saw them, and the
+        mark requests to acknowledge once their boundary snapshot is taken."""
+        out = session.take_phase_starts()  # SQL markers: started by the probe
+        marks = ctl.take_marks()
+        out += [session.begin_phase(m.name, "mark") for m in marks]
         while not self.phase_queue.empty():
-            t, n = self.phase_queue.get_nowait()
-            out.append((t, n, "output"))
-        return sorted(out)
+            out.append(self.phase_queue.get_nowait())
+        return sorted(out, key=lambda p: (p.seq or 1 << 62, p.at)), marks
+
+    def _boundary(self, session: LiveSession, writer: RecordingWriter, starts: list[PhaseStart],
+                  marks: list["control.Mark"]) -> None:
+        """Phases started: snapshot the counters at once (they close the phase that ended),
+        acknowledge the marks (`ioattr mark` returns), then record the new phases and drain
+        (rows are split by phase anyway)."""
+        changes = []
+        current = writer.current_phase
+        for p in starts:
+            if p.name != current:
+                changes.append(p)
+                current = p.name
+        if changes:
+            # what per-phase figures divide by first (statements, reads: SHOW GLOBAL STATUS,
+            # INNODB_METRICS), while a SQL marker's statement still waits in its probe
+            self._counters(session, writer, force=True, phase=writer.current_phase, sources=BOUNDARY_SOURCES)
+        session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
+        for m in marks:
+            m.ack()
+        if not changes:
+            return
+        # the rest of the snapshot, a few ms later
+        self._counters(session, writer, force=True, phase=writer.current_phase,
+                       sources=tuple(s for s in SOURCES if s not in BOUNDARY_SOURCES))
+        for p in changes:
+            writer.start_phase(p.name, p.at, source=p.source)
+            self.opts.log(f"phase {p.name} ({p.source})")
+        self._write(writer, session.tick())
+
+    def _phases(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
+        """Deal with every phase started since the last look (cheap when none did)."""
+        starts, marks = self._phase_changes(session, ctl)
+        if starts:
+            self._boundary(session, writer, starts, marks)
+
+    def _wait(self, session: LiveSession, ctl: "control.Control", timeout: float) -> None:
+        """Sleep until a phase may have started (ring-buffer wakeup, mark FIFO, output line)
+        or `timeout` passes."""
+        fds = [self._wake_r, session.events.epoll_fd()]
+        if ctl.wake_fd is not None:
+            fds.append(ctl.wake_fd)
+        try:
+            ready, _, _ = select.select(fds, [], [], max(0.0, timeout))
+        except (OSError, ValueError):
+            time.sleep(max(0.0, timeout))
+            return
+        if self._wake_r in ready:
+            try:
+                while os.read(self._wake_r, 4096):
+                    pass
+            except OSError:
+                pass
 
     def _loop(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
         o = self.opts
@@ -332,19 +428,9 @@ class Recorder:
         next_tick = start + o.interval
         next_flush = start + o.chunk_seconds
         while True:
-            # wake at once when the command's output names a phase, else every 100 ms
-            try:
-                self.phase_queue.put(self.phase_queue.get(timeout=0.1))
-            except queue.Empty:
-                pass
+            self._wait(session, ctl, min(0.1, next_tick - time.time()))
             session.poll()
-            for at, name, source in self._phase_changes(session, ctl):
-                if name != writer.current_phase:
-                    self._write(writer, session.tick())  # the interval so far is the old phase's
-                    self._counters(session, writer, force=True)  # so is this counters snapshot
-                    writer.start_phase(name, at, source=source)
-                    session.phase = name
-                    o.log(f"phase {name} ({source})")
+            self._phases(session, writer, ctl)
             now = time.time()
             if self._child_exited():
                 self.stop_reason = "command exited"
@@ -360,6 +446,9 @@ class Recorder:
             iv = session.tick(now)
             self._auto_phase(session, writer, iv)
             self._write(writer, iv)
+            # a phase that started while draining gets its boundary snapshot first (a SQL marker
+            # waits for it); then the interval's snapshot, in the phase in force now
+            self._phases(session, writer, ctl)
             self._counters(session, writer)  # engine and host counters, in the interval's phase
             next_tick += o.interval
             if next_tick < now:
@@ -374,6 +463,7 @@ class Recorder:
             if changes.appeared or changes.exited:
                 self._describe(session, writer)
             if now >= next_flush:
+                self._phases(session, writer, ctl)
                 self._describe(session, writer)
                 writer.flush(session.drops())
                 next_flush = now + o.chunk_seconds
