@@ -225,6 +225,7 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	bool counted = false, self = false;
 
 	p.key.layer = IOA_LAYER_BLOCK;
+	p.key.phase = current_phase(); /* the phase in force when the request was issued */
 	p.key.api = IOA_API_OTHER;
 	p.key.dev = request_dev(rq);
 	p.bytes = rq->__data_len;
