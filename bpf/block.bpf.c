@@ -110,7 +110,12 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 		s.tgid = tgid;
 		s.tid = owner_tid(task, task->pid);
 	} else {
-		return 0; /* most bios: nothing to remember */
+		/* Most bios: nothing to remember. But an entry a target's bio left at
+		 * this address (it was merged into another request, so never marked
+		 * used) must not be taken for this one, or for its splits. */
+		if (bpf_map_lookup_elem(&bio_submitter, &key))
+			bpf_map_delete_elem(&bio_submitter, &key);
+		return 0;
 	}
 	s.sector = bio->bi_iter.bi_sector;
 	s.sectors = bio->bi_iter.bi_size >> 9;
@@ -148,7 +153,11 @@ int BPF_PROG(ioattr_bio_split, struct bio *split, unsigned int new_sector)
 	struct submitter *ps, s, *slot;
 
 	ps = bpf_map_lookup_elem(&bio_submitter, &parent);
-	if (!ps || !ps->ts)
+	/* the original's entry, if it is the original's: the split starts within
+	 * the range it was queued with, and not long ago */
+	if (!ps || !ps->ts || split->bi_iter.bi_sector < ps->sector ||
+	    split->bi_iter.bi_sector >= ps->sector + (ps->sectors ?: 1) ||
+	    bpf_ktime_get_ns() - ps->ts > 10000000000ULL)
 		return 0;
 	s = *ps;
 	s.sector = split->bi_iter.bi_sector;
