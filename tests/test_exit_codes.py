@@ -59,7 +59,12 @@ def paths(tmp_path_factory) -> dict[str, str]:
     need(IOGEN.exists(), "tests/workloads/iogen is not built (make -C tests/workloads)")
     tmp = tmp_path_factory.mktemp("exit-codes")
     rec, data = tmp / "rec", tmp / "data"
-    data.mkdir()
+    for phase in PHASES:
+        # made before recording: iogen opens them O_TRUNC, keeping these inodes, so none can
+        # be one the recorder's replaced meta.json (read by the wait loop) just freed -- an
+        # inode with two paths in one interval is labelled "[2 files reusing one inode]"
+        (data / phase).mkdir(parents=True)
+        (data / phase / "odirect").touch()
     r = ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--phase-pattern", r"PHASE=(\w+)",
                "--", *_phased_iogen_command(rec, data))
     assert r.returncode == 0, (r.stdout, r.stderr)
