@@ -12,17 +12,26 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need, need_root, need_tool
-from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json, wait_until
 
 
 def _notes(rec: Path) -> list[str]:
     return [n["text"] for n in json.loads((rec / "meta.json").read_text())["notes"]]
+
+
+def _has_queries(rec: Path, process: str, *prefixes: str) -> bool:
+    """Whether the recording (its chunks so far) has syscall IO of process under each query prefix."""
+    r = ioattr("report", str(rec), "--format", "json", "--by", "process,query", "--layer", "syscall")
+    if r.returncode != 0:               # no chunk written yet
+        return False
+    queries = [row["query"] or "" for row in json.loads(r.stdout)["rows"] if row["process"] == process]
+    return all(any(q.startswith(p) for q in queries) for p in prefixes)
 
 
 # -- 1. the traced server restarts ---------------------------------------------------------
@@ -50,20 +59,23 @@ def test_restarted_server_is_traced_again_with_its_uprobes(mariadb_factory, tmp_
         bg.wait_recording()
         for _ in range(3):
             db.query("INSERT INTO rel.t (pad) SELECT REPEAT('b', 250) FROM mysql.seq_1_to_500")
-        time.sleep(1.0)
+        # the inserts are in the recording (a flushed chunk), named by the old pid, before it goes
+        wait_until(lambda: _has_queries(rec, f"{comm}[{old_pid}]", "INSERT INTO rel.t"), 30,
+                   "the old server's inserts in the recording", interval=0.3)
         db.restart()                       # SHUTDOWN, then a new mariadbd on the same datadir
         new_pid = db.pid
         assert new_pid != old_pid
         # targets are rescanned every interval: IO before the recorder notices the new process
         # is not traced (README), so wait for the note before the statements that must be
-        deadline = time.monotonic() + 15
-        while not any(f"[{new_pid}] appeared" in n for n in _notes(rec)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: any(f"[{new_pid}] appeared" in n for n in _notes(rec)), 30,
+                   lambda: f"the note that [{new_pid}] appeared: {_notes(rec)}")
         # cold buffer pool (no dump/load): this scan reads the table from disk, by the new pid
         assert db.query("SELECT SUM(LENGTH(pad)), MAX(id) FROM rel.t WHERE id > 0")[0][0] > 0
         for _ in range(3):
             db.query("UPDATE rel.t SET pad = REPEAT('a', 250) WHERE id % 7 = 3")
-        time.sleep(1.5)
+        # the new server's statements are in the recording while it still runs
+        wait_until(lambda: _has_queries(rec, f"{comm}[{new_pid}]", "SELECT SUM(LENGTH(pad))", "UPDATE rel.t"),
+                   30, "the new server's SELECT and UPDATEs in the recording", interval=0.3)
         assert bg.proc.poll() is None, "the recorder must keep going through a restart"
     finally:
         code, err = bg.stop()
@@ -102,17 +114,28 @@ def test_restarted_server_is_traced_again_with_its_uprobes(mariadb_factory, tmp_
 
 MANY_FILES_WRITER = r"""
 import json, os, sys, time
-out_dir, done, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+out_dir, done, batch1, batch2 = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+go = done + ".go"
 os.makedirs(out_dir, exist_ok=True)
 fds = [os.open(os.path.join(out_dir, f"f{i:03d}"), os.O_CREAT | os.O_WRONLY, 0o600) for i in range(200)]
-written, end = 0, time.time() + seconds
-while time.time() < end:
-    for fd in fds:                      # 200 files: 200 distinct rows per interval
-        written += os.pwrite(fd, b"w" * 4096, 0)
+
+def batch(loops):
+    n = 0
+    for _ in range(loops):
+        for fd in fds:                  # 200 files: 200 distinct rows per interval
+            n += os.pwrite(fd, b"w" * 4096, 0)
+    return n
+
+first = batch(batch1)
+with open(done + ".first", "w") as f:
+    json.dump({"pid": os.getpid(), "written": first}, f)
+while not os.path.exists(go):           # the second batch when told (the disk is full by then)
     time.sleep(0.02)
+second = batch(batch2)
 with open(done, "w") as f:
-    json.dump({"pid": os.getpid(), "written": written}, f)
+    json.dump({"pid": os.getpid(), "first": first, "second": second}, f)
 """
+BATCH1_LOOPS, BATCH2_LOOPS = 10, 5      # x 200 files x 4 KiB
 
 
 def _mount_tmpfs(path: Path, size: str) -> None:
@@ -127,12 +150,13 @@ def _umount(path: Path) -> None:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
-def _record_many_files_writer(rec: Path, tmp_path: Path, done: Path, seconds: str) -> Background:
-    """record -o REC -- a writer of many small files for SECONDS (short intervals and chunks,
-    so a small disk fills between chunks)."""
+def _record_many_files_writer(rec: Path, tmp_path: Path, done: Path) -> Background:
+    """record -o REC -- a writer of many small files (short intervals and chunks, so a small
+    disk fills between chunks). The writer does BATCH1_LOOPS x 200 writes of 4 KiB, says so
+    in DONE.first, waits for DONE.go to exist, does BATCH2_LOOPS x 200 more and writes DONE."""
     return Background("record", "-o", str(rec), "--interval", "0.25", "--chunk-seconds", "0.5",
                       "--only-command", "--", sys.executable, "-c", MANY_FILES_WRITER,
-                      str(tmp_path / "data"), str(done), seconds)
+                      str(tmp_path / "data"), str(done), str(BATCH1_LOOPS), str(BATCH2_LOOPS))
 
 
 def _fill(path: Path) -> None:
@@ -166,23 +190,34 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
     """The recording's filesystem fills up while a wrapped command runs: ioattr stops tracing
     with one line naming the condition and exit 1, lets the command finish (waits for it: not
     killed, not orphaned), leaves no BPF programs, and the recording -- on the still full
-    disk -- reports everything up to the last chunk written before the disk filled."""
+    disk -- reports everything up to the last chunk written before the disk filled.
+
+    Exactly: the command's first batch is in the chunks before the disk is filled, its second
+    batch comes after, so the recording holds the first batch's bytes, no more, no less."""
     need_root()
     small = tmp_path / "small"
     _mount_tmpfs(small, "4m")
     try:
         rec = small / "rec"
         done = tmp_path / "done.json"
-        bg = _record_many_files_writer(rec, tmp_path, done, "5")
+        first_file = Path(str(done) + ".first")
+        data = str(tmp_path / "data")
+        bg = _record_many_files_writer(rec, tmp_path, done)
         try:
             bg.wait_recording()
-            deadline = time.monotonic() + 20
-            while len(list((rec / "io").glob("chunk-*.parquet"))) < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(first_file.exists, 60, "the command's first batch")
+            first = json.loads(first_file.read_text())["written"]
+            assert first == BATCH1_LOOPS * 200 * 4096
+            # the whole first batch is in chunks on disk
+            wait_until(lambda: _written_in(sorted((rec / "io").glob("chunk-*.parquet")), data) == first, 60,
+                       lambda: f"{first} bytes in the chunks: {_written_in(sorted((rec / 'io').glob('chunk-*.parquet')), data)}")
             before = sorted((rec / "io").glob("chunk-*.parquet"))
-            assert len(before) >= 2, bg.stderr
             _fill(small / "filler")
-            bg.proc.wait(timeout=40)   # stops on its own: the next chunk can't be written
+            # ioattr stops on its own (the next chunk can't be written) and waits for the
+            # command, which only then does its second batch and exits
+            bg.wait_for("waiting for the command", timeout=40)
+            Path(str(done) + ".go").touch()
+            bg.proc.wait(timeout=40)
         finally:
             code, err = bg.stop()
         assert code == 1, err
@@ -192,7 +227,7 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
         assert "waiting for the command" in err, err
         # the command was left to finish its work and was waited for (reaped: no orphan)
         info = json.loads(done.read_text())
-        assert info["written"] > 0
+        assert (info["first"], info["second"]) == (first, BATCH2_LOOPS * 200 * 4096), info
         assert not os.path.exists(f"/proc/{info['pid']}"), "the command was orphaned"
         assert "status 0" in errors[0], errors
         assert_no_ioattr_programs()
@@ -204,10 +239,9 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
         assert set(before) <= set(after)
         assert not list(rec.glob("*/*.tmp")), "a failed write left a temporary file"
         rep = report_json(rec, "--by", "file", "--layer", "syscall")
-        data = str(tmp_path / "data")
         got = sum(r["bytes"] for r in rep["rows"] if (r["file"] or "").startswith(data) and r["op"] == "write")
-        assert got == _written_in(after, data) >= _written_in(before, data) > 0
-        assert got % 4096 == 0
+        # the first batch, all of it; nothing of the second (no chunk could be written after the fill)
+        assert got == _written_in(after, data) == _written_in(before, data) == first
     finally:
         _umount(small)
 
@@ -221,7 +255,7 @@ def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> N
     try:
         rec = small / "rec"
         done = tmp_path / "done.json"
-        bg = _record_many_files_writer(rec, tmp_path, done, "120")
+        bg = _record_many_files_writer(rec, tmp_path, done)  # never told to go on: still running
         try:
             bg.wait_recording()
             _fill(small / "filler")
@@ -234,6 +268,7 @@ def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> N
         errors = [line for line in err.splitlines() if line.startswith("ioattr record:")]
         assert len(errors) == 1 and "disk full" in errors[0] and "status -15" in errors[0], err
         assert not done.exists() and not os.path.exists(f"/proc/{child}")
+        assert not Path(str(done) + ".go").exists()
         assert_no_ioattr_programs()
     finally:
         _umount(small)
@@ -368,8 +403,7 @@ def _temp_files(tmp_path: Path, base: Path, n: int, fs: str) -> None:
         bg.wait_recording()
         work.stdin.write(b"g")
         work.stdin.close()
-        assert work.wait(timeout=60) == 0
-        time.sleep(0.6)                         # two more intervals: the last deltas drained
+        assert work.wait(timeout=60) == 0       # done: stopping drains the last deltas
     finally:
         if work.poll() is None:
             work.kill()
@@ -379,7 +413,7 @@ def _temp_files(tmp_path: Path, base: Path, n: int, fs: str) -> None:
     assert "Traceback" not in err
     truth = json.loads(out.read_text())
 
-    rep = report_json(rec, "--by", "file,process", "--layer", "syscall")
+    rep = report_json(rec, "--by", "file,inode,process", "--layer", "syscall")
     meta = json.loads((rec / "meta.json").read_text())
     mine = [r for r in rep["rows"] if r["process"].endswith(f"[{work.pid}]")]
     in_dir = [r for r in mine if (r["file"] or "").startswith(f"{d}/")]
@@ -394,24 +428,45 @@ def _temp_files(tmp_path: Path, base: Path, n: int, fs: str) -> None:
     # the process's writes, whatever their names: exactly the temp files' and truth.json's
     assert total(mine, "write") == truth["write_bytes"] + json_size
     assert total(mine, "write", "count") == n + 1
-    # a file loses its name only when its open event was dropped (a busy host: the ring buffer
-    # filled before the recorder read it), and then the drop is in the recording
-    if unnamed:
-        assert rep["dropped"] > 0 and meta["dropped"]["events_full"] > 0, (unnamed[:3], meta["dropped"])
-    else:
-        assert rep["dropped"] == 0, meta["dropped"]
+    # IO is never lost; the one loss a busy host may cause is open events (the ring buffer full
+    # before the recorder read it), which only cost names: every inode without a name is one
+    # whose open event was dropped, and the drops are in the recording (none: all named)
+    drops = meta["dropped"]
+    assert {k: v for k, v in drops.items() if k != "events_full" and v} == {}, drops
+    assert rep["dropped"] == sum(drops.values()), (rep["dropped"], drops)
+    assert len({r["inode"] for r in unnamed}) <= drops.get("events_full", 0), (unnamed[:3], drops)
     named = in_dir + mixed + own
     assert total(named + unnamed, "write") == truth["write_bytes"] + json_size
     assert total(in_dir + mixed + unnamed, "read") == truth["read_bytes"]
     assert total(in_dir + mixed + unnamed, "read", "count") == n
-    # truth.json, created after the last temp file was deleted, is charged only its own write
-    assert total(own, "write") in (0, json_size) and total(own, "read") == 0, own
-    if fs == "tmpfs" and not unnamed:
-        # every file its own inode: its own rows, by its own path
-        files = {r["file"] for r in in_dir}
-        assert len(files) == n and not mixed, (len(files), mixed[:3])
-        assert all(total([r for r in in_dir if r["file"] == f], "write") == 1000 + (i % 13) * 300
-                   for i, f in ((i, f"{d}/tmp{i:05d}") for i in range(0, n, 997)))
+    assert total(own, "read") == 0, own
+    if fs == "ext4":
+        # truth.json, created after the last temp file was deleted on a maybe reused inode, is
+        # charged only its own write (under its name, or under the reused inode's label)
+        assert total(own, "write") in (0, json_size), own
+    else:
+        # tmpfs: every file its own inode, so per inode the answer is exact, named or not:
+        # truth.json's inode has its one write, and the temp files' inodes are n inodes each
+        # written and read once with its own size
+        truth_ino = out.stat().st_ino
+        per_inode: dict[int, list[int]] = {}
+        for r in mine:
+            if r["op"] in ("read", "write") and r["inode"] != truth_ino:
+                per_inode.setdefault(r["inode"], [0, 0])[r["op"] == "read"] += r["bytes"]
+        assert total([r for r in mine if r["inode"] == truth_ino], "write") == json_size
+        assert not mixed, mixed[:3]
+        want = Counter(1000 + (i % 13) * 300 for i in range(n))
+        assert Counter(w for w, _ in per_inode.values()) == want
+        assert all(w == rd for w, rd in per_inode.values())
+        # and each named one by its own path, one path per inode
+        paths = {r["inode"]: r["file"] for r in in_dir}
+        assert len(set(paths.values())) == len(paths) == len({r["inode"] for r in in_dir})
+        assert len(paths) + len({r["inode"] for r in unnamed if r["inode"] != truth_ino}) == n
+        for i in range(0, n, 997):
+            f = f"{d}/tmp{i:05d}"
+            rows = [r for r in in_dir if r["file"] == f]
+            if rows or not drops.get("events_full"):  # absent only when its open event was dropped
+                assert total(rows, "write") == total(rows, "read") == 1000 + (i % 13) * 300, (f, rows)
     # bounded: at most one name per inode the filesystem had in use, and never more than the cap
     from ioattr.collectors.names import MAX_FILE_NAMES
 
