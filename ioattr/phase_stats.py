@@ -87,6 +87,8 @@ class PhaseStats:
             "kb_written_per_insert": _r(self.per(self.write_bytes / 1024, i)),
             "cpu_us_per_query": _r(self.per(None if cpu is None else cpu * 1e6, q)),
             "context_switches_per_query": _r(self.per(cs, q)),
+            "rows_inserted": None if i is None else int(i),
+            "insert_statements": None if stmts is None else int(stmts),
             "storage_reads": int(self.reads),
             "storage_writes": int(self.writes),
         }

@@ -142,6 +142,21 @@ def test_filters_select_rows(recording: Path) -> None:
             assert got == want, (by, layer)
 
 
+def test_phase_terms_in_the_benchmarks_units(recording: Path) -> None:
+    """ips counts rows (the two INSERT ... SELECTs of the ddl phase wrote 2 x ROWS rows), the
+    statements separately; reads per query are ours and the engine's."""
+    rep = build_report(Recording(recording), ReportRequest(by=["phase"]))
+    ddl = next(s for s in rep["summary"] if s["phase"] == "ddl")
+    assert ddl["rows_inserted"] == 2 * ROWS and ddl["ips_source"] == "Handler_write", ddl
+    assert ddl["insert_statements"] == 2, ddl
+    assert ddl["ips"] == round(2 * ROWS / ddl["seconds"], 2) or abs(ddl["ips"] * ddl["seconds"] - 2 * ROWS) < 20
+    assert ddl["insert_stmts_ps"] * ddl["seconds"] == pytest.approx(2, rel=0.01), ddl
+    reads = next(s for s in rep["summary"] if s["phase"] == "reads")
+    assert reads["engine_reads_per_query"] is not None and reads["reads_per_query"] is not None, reads
+    assert reads["reads_per_query"] == pytest.approx(reads["engine_reads_per_query"], rel=0.05), reads
+    assert not any(s["open"] for s in rep["summary"]), rep["summary"]
+
+
 def test_pages_keep_their_file(recording: Path) -> None:
     """Page rows are named after the file their IO went to (doublewrite copies: the system
     tablespace), never another table's file, never null when the io row has a file."""
@@ -207,3 +222,33 @@ def test_killed_recording_says_so_everywhere(mariadb, tmp_path: Path) -> None:
     assert 'class="state-banner"' in html and html.index("state-banner") < html.index("<main>"), html[:2000]
     ex = ioattr("explain", str(rec), "--format", "json")
     assert "crashed or killed recording" in ex.stderr, ex
+
+
+def test_open_phase_rated_by_elapsed_time(mariadb, tmp_path: Path) -> None:
+    """A recording still being written: its open phase lasts till its last data (not zero
+    seconds), and every report says the recording is still being written."""
+    import json
+
+    from tests.helpers import ioattr, wait_until
+
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(mariadb.pid), "--interval", "0.2",
+                    "--chunk-seconds", "0.2")
+    try:
+        bg.wait_recording()
+        for _ in range(50):
+            mariadb.query("SELECT 1")
+
+        def summary() -> dict | None:
+            rep = json.loads(ioattr("report", str(rec), "--by", "phase", "--format", "json", check=True).stdout)
+            s = rep["summary"][-1]
+            return rep if s["qps"] and s["seconds"] > 0.1 else None
+
+        rep = wait_until(summary, 60, "a chunk with the SELECTs")
+        s = rep["summary"][-1]
+        assert s["open"] is True and rep["recording_state"]["status"] == "recording", rep
+        # 50+ SELECTs over at least the time it took to record them: a rate, not 20 million/s
+        assert 0 < s["qps"] < 10000, s
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
