@@ -234,11 +234,12 @@ def _struct_list_header(buf: bytes, pos: int, ftype: int) -> tuple[int, int]:
 
 # -- page headers ----------------------------------------------------------------------
 
-def _num_values(buf: bytes, pos: int, ftype: int) -> tuple[int, int]:
-    """num_values (field 1) of a data, dictionary or v2 data page header."""
+def _num_values(buf: bytes, pos: int, ftype: int, v2: bool) -> tuple[int, int, int]:
+    """(num_values (field 1), level bytes, new pos) of a data, dictionary or v2 data page
+    header; level bytes: a v2 page's definition plus repetition level lengths (5, 6)."""
     if ftype != _STRUCT:
         raise _Bad("page header part of the wrong type")
-    n, last = None, 0
+    n, levels, last = None, 0, 0
     while True:
         fid, ft, pos = _field(buf, pos, last)
         if ft == _STOP:
@@ -246,11 +247,16 @@ def _num_values(buf: bytes, pos: int, ftype: int) -> tuple[int, int]:
         last = fid
         if fid == 1:
             n, pos = _i32(buf, pos, ft)
+        elif v2 and fid in (5, 6):
+            v, pos = _i32(buf, pos, ft)
+            if v < 0:
+                raise _Bad("negative level length")
+            levels += v
         else:
             pos = _skip(buf, pos, ft, 1)
     if n is None or n < 0:
         raise _Bad("page without a number of values")
-    return n, pos
+    return n, levels, pos
 
 
 def page_header(buf: bytes) -> tuple[int, int, int, int, int]:
@@ -258,7 +264,7 @@ def page_header(buf: bytes) -> tuple[int, int, int, int, int]:
     PageHeader at the start of `buf`. _Short when buf ends inside it, _Bad if it is none."""
     try:
         ptype = usize = csize = None
-        nvalues, pos, last = 0, 0, 0
+        nvalues, levels, pos, last = 0, 0, 0, 0
         while True:
             fid, ft, pos = _field(buf, pos, last)
             if ft == _STOP:
@@ -271,7 +277,7 @@ def page_header(buf: bytes) -> tuple[int, int, int, int, int]:
             elif fid == 3:
                 csize, pos = _i32(buf, pos, ft)
             elif fid in (5, 7, 8):
-                nvalues, pos = _num_values(buf, pos, ft)
+                nvalues, levels, pos = _num_values(buf, pos, ft, fid == 8)
             else:
                 pos = _skip(buf, pos, ft)
     except IndexError:
@@ -280,6 +286,8 @@ def page_header(buf: bytes) -> tuple[int, int, int, int, int]:
         raise _Short
     if ptype is None or usize is None or csize is None:
         raise _Bad("page header without type or sizes")
+    if levels > min(csize, usize):
+        raise _Bad(f"{levels} bytes of levels in a page of {min(csize, usize)}")
     return pos, ptype, usize, csize, nvalues
 
 
@@ -324,6 +332,9 @@ def _walk_pages(src: _Source, start: int, end: int, want_values: int, where: str
             return f"{where}: page at byte {pos} says it is {usize} bytes uncompressed"
         if ptype in (_DATA_PAGE, _DATA_PAGE_V2):
             values += nvalues
+        elif ptype == _DICTIONARY_PAGE and nvalues > 8 * usize + 8:
+            # a reader sizes the dictionary by num_values: each takes a bit at the very least
+            return f"{where}: dictionary page at byte {pos} says {nvalues} values in {usize} bytes"
         pos += hlen + csize
     if values != want_values:
         return f"{where}: its pages hold {values} values, its footer says {want_values}"
