@@ -17,6 +17,11 @@ def test_storage_classes_are_one_list() -> None:
     assert not storage.is_storage("block", "tablespace") and not storage.is_storage("syscall", "other")
     assert not storage.is_storage("syscall", None)
     assert top.STORAGE_FILE_CLASSES is storage.STORAGE_FILE_CLASSES
+    # the files with InnoDB pages are all storage files
+    from ioattr.collectors.innodb_files import FC_NAMES, PAGE_FILE_CLASSES
+
+    assert {FC_NAMES[c] for c in PAGE_FILE_CLASSES} <= set(storage.STORAGE_FILE_CLASSES)
+    assert set(storage.STORAGE_FILE_CLASSES) == set(FC_NAMES.values()) - {"other"}
     # every storage-reads panel of the dashboards selects exactly these classes
     exprs = []
 
