@@ -101,7 +101,7 @@ def run_demo(opts: DemoOptions) -> int:
     # by phase: the per-phase summary (qps, ips, rpq, ...) and then the phase rows
     print(render_table(build_report(rec, ReportRequest(by=["phase"], layer="syscall", top=12)), ["phase"]),
           end="")
-    print("qps: queries/s; ips: inserts/s; rpq: storage reads per query; KB r/q: KB read per query; "
+    print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query; KB r/q: KB read per query; "
           "KB w/i: KB written per insert; CPU µs/q, cs/q: the server's CPU time and context switches per query")
     # one layer per table: the block layer repeats the same IO without index or stage
     for title, by in (("Where the reads and writes went, by phase and index (syscalls)", ["phase", "index"]),

@@ -80,11 +80,13 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
     table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
     for d in dims + ["layer", "op"]:
         table.add_column(d, overflow="fold")
-    for c in ("count", "bytes", "p50 µs", "p99 µs"):
+    # with page dimensions rows carry InnoDB pages next to the IO operations (count)
+    pages = any("pages" in r for r in report["rows"])
+    for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs"):
         table.add_column(c, justify="right")
     for r in report["rows"]:
         table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"]],
-                      f"{r['count']:,}", human_bytes(r["bytes"]),
+                      f"{r['count']:,}", *([f"{r.get('pages', 0):,}"] if pages else []), human_bytes(r["bytes"]),
                       _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
     buf = io.StringIO()
     summary_table = _summary_table(report.get("summary"))
