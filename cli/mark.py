@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
         send_stop(rec)
         print(f"ioattr mark: asked {rec} to stop", file=sys.stderr)
         return 0
-    send_mark(rec, args.phase)
+    if not send_mark(rec, args.phase):
+        print(f"ioattr mark: {rec}'s recorder has not taken phase {args.phase} yet (busy or stuck); "
+              "the request stays queued", file=sys.stderr)
+        return 0
     print(f"ioattr mark: phase {args.phase} -> {rec}", file=sys.stderr)
     return 0

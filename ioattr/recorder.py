@@ -373,8 +373,8 @@ class Recorder:
     def _boundary(self, session: LiveSession, writer: RecordingWriter, starts: list[PhaseStart],
                   marks: list["control.Mark"]) -> None:
         """Phases started: snapshot the counters at once (they close the phase that ended),
-        acknowledge the marks (`ioattr mark` returns), then record the new phases and drain
-        (rows are split by phase anyway)."""
+        release the SQL markers and acknowledge the marks (`ioattr mark` returns), then record
+        the new phases and drain (rows are split by phase anyway)."""
         changes = []
         current = writer.current_phase
         for p in starts:
@@ -386,13 +386,14 @@ class Recorder:
             # INNODB_METRICS), while a SQL marker's statement still waits in its probe
             self._counters(session, writer, force=True, phase=writer.current_phase, sources=BOUNDARY_SOURCES)
         session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
+        if changes:
+            # the rest of the snapshot, a few ms later (a SQL marker no longer waits for it)
+            self._counters(session, writer, force=True, phase=writer.current_phase,
+                           sources=tuple(s for s in SOURCES if s not in BOUNDARY_SOURCES))
         for m in marks:
-            m.ack()
+            m.ack()  # `ioattr mark` returns once the whole snapshot is taken
         if not changes:
             return
-        # the rest of the snapshot, a few ms later
-        self._counters(session, writer, force=True, phase=writer.current_phase,
-                       sources=tuple(s for s in SOURCES if s not in BOUNDARY_SOURCES))
         for p in changes:
             writer.start_phase(p.name, p.at, source=p.source)
             self.opts.log(f"phase {p.name} ({p.source})")
