@@ -586,7 +586,7 @@ def test_two_recorders_and_top_at_once(tmp_path: Path) -> None:
         assert str(fake) not in both.stderr, both.stderr
         assert ioattr("mark", "only2", "--recording", str(rec2), env=env).returncode == 0
 
-        top = subprocess.Popen([IOATTR, "top", "--pid", str(b.proc.pid), "--batch", "-n", "4", "--interval", "0.5",
+        top = subprocess.Popen([IOATTR, "top", "--pid", str(b.proc.pid), "--batch", "-n", "200", "--interval", "0.3",
                                 "--width", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = top.stdout.readline()           # the first snapshot: top is attached
         assert first.startswith("ioattr top"), first + top.stderr.read()
@@ -594,7 +594,14 @@ def test_two_recorders_and_top_at_once(tmp_path: Path) -> None:
         b.start(200)
         a.wait_done()
         b.wait_done()
-        out, terr = top.communicate(timeout=30)
+        seen = []
+        for line in top.stdout:                 # snapshots until one shows b's writes (or top ends)
+            seen.append(line)
+            if "b.dat" in line:
+                break
+        top.send_signal(signal.SIGTERM)         # a clean stop
+        rest, terr = top.communicate(timeout=30)
+        out = first + "".join(seen) + rest
         assert top.returncode == 0, terr
         assert "b.dat" in out and "a.dat" not in out, out
 
