@@ -599,6 +599,40 @@ def test_damaged_recordings_stay_bounded(shapes: dict[str, Path], tmp_path: Path
     print(f"{len(results)} commands on {len(shapes)} damaged recordings: peak RSS {peak >> 20} MiB")
 
 
+def test_part_check_accepts_every_valid_layout(shapes: dict[str, Path], tmp_path: Path) -> None:
+    """No false alarm: every part of every shape, and Parquet files of other layouts (v1/v2
+    pages, each codec, with and without dictionaries, nested and null-heavy columns, many
+    row groups, DuckDB's writer) pass the size checks; a damaged part must be damaged."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ioattr.partcheck import part_problem
+
+    for rec in shapes.values():
+        for part in corpus.parts(rec):
+            assert part_problem(part) is None, part
+    n = 50_000
+    table = pa.table({"flag": [i % 3 == 0 for i in range(n)], "name": [f"/data/t{i % 17}.ibd" for i in range(n)],
+                      "maybe": [None if i % 4 else i for i in range(n)], "f": [i / 7 for i in range(n)],
+                      "lst": [[i, i + 1] if i % 5 else None for i in range(n)],
+                      "st": [{"a": i, "b": str(i)} for i in range(n)]})
+    for version in ("1.0", "2.0"):
+        for codec in ("none", "snappy", "zstd", "gzip"):
+            for dictionary in (True, False):
+                path = tmp_path / f"t-{version}-{codec}-{dictionary}.parquet"
+                pq.write_table(table, path, data_page_version=version, compression=codec,
+                               use_dictionary=dictionary, row_group_size=7_000, data_page_size=4096)
+                assert part_problem(path) is None, path
+    path = tmp_path / "duck.parquet"
+    duckdb.sql(f"COPY (SELECT range AS a, range::VARCHAR AS b, NULL::INT AS c, [range] AS d FROM range(300000)) "
+               f"TO '{path}' (ROW_GROUP_SIZE 50000)")
+    assert part_problem(path) is None
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2] + data[-8:])          # the middle gone, the footer kept
+    assert part_problem(path) is not None
+
+
 def test_duckdb_limits_are_set_and_overridable(monkeypatch: pytest.MonkeyPatch, recording: Path) -> None:
     """Every connection ioattr opens has its memory_limit and threads; the environment
     overrides them; a bad value is one line and exit 2 before anything is read."""
