@@ -42,7 +42,8 @@ from pathlib import Path
 
 MAGIC = b"PAR1"
 MAX_CHUNK_BYTES = 1 << 30        # one column chunk's uncompressed size; ioattr's are < 10 MB
-MAX_PAGE_BYTES = 64 << 20        # one page; pyarrow writes ~1 MB pages (4 threads x 2 buffers: 512 MB)
+MAX_PAGE_BYTES = 64 << 20        # one page; pyarrow writes ~1 MB pages (DuckDB takes its page buffers
+                                 # under memory_limit, measured: this only stops absurd sizes early)
 MAX_ROW_GROUP_ROWS = 1 << 27     # ioattr writes <= 32768 (segments) or one interval's rows
 MAX_HEADER_BYTES = 16 << 20      # a page header (with its statistics)
 FIRST_READ = 4096
