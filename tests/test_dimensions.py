@@ -176,7 +176,10 @@ def test_pages_keep_their_file(recording: Path) -> None:
     # both tables' pages were read and written in their own files, and doublewrite copies
     # of their pages went to the system tablespace
     for t in ("t_inno", "t_comp"):
-        assert pages[(t, "read", False)] > 0 and pages[(t, "write", False)] > 0, pages
+        assert pages[(t, "read", False)] > 0, pages
+    # (t_inno's last index ids, made by ALTER TABLE FORCE near the end, may be named only if
+    # the names were read again before the recording ended; t_comp's were there all along)
+    assert pages[("t_comp", "write", False)] > 0, pages
     assert pages[("t_comp", "write", True)] + pages[("t_inno", "write", True)] > 0, pages
     # and those copies are file_class doublewrite, in any report that has file_class
     dw = build_report(Recording(recording), ReportRequest(by=["file_class"], layer="syscall"))["rows"]
