@@ -87,7 +87,8 @@ def _where(req: ReportRequest, layer_expr: str | None) -> tuple[list[str], list]
 def _order(rows: list[dict], dims: list[str]) -> list[dict]:
     """Biggest first (bytes, then count), then by the dimensions (nulls last), as the SQL did."""
     def key(r: dict) -> tuple:
-        return (-r["bytes"], -r["count"]) + tuple((r[d] is None, str(r[d])) for d in dims)
+        # a column holds one type (or null): numbers sort as numbers, as in SQL
+        return (-r["bytes"], -r["count"]) + tuple((r[d] is None, "" if r[d] is None else r[d]) for d in dims)
     return sorted(rows, key=key)
 
 
