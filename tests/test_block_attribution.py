@@ -261,6 +261,74 @@ def test_recording_holds_only_the_targets_io(tmp_path: Path, mariadb_factory, fo
     assert data_bytes <= total <= data_bytes + 512 * 1024, (total, data_bytes)
 
 
+def test_a_second_untraced_server_stays_out(tmp_path: Path, mariadb_factory) -> None:
+    """`record --pid` of one server while another, untraced, scans a table of its own cold
+    at the same time: the recording has the recorded server's block IO only, and its block
+    reads are exactly what the kernel charged to it (/proc/PID/io read_bytes).
+
+    (Not the syscall layer's bytes: InnoDB's read-ahead also reads pages of extents it
+    allocated with fallocate but never wrote, which the filesystem answers with zeros
+    without any device IO.)"""
+    need_root()
+    # no background statistics recalculation: the recorded server reads only for the scans
+    target = mariadb_factory(buffer_pool="8M", extra_options={"innodb_stats_auto_recalc": "OFF"})
+    other = mariadb_factory(buffer_pool="8M")
+    for db, name in ((target, "mine"), (other, "theirs")):
+        db.query(f"CREATE DATABASE {name}")
+        db.query(f"CREATE TABLE {name}.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
+        db.query(f"INSERT INTO {name}.t SELECT seq, REPEAT('x', 200) FROM {name}.seq_1_to_60000")
+        db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+        _flushed(db)
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(target.pid), "--interval", "0.3")
+    errors: list[BaseException] = []
+
+    def scan_theirs() -> None:
+        try:
+            for _ in range(3):
+                other.query("SELECT COUNT(*) FROM theirs.t WHERE pad <> ''")
+        except BaseException as e:  # noqa: BLE001 -- reported by the main thread
+            errors.append(e)
+
+    try:
+        recorder.wait_recording()
+        theirs = threading.Thread(target=scan_theirs)
+        before = other.status("Innodb_buffer_pool_reads")
+        io_before = _proc_read_bytes(target.pid)
+        theirs.start()
+        for _ in range(3):
+            target.query("SELECT COUNT(*) FROM mine.t WHERE pad <> ''")
+        kernel_read = _proc_read_bytes(target.pid) - io_before
+        theirs.join(120)
+        assert not errors, errors
+        assert other.status("Innodb_buffer_pool_reads") > before  # it did read from storage
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    rep = report_json(rec, "--by", "process,file,op", "--layer", "block")
+    assert rep["rows"]
+    for row in rep["rows"]:
+        assert row["process"] and row["process"].endswith(f"[{target.pid}]"), row
+        assert not (row["file"] or "").startswith(str(other.datadir)), row
+        assert row["file"] != "[untracked files]", row
+    block = _block_by_file(rec)
+    table = str(target.datadir / "mine" / "t.ibd")
+    assert block[(table, "read")]["bytes"] > 4 * MiB
+    read = sum(v["bytes"] for (f, op), v in block.items() if op == "read")
+    # /proc/PID/io is sampled around the scans, the recording spans a little more (a page or
+    # two of background reads may fall in between); the other server read ~40 MiB meanwhile
+    assert abs(read - kernel_read) <= 0.01 * kernel_read, (read, kernel_read, block)
+
+
+def _proc_read_bytes(pid: int) -> int:
+    """The kernel's count of bytes a process (all its threads) submitted for block reads."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no read_bytes in /proc/{pid}/io")
+
+
 def _disk_line(out: str) -> list[float]:
     """The MB/s figures of every `disk` header line of `top --batch` output."""
     vals = []
