@@ -165,26 +165,21 @@ class CounterCollector:
 
     # -- the public entry points ---------------------------------------------------
     def collect(self, servers: dict[int, Any], targets: Iterable[int], phase: str,
-                force: bool = False, sources: Iterable[str] | None = None) -> dict[str, list] | None:
+                force: bool = False) -> dict[str, list] | None:
         """One snapshot as counters-table columns (None if nothing could be read).
 
         servers: pid -> ServerContext (its .engine is the connection, None when not
         connected); targets: the traced process ids; force: include the sources that
-        are read only every ps_every-th time (use at phase changes and at the end);
-        sources: only these (default: all) -- a phase boundary reads the engine's status
-        and INNODB_METRICS first, the moment it is seen, and the rest right after.
+        are read only every ps_every-th time (use at phase changes and at the end).
         """
-        want = set(SOURCES if sources is None else sources)
         ps_due = force or self.snapshots % self.ps_every == 0
-        if sources is None or "status" in want:
-            self.snapshots += 1
+        self.snapshots += 1
         rows: list[Row] = []
         self.cost_ms = {}
 
         t0 = time.perf_counter()
         ts = time.time()
-        if "host" in want:
-            rows += [(ts, None, "host", n, v, t) for n, v, t in self._safe("host", None, self.host.rows) or []]
+        rows += [(ts, None, "host", n, v, t) for n, v, t in self._safe("host", None, self.host.rows) or []]
         self.cost_ms["host"] = (time.perf_counter() - t0) * 1e3
 
         t0 = time.perf_counter()
@@ -194,7 +189,7 @@ class CounterCollector:
                                               f"are read for the first {self.max_procs} (servers first)")
             pids = pids[: self.max_procs]
         self.procs.forget(set(pids))
-        for pid in pids if "proc" in want else []:
+        for pid in pids:
             ts = time.time()
             rows += [(ts, pid, "proc", n, v, t) for n, v, t in self._safe("proc", pid, self.procs.rows, pid) or []]
         self.cost_ms["proc"] = (time.perf_counter() - t0) * 1e3
@@ -202,7 +197,7 @@ class CounterCollector:
         for pid in [p for p in self._servers if p not in servers]:
             del self._servers[pid]  # exited (a restart comes back as a new pid)
         for pid, ctx in servers.items():
-            rows += self._server_rows(pid, ctx, ps_due, want)
+            rows += self._server_rows(pid, ctx, ps_due)
         if not rows:
             return None
         return {
@@ -242,7 +237,7 @@ class CounterCollector:
                                        "the other counters continue and this one is retried each interval")
         return None
 
-    def _server_rows(self, pid: int, ctx: Any, ps_due: bool, want: set[str] = set(SOURCES)) -> list[Row]:
+    def _server_rows(self, pid: int, ctx: Any, ps_due: bool) -> list[Row]:
         eng = getattr(ctx, "engine", None)
         if eng is None:
             why = getattr(ctx, "engine_error", None) or "not connected"
@@ -267,18 +262,13 @@ class CounterCollector:
             if got:
                 rows.extend((ts, pid, source, n, v, t) for n, v, t in got)
 
-        if "status" in want:
-            own = self._safe("status", pid, self._own_selects, st, eng)
-            run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
-        if "innodb_metrics" in want:
-            run("innodb_metrics", lambda: self._metrics(st, eng))
-        if "innodb_status" in want:
-            run("innodb_status", lambda: self._innodb_status(eng))
+        own = self._safe("status", pid, self._own_selects, st, eng)
+        run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
+        run("innodb_metrics", lambda: self._metrics(st, eng))
+        run("innodb_status", lambda: self._innodb_status(eng))
         if ps_due and st.ps_on:
-            if "ps_file" in want:
-                run("ps_file", lambda: self._ps_file(eng))
-            if "ps_table" in want:
-                run("ps_table", lambda: self._ps_table(eng))
+            run("ps_file", lambda: self._ps_file(eng))
+            run("ps_table", lambda: self._ps_table(eng))
         return rows
 
     def _connected(self, st: _Server, eng: Any) -> bool:

@@ -33,7 +33,7 @@ from typing import Callable
 
 from ioattr import control
 from ioattr.auto_phases import AutoPhaser
-from ioattr.collectors.counters import SOURCES, CounterCollector
+from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.engine import EngineOptions
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec
@@ -41,10 +41,6 @@ from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.labels import drops_line
 from ioattr.recording import RecordingWriteError, RecordingWriter
 from ioattr.session import Interval, LiveSession, PhaseStart, SessionOptions
-
-
-# the counters read first at a phase boundary (the rest follow once the phase is under way)
-BOUNDARY_SOURCES = ("status", "innodb_metrics")
 
 
 @dataclass
@@ -319,11 +315,11 @@ class Recorder:
 
     # -- engine and host counters (collectors/counters.py) ---------------------------
     def _counters(self, session: LiveSession, writer: RecordingWriter, force: bool = False,
-                  phase: str | None = None, sources: tuple[str, ...] | None = None) -> None:
+                  phase: str | None = None) -> None:
         """One counters snapshot right after a drain (or at a phase boundary, tagged with the
         phase that ended: `phase`); the settings snapshot into meta.json."""
         cols = self.counters.collect(session.naming.servers, list(session.tracker.current),
-                                     session.phase if phase is None else phase, force=force, sources=sources)
+                                     session.phase if phase is None else phase, force=force)
         if cols is not None:
             writer.add_columns(cols, "counters")
         if self.counters.settings != writer.meta.get("settings"):
@@ -373,8 +369,8 @@ class Recorder:
     def _boundary(self, session: LiveSession, writer: RecordingWriter, starts: list[PhaseStart],
                   marks: list["control.Mark"]) -> None:
         """Phases started: snapshot the counters at once (they close the phase that ended),
-        release the SQL markers and acknowledge the marks (`ioattr mark` returns), then record
-        the new phases and drain (rows are split by phase anyway)."""
+        then release the SQL markers and acknowledge the marks (`ioattr mark` returns), then
+        record the new phases and drain (rows are split by phase anyway)."""
         changes = []
         current = writer.current_phase
         for p in starts:
@@ -382,16 +378,13 @@ class Recorder:
                 changes.append(p)
                 current = p.name
         if changes:
-            # what per-phase figures divide by first (statements, reads: SHOW GLOBAL STATUS,
-            # INNODB_METRICS), while a SQL marker's statement still waits in its probe
-            self._counters(session, writer, force=True, phase=writer.current_phase, sources=BOUNDARY_SOURCES)
+            # every source (engine status, INNODB_METRICS, P_S, /proc...) while a SQL marker's
+            # statement still waits in its probe and `ioattr mark` has not returned: no IO or
+            # statement of the new phase can be in it
+            self._counters(session, writer, force=True, phase=writer.current_phase)
         session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
-        if changes:
-            # the rest of the snapshot, a few ms later (a SQL marker no longer waits for it)
-            self._counters(session, writer, force=True, phase=writer.current_phase,
-                           sources=tuple(s for s in SOURCES if s not in BOUNDARY_SOURCES))
         for m in marks:
-            m.ack()  # `ioattr mark` returns once the whole snapshot is taken
+            m.ack()  # `ioattr mark` returns
         if not changes:
             return
         for p in changes:
