@@ -231,11 +231,13 @@ static __always_inline bool dio_bio_inode_id(struct bio *bio, struct inode_id *i
  * direct-IO bio (end_io != dio_end_io), else whether its file's inode was
  * found (1) or not (0). The split carries only a share of the original's
  * pages; the original, alive until every split of it completes, carries the
- * iomap_dio. Splits are chained since long before 5.x (bio_chain(), used by
- * blk_queue_split() and, from v6.15 (commit "block: add
- * bio_submit_split_bioset"), by bio_submit_split_bioset()), with
- * trace_block_split() right after bio_chain(), so bi_private is the original
- * when the tracepoint fires. */
+ * iomap_dio. Every kernel ioattr supports chains a split to its original
+ * with bio_chain() and fires trace_block_split() right after it (5.x:
+ * __blk_queue_split(); later bio_split_to_limits()/bio_submit_split(); 6.18:
+ * bio_submit_split_bioset(), added by the 2025 commit "block: add
+ * bio_submit_split_bioset"), so bi_private is the original when the
+ * tracepoint fires. A stacking driver (dm, md) that clones bios instead is
+ * not followed. */
 static __always_inline int split_dio_inode_id(__u64 parent, __u64 dio_end_io, struct inode_id *id)
 {
 	struct bio *orig;
