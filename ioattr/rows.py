@@ -84,6 +84,30 @@ def _by_value(fn: Callable[..., Any], keys: list) -> list:
     return list(map(cache.__getitem__, keys))
 
 
+def _block_roles(roles: list, layers: list[int], pids: list[int], tids: list[int], inos: list[int],
+                 ops: list[int]) -> list:
+    """Give block-layer rows the role their syscalls had, where that is one role.
+
+    The block programs do not see the stage uprobes' state, so a thread's block IO would be
+    named by the thread alone (innodb_worker) while its syscalls in InnoDB's purge task are
+    role purge: the same bytes under two roles. A block row of a thread that, in the same
+    interval, did syscall IO of the same op on the same inode under exactly one role gets that
+    role; if its syscalls there had several roles, the block row keeps the thread's own."""
+    by_io: dict[tuple, set] = {}
+    for lay, p, t, i, o, r in zip(layers, pids, tids, inos, ops, roles):
+        if lay == abi.Layer.SYSCALL and t:
+            by_io.setdefault((p, t, i, o), set()).add(r)
+    if not by_io:
+        return roles
+    out = list(roles)
+    for j, (lay, p, t, i, o) in enumerate(zip(layers, pids, tids, inos, ops)):
+        if lay == abi.Layer.BLOCK and t:
+            seen = by_io.get((p, t, i, o))
+            if seen is not None and len(seen) == 1:
+                out[j] = next(iter(seen))
+    return out
+
+
 class IoRows:
     def __init__(self, naming: Naming) -> None:
         self.n = naming
@@ -121,7 +145,8 @@ class IoRows:
             "tid": [v or None for v in tid_l],
             "process": _by_value(lambda p: n.tasks.process(p) if p else None, pid_l),
             "thread": _by_value(lambda p, t: n.tasks.thread(p, t) if t else None, pid_tid),
-            "role": _by_value(n.role, list(zip(pid_l, tid_l, stage_l))),
+            "role": _block_roles(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), k["layer"].tolist(),
+                                 pid_l, tid_l, k["ino"].tolist(), k["op"].tolist()),
             "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
             "digest": [x or None for x in digest_l],
             "query": _by_value(n.query, digest_l),
