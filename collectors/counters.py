@@ -54,7 +54,10 @@ phase, minus its first value), and that is exact at phase boundaries.
 
 Per-recording settings (meta.json "settings", keyed by server pid): the
 variables in SETTINGS (null when the server has no such variable) plus
-those of EXTRA_SETTINGS that exist, numbers as integers.
+those of EXTRA_SETTINGS that exist, numbers as integers. Read when the
+server is first seen and again after every reconnect (the latest wins), so
+`explain` has what the server knew: pool and page size, change buffering,
+redo capacity, read-ahead, doublewrite, index-dive limit, optimizer switches.
 
 Robustness: every source of every server is tried on its own; a failure
 (no privilege, performance_schema off, the server gone, a parse error) is
@@ -92,7 +95,11 @@ EXTRA_SETTINGS = ("innodb_buffer_pool_instances", "innodb_adaptive_hash_index", 
                   "innodb_flush_neighbors", "innodb_max_dirty_pages_pct", "innodb_use_native_aio",
                   "innodb_log_buffer_size", "innodb_redo_log_capacity", "innodb_read_io_threads",
                   "innodb_write_io_threads", "innodb_lru_scan_depth", "innodb_old_blocks_pct",
-                  "innodb_old_blocks_time", "binlog_format", "version_comment")
+                  "innodb_old_blocks_time", "binlog_format", "version_comment",
+                  # what explain's findings bound their causes by (issue 12): index dives, optimizer
+                  "eq_range_index_dive_limit", "optimizer_switch", "innodb_stats_persistent",
+                  "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
+                  "innodb_log_files_in_group")
 
 # INNODB_METRICS module -> its SUBSYSTEM
 MONITOR_MODULES = {"module_buffer_page": "buffer_page_io", "module_ibuf_system": "change_buffer",
@@ -283,6 +290,7 @@ class CounterCollector:
         try:
             eng.close()
             eng.connect()
+            st.seen = False  # settings again: they may have been changed while we were away
             return True
         except EngineError as e:
             self._note_once((st.pid, "reconnect"), f"counters: server {st.pid}: connection lost, "
