@@ -36,7 +36,7 @@
 struct rq_pending {
 	__u64 ts;
 	__u64 bytes;
-	__u64 bio; /* the request's first bio at issue: tells a re-issue from a reuse */
+	__u64 requeued; /* block_rq_requeue saw it: its next issue is the same IO again */
 	struct io_key key;
 };
 
@@ -258,8 +258,10 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	/* in place when this request was seen before (its completion can't run
 	 * before this program returns) */
 	slot = bpf_map_lookup_elem(&rq_inflight, &key);
-	if (slot && slot->ts && slot->bio == bio_key)
+	if (slot && slot->ts && slot->requeued) {
+		slot->requeued = 0;
 		return 0; /* a requeued request issued again: the same IO, timed from its first issue */
+	}
 	if (bio) {
 		sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
 		/* An entry left by a bio that was merged into another request (so never
@@ -333,18 +335,30 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 		p.key.dev = id.dev;
 	}
 	p.ts = now;
-	p.bio = bio_key;
 	if (slot) {
-		/* Still open with another bio: the struct was reused, so the earlier
+		/* Still open and not requeued: the struct was reused, so the earlier
 		 * request finished without us seeing its completion (seen for ~1% of
 		 * requests under load, by bpftrace on the plain tracepoints too).
-		 * Its bytes happened: count them, without a latency. */
+		 * Its bytes happened: count them, without a latency. (Sync direct IO
+		 * reuses the same request and bio again and again, so the first bio
+		 * can't tell a reuse from a requeue: block_rq_requeue does.) */
 		if (slot->ts)
 			account(&slot->key, slot->bytes, 0, false);
 		*slot = p;
 	}
 	else if (bpf_map_update_elem(&rq_inflight, &key, &p, BPF_ANY))
 		count_drop(IOA_DROP_INFLIGHT_FULL);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(ioattr_rq_requeue, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
+
+	if (p && p->ts)
+		p->requeued = 1;
 	return 0;
 }
 
