@@ -11,9 +11,10 @@ Contributor keys are (index, level, stage, role, file_class, query).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ioattr import explain_math as em
 from ioattr.dimensions import RERUN_FULL, stage_mode
 
 SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
@@ -31,6 +32,9 @@ class Evidence:
     base_contrib: dict[tuple, float]
     target_contrib: dict[tuple, float]
     change: float
+    gross: float = 0.0     # the gross change shares are over (explain_math.gross_change); 0: use change
+    settings_base: dict[str, Any] = field(default_factory=dict)    # the server's settings (meta.json)
+    settings_target: dict[str, Any] = field(default_factory=dict)
 
     # -- contributor arithmetic ------------------------------------------------
     def per_op(self, side: str, pred: Callable[[tuple], bool]) -> float:
@@ -39,9 +43,20 @@ class Evidence:
         return sum(v for k, v in c.items() if pred(k)) / s.denominator
 
     def share(self, pred: Callable[[tuple], bool]) -> float | None:
-        if not self.change:
+        """The matching contributors' change over the gross change: at most 100% (explain_math)."""
+        gross = self.gross or self.change
+        if not gross:
             return None
-        return (self.per_op("target", pred) - self.per_op("base", pred)) / self.change
+        return em.share(self.per_op("target", pred) - self.per_op("base", pred), gross)
+
+    def setting(self, name: str, side: str = "target") -> Any:
+        """A server setting as recorded (None when not recorded)."""
+        return (self.settings_target if side == "target" else self.settings_base).get(name)
+
+    @property
+    def connected(self) -> bool:
+        """Whether the recorder was connected to the target's server (it recorded its settings)."""
+        return bool(self.settings_target)
 
     @property
     def stage_modes(self) -> set[str | None]:
@@ -124,13 +139,13 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
         primary = e.share(lambda k: bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY")))
         return _f("clustered_lookups", title, "inconclusive",
                   "without statement attribution (stage probes off) PRIMARY reads can't be tied to "
-                  f"secondary-index queries; PRIMARY pages explain {_pct(primary)} of the change",
+                  f"secondary-index queries; PRIMARY pages explain {_pct(primary)} of the gross change",
                   primary_share=primary)
     top = max(secondary_queries, key=lambda q: sum(v for k, v in e.target_contrib.items()
                                                    if k[I_QUERY] == q and pred(k)), default=None)
     return _f("clustered_lookups", title, _by_share(share),
               f"PRIMARY pages read by statements that also read a secondary index explain "
-              f"{_pct(share)} of the change"
+              f"{_pct(share)} of the gross change"
               + ("" if e.has_stages else " (per statement; stage not traced: --stages statement)"),
               share_of_change=share, baseline_per_op=e.per_op("base", pred),
               target_per_op=e.per_op("target", pred), top_query=top)
@@ -158,25 +173,44 @@ def change_buffer_merges(e: Evidence) -> dict[str, Any]:
         verdict = "inconclusive"
     return _f("change_buffer_merges", title, verdict,
               f"merges per op {per_b if per_b is None else round(per_b, 4)} -> {round(per_t, 4)}; change-"
-              f"buffer tree and background secondary-index reads explain {_pct(share)} of the change",
+              f"buffer tree and background secondary-index reads explain {_pct(share)} of the gross change",
               merges_baseline=mb, merges_target=mt, merges_per_op_baseline=per_b, merges_per_op_target=per_t,
               share_of_change=share)
 
 
 def change_buffer_memory(e: Evidence) -> dict[str, Any]:
     title = "Change-buffer memory crowds the buffer pool"
-    size = e.counter("target", "innodb_status:ibuf_size_pages")
-    pool = e.target.stats.counters.get("innodb_status_last:buffer_pool_pages") or \
-        e.counter("target", "status:Innodb_buffer_pool_pages_total")
-    size_last = e.target.stats.counters.get("innodb_status_last:ibuf_size_pages")
+    c = e.target.stats.counters
+    size_last = c.get("innodb_status_last:ibuf_size_pages")
+    if size_last is None:
+        size_last = c.get("innodb_metrics_last:ibuf_size")   # MariaDB omits "Ibuf: size" with buffering off
+    pool = c.get("innodb_status_last:buffer_pool_pages") or c.get("status_last:Innodb_buffer_pool_pages_total")
+    pool_bytes, page = e.setting("innodb_buffer_pool_size"), e.setting("innodb_page_size")
+    if not pool and isinstance(pool_bytes, int) and isinstance(page, int) and page:
+        pool = pool_bytes / page
+    buffering = e.setting("innodb_change_buffering")
+    max_pct = e.setting("innodb_change_buffer_max_size")
+    settings = {"innodb_change_buffering": buffering, "innodb_change_buffer_max_size_pct": max_pct,
+                "buffer_pool_pages": pool}
     if size_last is None or not pool:
+        if not e.connected:
+            return _f("change_buffer_memory", title, "inconclusive",
+                      "recorded without a server connection: change-buffer and buffer pool sizes unknown")
+        if str(buffering).lower() == "none":
+            return _f("change_buffer_memory", title, "refuted",
+                      "change buffering is off (innodb_change_buffering=none) and the server reported no "
+                      "change-buffer size", **settings)
         return _f("change_buffer_memory", title, "inconclusive",
-                  "change-buffer size or buffer pool size not in the recording")
+                  "the server reported no change-buffer size (neither INNODB_METRICS ibuf_size nor "
+                  f"'Ibuf: size'); innodb_change_buffering={buffering}, innodb_change_buffer_max_size={max_pct}%",
+                  **settings)
     frac = size_last / pool
     verdict = "supported" if frac >= 0.10 and e.change > 0 else ("refuted" if frac < 0.02 else "inconclusive")
+    bound = f" (bounded at {max_pct}% by innodb_change_buffer_max_size)" if max_pct is not None else ""
     return _f("change_buffer_memory", title, verdict,
-              f"the change buffer holds {_pct(frac)} of the buffer pool at the end of the target phase",
-              ibuf_pages=size_last, buffer_pool_pages=pool, fraction=frac, ibuf_size_delta=size)
+              f"the change buffer holds {int(size_last)} of {int(pool)} buffer pool pages ({_pct(frac)}) at the end "
+              f"of the target phase{bound}; innodb_change_buffering={buffering}",
+              ibuf_pages=size_last, fraction=frac, **settings)
 
 
 def working_set(e: Evidence) -> dict[str, Any]:
@@ -188,6 +222,9 @@ def working_set(e: Evidence) -> dict[str, Any]:
     young = e.counter("target", "status:Innodb_buffer_pool_pages_made_young")
     not_young = e.counter("target", "status:Innodb_buffer_pool_pages_made_not_young")
     ratio = rt / rb if rb else (float("inf") if rt else 1.0)
+    pool = e.setting("innodb_buffer_pool_size")
+    pool_text = f" with a {pool / 2**20:.0f} MiB buffer pool" if isinstance(pool, int) else ""
+    how = f"{ratio:.1f}x" if ratio != float("inf") else "none missed in the baseline"
     if rt >= 0.001 and ratio >= 2.0:
         verdict = "supported"
     elif ratio < 1.25:
@@ -195,9 +232,9 @@ def working_set(e: Evidence) -> dict[str, Any]:
     else:
         verdict = "inconclusive"
     return _f("working_set", title, verdict,
-              f"buffer pool miss rate {rb:.5f} -> {rt:.5f} ({ratio:.1f}x)",
+              f"buffer pool miss rate {rb:.5f} -> {rt:.5f} ({how}){pool_text}",
               miss_rate_baseline=rb, miss_rate_target=rt, ratio=ratio if ratio != float("inf") else None,
-              pages_made_young=young, pages_made_not_young=not_young)
+              pages_made_young=young, pages_made_not_young=not_young, innodb_buffer_pool_size=pool)
 
 
 def log_rereads(e: Evidence) -> dict[str, Any]:
@@ -213,7 +250,7 @@ def log_rereads(e: Evidence) -> dict[str, Any]:
     verdict = "refuted" if t == 0 else _by_share(share)
     return _f("log_rereads", title, verdict,
               f"reads of redo/binlog files: {e.per_op('base', pred):.4f} -> {t:.4f} per op, "
-              f"{_pct(share)} of the change", share_of_change=share, baseline_per_op=e.per_op("base", pred),
+              f"{_pct(share)} of the gross change", share_of_change=share, baseline_per_op=e.per_op("base", pred),
               target_per_op=t)
 
 
@@ -236,7 +273,8 @@ def readahead_waste(e: Evidence) -> dict[str, Any]:
                else "no read-ahead in the target phase")
     return _f("readahead_waste", title, verdict, summary,
               read_ahead=ra, read_ahead_evicted=ev, waste=waste, read_ahead_per_op_baseline=ra_per_b,
-              read_ahead_per_op_target=ra_per_t)
+              read_ahead_per_op_target=ra_per_t, innodb_read_ahead_threshold=e.setting("innodb_read_ahead_threshold"),
+              innodb_random_read_ahead=e.setting("innodb_random_read_ahead"))
 
 
 def purge_reads(e: Evidence) -> dict[str, Any]:
@@ -250,7 +288,7 @@ def purge_reads(e: Evidence) -> dict[str, Any]:
     hll_t = e.target.stats.counters.get("innodb_status_last:history_list_length")
     present = e.has_queries or any(k[I_CLASS] == "undo" for k in e.target_contrib)
     return _f("purge_reads", title, _by_share(share, evidence_present=present),
-              f"purge threads and undo tablespaces explain {_pct(share)} of the change"
+              f"purge threads and undo tablespaces explain {_pct(share)} of the gross change"
               + ("" if present else " (purge can't be told apart without the stage probes)"),
               share_of_change=share, history_list_length_baseline=hll_b, history_list_length_target=hll_t)
 
@@ -268,17 +306,23 @@ def write_amplification(e: Evidence) -> dict[str, Any]:
     verdict = "supported" if (share or 0) >= SUPPORT_SHARE or frac >= 0.3 else _by_share(share)
     return _f("write_amplification", title, verdict,
               f"doublewrite and binlog writes are {_pct(frac)} of the target's writes and "
-              f"{_pct(share)} of the change", share_of_change=share, fraction_of_target=frac)
+              f"{_pct(share)} of the gross change", share_of_change=share, fraction_of_target=frac,
+              innodb_doublewrite=e.setting("innodb_doublewrite"), log_bin=e.setting("log_bin"))
 
 
 def flush_storms(e: Evidence) -> dict[str, Any]:
     title = "Checkpoint and flush storms"
     age = e.target.stats.counters.get("innodb_status_max:checkpoint_age")
     cap = e.target.stats.counters.get("status_last:Innodb_checkpoint_max_age")
+    if not cap:  # the redo capacity the server was started with
+        size = e.setting("innodb_redo_log_capacity") or e.setting("innodb_log_file_size")
+        files = e.setting("innodb_log_files_in_group") if not e.setting("innodb_redo_log_capacity") else 1
+        cap = size * (files if isinstance(files, int) and files > 0 else 1) if isinstance(size, int) else None
     bg = e.share(lambda k: k[I_ROLE] in ("page_cleaner",))
     if age is None or not cap:
-        return _f("flush_storms", title, "inconclusive", "checkpoint age or log capacity not recorded",
-                  page_cleaner_share=bg)
+        why = ("checkpoint age not reported by the server" if e.connected
+               else "recorded without a server connection: checkpoint age and redo capacity unknown")
+        return _f("flush_storms", title, "inconclusive", why, page_cleaner_share=bg, log_capacity=cap)
     frac = age / cap
     verdict = "supported" if frac >= 0.75 else ("refuted" if frac < 0.25 else "inconclusive")
     return _f("flush_storms", title, verdict,
@@ -294,8 +338,8 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
         return _f("optimizer_reads", title, "inconclusive", RERUN_FULL)
     share = e.share(lambda k: k[I_STAGE] == "optimize")
     return _f("optimizer_reads", title, _by_share(share),
-              f"reads in the optimize stage explain {_pct(share)} of the change",
-              share_of_change=share,
+              f"reads in the optimize stage explain {_pct(share)} of the gross change",
+              share_of_change=share, eq_range_index_dive_limit=e.setting("eq_range_index_dive_limit"),
               baseline_per_op=e.per_op("base", lambda k: k[I_STAGE] == "optimize"),
               target_per_op=e.per_op("target", lambda k: k[I_STAGE] == "optimize"))
 
@@ -334,7 +378,20 @@ FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
 )
 
 
-def run_findings(e: Evidence) -> list[dict[str, Any]]:
+def explained_share(f: dict[str, Any]) -> float | None:
+    """The share of the change a finding accounts for, as its evidence says (None: not a share)."""
+    ev = f.get("evidence") or {}
+    for k in ("share_of_change", "primary_share"):
+        if isinstance(ev.get(k), (int, float)):
+            return float(ev[k])
+    return None
+
+
+def run_findings(e: Evidence, noise: str | None = None) -> list[dict[str, Any]]:
+    """Every finding, ranked: by verdict, then by the share of the change each explains.
+
+    noise: why the change is within noise (explain_math.noise_reason); then no finding is
+    supported or refuted by it: each is inconclusive with that reason (not_applicable stays)."""
     out = []
     for f in FINDINGS:
         try:
@@ -342,5 +399,15 @@ def run_findings(e: Evidence) -> list[dict[str, Any]]:
         except Exception as ex:  # a finding that can't be computed is inconclusive, never a crash
             out.append({"id": f.__name__, "title": f.__name__.replace("_", " "), "verdict": "inconclusive",
                         "evidence": {"summary": f"could not be computed: {type(ex).__name__}: {ex}"}})
+    if noise:
+        for f in out:
+            if f["verdict"] != "not_applicable":
+                f["verdict"] = "inconclusive"
+                f["evidence"]["summary"] = f"{noise} ({f['evidence'].get('summary', '')})"
     order = {"supported": 0, "inconclusive": 1, "refuted": 2, "not_applicable": 3}
-    return sorted(out, key=lambda x: order[x["verdict"]])
+
+    def rank(x: dict[str, Any]) -> tuple:
+        sh = explained_share(x)
+        return order[x["verdict"]], sh is None, -(sh or 0.0)
+
+    return sorted(out, key=rank)

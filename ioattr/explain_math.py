@@ -1,0 +1,160 @@
+"""The arithmetic of `ioattr explain`, kept pure (no recording, no database) so it is tested
+in isolation (tests/unit/test_explain_math.py): what a share means, when a change is noise,
+and which phases are comparable.
+
+Shares. A contributor's share is its per-operation change over the *gross* change in the
+direction of the net change: for an increase, the sum of the contributors' increases (what
+grew), for a decrease the sum of their decreases. Contributors that moved with the change
+then have shares that sum to exactly 100%, each at most 100%; one that moved against it has a
+negative share, never below -100%. A share of the *net* change instead blows up when the net
+change is small (a 0.1% change made of +5% here and -4.9% there gave "-12,240%"), which says
+nothing. The same holds for any set of contributors (a finding's share): at most 100%.
+
+Noise. A change is "no significant change" (and no cause is supported by it) when:
+  - a side has fewer than MIN_OPS of the operations the metric divides by (queries, inserts):
+    a per-query number over 12 queries is not a rate;
+  - both sides together issued fewer than MIN_IOS storage IOs (one side with none and the
+    other with thousands is a real change, so it is the bigger side that counts);
+  - the relative change is below MIN_RELATIVE of the larger value;
+  - the change is within Z_MIN standard deviations of counting noise (IO counts are taken as
+    Poisson: var(n/d) = n/d^2);
+  - for a per-second metric, a phase is shorter than MIN_SECONDS (a per-operation metric
+    takes its significance from the counts, not from the duration).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_OPS = 30
+MIN_IOS = 100
+MIN_RELATIVE = 0.05
+MIN_SECONDS = 1.0
+Z_MIN = 3.0
+
+
+def plural(per: str, n: float | None = None) -> str:
+    """'query' -> 'queries', 'insert' -> 'inserts' (the singular for a count of exactly 1)."""
+    if n == 1:
+        return per
+    return per[:-1] + "ies" if per.endswith("y") else per + "s"
+
+
+def gross_change(deltas: list[float]) -> float:
+    """The sum of the per-contributor changes that go the way of the net change (signed).
+
+    0 when nothing changed. When the net change is exactly 0 but contributors moved, the
+    gross increase is used (the shares then say what grew and what shrank by as much)."""
+    net = sum(deltas)
+    if net < 0:
+        return sum(d for d in deltas if d < 0)
+    return sum(d for d in deltas if d > 0)
+
+
+def share(delta: float, gross: float) -> float | None:
+    """delta over the gross change, within [-1, 1]; None when nothing changed.
+
+    The clamp only absorbs float rounding: a set of contributors can't exceed the gross."""
+    if not gross:
+        return None
+    return max(-1.0, min(1.0, delta / gross))
+
+
+def basis_label(gross: float, unit: str) -> str:
+    """How the shares were computed, for the output."""
+    if gross < 0:
+        return f"share of the gross decrease (the sum of the contributors' decreases, {-gross:.4g} per {unit})"
+    return f"share of the gross increase (the sum of the contributors' increases, {gross:.4g} per {unit})"
+
+
+@dataclass
+class SideCounts:
+    """What one side of a comparison counted."""
+    phase: str
+    denominator: float | None    # queries / inserts (None: not counted; 0: none happened)
+    ios: float                   # storage IO operations in the metric's direction (reads or writes)
+    seconds: float
+
+
+def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, metric: str,
+                 per: str, per_second: bool) -> str | None:
+    """Why the change from vb to vt is within noise, with the numbers; None when it is significant."""
+    head = f"no significant change: {metric} {vb:.4g} -> {vt:.4g}"
+    if not per_second:
+        for s in (base, target):
+            if s.denominator is not None and s.denominator < MIN_OPS:
+                return f"{head}; phase {s.phase} has {s.denominator:.0f} {plural(per, s.denominator)} (fewer than {MIN_OPS})"
+    else:
+        for s in (base, target):
+            if s.seconds < MIN_SECONDS:
+                return f"{head}; phase {s.phase} lasted {s.seconds:.2f} s (a rate over less than {MIN_SECONDS:g} s)"
+    if max(base.ios, target.ios) < MIN_IOS:
+        return (f"{head}; {base.ios:.0f} and {target.ios:.0f} storage IOs "
+                f"(fewer than {MIN_IOS} on either side)")
+    top = max(abs(vb), abs(vt))
+    rel = abs(vt - vb) / top if top else 0.0
+    if rel < MIN_RELATIVE:
+        return f"{head} ({100 * rel:.1f}%, within {100 * MIN_RELATIVE:.0f}%)"
+    z = z_score(base, target)
+    if z is not None and z < Z_MIN:
+        return f"{head}; within counting noise ({z:.1f} standard deviations, fewer than {Z_MIN:g})"
+    return None
+
+
+def z_score(base: SideCounts, target: SideCounts) -> float | None:
+    """|rate_t - rate_b| in standard deviations of Poisson counting noise (IO ops per denominator)."""
+    db = base.denominator or base.seconds
+    dt = target.denominator or target.seconds
+    if not db or not dt:
+        return None
+    var = base.ios / db ** 2 + target.ios / dt ** 2
+    if var <= 0:
+        return None
+    return abs(target.ios / dt - base.ios / db) / math.sqrt(var)
+
+
+@dataclass
+class PhaseCounts:
+    """A phase as a candidate side: its operations (None: not counted) and its storage IO."""
+    name: str
+    denominator: float | None
+    ios: float
+
+
+def usable(p: PhaseCounts, min_ops: float) -> bool:
+    return p.denominator is not None and p.denominator >= min_ops and p.ios > 0
+
+
+def why_not(p: PhaseCounts, per: str) -> str:
+    if p.denominator is None:
+        return f"{p.name}: no {per} counts"
+    if p.denominator == 0:
+        return f"{p.name}: no {plural(per)}"
+    if p.ios <= 0:
+        return f"{p.name}: no storage IO"
+    return f"{p.name}: {p.denominator:.0f} {plural(per, p.denominator)}"
+
+
+def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = None,
+                  target: str | None = None) -> tuple[str, str, str] | None:
+    """Two comparable phases (both with the operations the metric divides by), and why.
+
+    The earliest such phase is the baseline and the latest the target; a phase named by the
+    user is kept and the other side chosen around it. Phases with at least MIN_OPS operations
+    are preferred; then any with some. None when fewer than two phases qualify."""
+    for min_ops in (MIN_OPS, 1):
+        ok = [p for p in phases if usable(p, min_ops)]
+        names = [p.name for p in ok]
+        b = baseline if baseline is not None else next((n for n in names if n != target), None)
+        t = target if target is not None else next((n for n in reversed(names) if n != b), None)
+        if b is None or t is None or b == t:
+            continue
+        skipped = [why_not(p, per) for p in phases if p.name not in names]
+        enough = f"at least {MIN_OPS} {plural(per)}" if min_ops == MIN_OPS else f"some {plural(per)}"
+        why = (f"phases picked: baseline {b} and target {t}, the "
+               f"{'first' if baseline is None else 'given'} and "
+               f"{'last' if target is None else 'given'} phases with {enough} and storage IO")
+        if skipped:
+            why += "; skipped " + ", ".join(skipped)
+        return b, t, why
+    return None

@@ -1,0 +1,99 @@
+"""explain's arithmetic (ioattr/explain_math.py), pure: shares over the gross change, the noise
+guard, and the choice of comparable phases. No root, no server; runs in milliseconds."""
+from __future__ import annotations
+
+import pytest
+
+from ioattr import explain_math as em
+
+
+def test_shares_are_over_the_gross_increase() -> None:
+    # net +0.1 made of +5 and -4.9: over the net change one contributor would be 5000%
+    deltas = [5.0, -4.9]
+    g = em.gross_change(deltas)
+    assert g == 5.0
+    assert em.share(5.0, g) == 1.0
+    assert em.share(-4.9, g) == pytest.approx(-0.98)
+    # what moved with the change sums to 100%, each contributor within [-100%, 100%]
+    deltas = [3.0, 1.0, -0.5, 0.0]
+    g = em.gross_change(deltas)
+    shares = [em.share(d, g) for d in deltas]
+    assert sum(s for s in shares if s > 0) == pytest.approx(1.0)
+    assert all(-1.0 <= s <= 1.0 for s in shares)
+    # a set of contributors (a finding) can't exceed the gross either
+    assert em.share(3.0 + 1.0 - 0.5, g) == pytest.approx(0.875)
+
+
+def test_shares_of_a_decrease_are_positive_for_what_decreased() -> None:
+    deltas = [-2.0, -1.0, 0.5]
+    g = em.gross_change(deltas)
+    assert g == -3.0
+    assert em.share(-2.0, g) == pytest.approx(2 / 3)
+    assert em.share(0.5, g) == pytest.approx(-1 / 6)
+    assert "gross decrease" in em.basis_label(g, "query")
+    assert "gross increase" in em.basis_label(1.0, "query")
+
+
+def test_no_change_has_no_shares() -> None:
+    assert em.gross_change([]) == 0.0
+    assert em.share(0.0, 0.0) is None
+    # net 0 but contributors moved: shares over what grew
+    assert em.gross_change([1.0, -1.0]) == 1.0
+
+
+def _s(phase: str, ops: float | None, ios: float, seconds: float = 10.0) -> em.SideCounts:
+    return em.SideCounts(phase, ops, ios, seconds)
+
+
+def test_noise_few_operations() -> None:
+    why = em.noise_reason(_s("a", 12, 500), _s("b", 5000, 20000), 40.0, 4.0, metric="reads_per_query",
+                          per="query", per_second=False)
+    assert why and "phase a has 12 queries (fewer than 30)" in why and "40 -> 4" in why
+
+
+def test_noise_few_ios_on_both_sides_but_not_one() -> None:
+    why = em.noise_reason(_s("a", 1000, 20), _s("b", 1000, 60), 0.02, 0.06, metric="m", per="query",
+                          per_second=False)
+    assert why and "20 and 60 storage IOs" in why
+    # the seed case: almost no reads in the baseline, thousands in the target -- significant
+    assert em.noise_reason(_s("q100", 3000, 2), _s("q1000", 3000, 41000), 0.0008, 13.7, metric="m",
+                           per="query", per_second=False) is None
+
+
+def test_noise_small_relative_change() -> None:
+    # the write_bytes_per_insert case: 1.096e6 -> 1.095e6 over plenty of IO
+    why = em.noise_reason(_s("q100", 3000, 90000), _s("q1000", 3000, 89900), 1.096e6, 1.095e6, metric="wbpi",
+                          per="insert", per_second=False)
+    assert why and "0.1%, within 5%" in why
+    # 5.7% but within counting noise: 400 vs 423 IOs over 1000 ops each
+    why = em.noise_reason(_s("a", 1000, 400), _s("b", 1000, 424), 0.4, 0.424, metric="m", per="query",
+                          per_second=False)
+    assert why and "standard deviations" in why
+
+
+def test_noise_short_phase_matters_only_per_second() -> None:
+    assert em.noise_reason(_s("a", None, 5000, 0.3), _s("b", None, 9000, 5), 16666.0, 1800.0, metric="m",
+                           per="query", per_second=True)
+    assert em.noise_reason(_s("a", 5000, 5000, 0.3), _s("b", 5000, 9000, 5), 1.0, 1.8, metric="m",
+                           per="query", per_second=False) is None
+
+
+P = em.PhaseCounts
+
+
+def test_choose_phases_skips_phases_without_the_denominator() -> None:
+    phases = [P("main", 1, 90), P("setup", 0, 500), P("l.i0", 0, 200), P("q100", 3000, 16), P("q1000", 3100, 900)]
+    b, t, why = em.choose_phases(phases, "query")
+    assert (b, t) == ("q100", "q1000")
+    assert "baseline q100 and target q1000" in why and "setup: no queries" in why and "main: 1 query" in why
+
+
+def test_choose_phases_around_a_named_one_and_fallbacks() -> None:
+    phases = [P("a", 100, 10), P("b", 100, 10), P("c", 5, 10)]
+    assert em.choose_phases(phases, "query", target="b")[:2] == ("a", "b")
+    assert em.choose_phases(phases, "query", baseline="b")[:2] == ("b", "a")
+    # fewer than two with 30 ops: any with some ops
+    b, t, why = em.choose_phases([P("a", 10, 10), P("b", 0, 10), P("c", 5, 10)], "insert")
+    assert (b, t) == ("a", "c") and "some inserts" in why
+    assert em.choose_phases([P("a", 10, 10), P("b", None, 10)], "query") is None
+    assert em.choose_phases([P("a", 10, 10), P("b", 10, 0)], "query") is None
