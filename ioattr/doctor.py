@@ -50,6 +50,7 @@ TRACEPOINTS: tuple[tuple[str, str, str], ...] = (
     ("block", "block_rq_complete", "block request completion (block probe set)"),
     ("block", "block_bio_queue", "bio submission (block probe set)"),
     ("block", "block_split", "bio splits: large direct IO keeps its file (block probe set)"),
+    ("block", "block_rq_requeue", "requeued block requests counted once (block probe set)"),
     ("filemap", "mm_filemap_add_to_page_cache", "page-cache fills (pagecache probe set)"),
     ("iomap", "iomap_dio_rw_begin", "direct IO with its inode"),
     ("sched", "sched_process_fork", "fork following (targets probe set)"),
