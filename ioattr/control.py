@@ -253,3 +253,4 @@ def send_mark(recording: Path, phase: str, wait: float = MARK_WAIT_SECONDS) -> b
 
 def send_stop(recording: Path) -> None:
     (recording / "control" / "stop").touch()
+    _poke(recording / "control")
