@@ -17,11 +17,18 @@ FORMATS = ("text", "json", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="why did the IO change between two phases (or two runs)?")
-    p.add_argument("recording")
-    p.add_argument("--baseline", help="baseline phase (default: the first; with --against: the last)")
-    p.add_argument("--target", help="target phase (default: the last; with --against: the baseline's name)")
-    p.add_argument("--against", metavar="REC2", help="take the target phase from this other recording")
+    p = sub.add_parser(
+        "explain", help="why did the IO change between two phases (or two runs)?",
+        description="Like diff: RECORDING is the baseline, --against REC2 the target (the run whose IO "
+                    "changed). Shares are of the gross change (the sum of the contributors' increases, or "
+                    "decreases); a change within noise is said as 'no significant change'.")
+    p.add_argument("recording", help="the baseline recording")
+    p.add_argument("--baseline", help="baseline phase (default: the first phase with the operations the metric "
+                                      "divides by; with --against: the last such phase)")
+    p.add_argument("--target", help="target phase (default: the last phase with those operations; with "
+                                    "--against: the baseline's phase name if REC2 has it)")
+    p.add_argument("--against", metavar="REC2",
+                   help="the target recording (RECORDING stays the baseline): compare two runs")
     p.add_argument("--metric", default="reads_per_query", help="|".join(METRICS))
     p.add_argument("--top", type=int, default=8, help="contributors listed before 'other' (default 8)")
     p.add_argument("--format", default="text", help="|".join(FORMATS))

@@ -532,8 +532,9 @@ def render_explanation(r: dict[str, Any]) -> str:
                      wrap=(1, 6),
                      caption="Contributors to the change, biggest first"))
     out.append('<p class="muted">Each row: the metric\'s part from that index × level × stage × role × file class '
-               '× query, per operation, in the baseline and the target; the share is of the total change (red: '
-               'grew, blue: shrank) and the shares sum to 100%.</p>')
+               '× query, per operation, in the baseline and the target; the share is of the gross change (the '
+               'sum of the contributors\' increases, or decreases; red: grew, blue: shrank), so what moved '
+               'with the change sums to 100%.</p>')
     # findings
     findings = r.get("findings") or []
     counts: dict[str, int] = {}
