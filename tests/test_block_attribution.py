@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -327,6 +328,47 @@ def _proc_read_bytes(pid: int) -> int:
         if line.startswith("read_bytes:"):
             return int(line.split()[1])
     raise AssertionError(f"no read_bytes in /proc/{pid}/io")
+
+
+WRITER = """
+import sys
+path = sys.argv[1]
+sys.stdin.readline()
+with open(path, "wb") as f:
+    for _ in range(8):
+        f.write(b"w" * (1024 * 1024))
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_writeback_by_someone_else_is_charged_to_the_target(tmp_path: Path) -> None:
+    """A target writes 8 MiB through the page cache and never syncs; this (untraced) test
+    process's sync() writes them back. The writeback is the target's: on its file, its
+    process, every byte."""
+    need_root()
+    path = tmp_path / "dirty.bin"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        assert writer.stdin is not None and writer.stdout is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "written"
+        os.sync()  # returns when the writeback is done
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+        writer.kill()
+        writer.wait()
+    rows = [r for r in report_json(rec, "--by", "process,file,op", "--layer", "block")["rows"]
+            if r["file"] == str(path)]
+    assert rows and all(r["process"] and r["process"].endswith(f"[{writer.pid}]") for r in rows), rows
+    assert sum(r["bytes"] for r in rows if r["op"] == "write") == 8 * MiB, rows
 
 
 def _disk_line(out: str) -> list[float]:
