@@ -37,7 +37,7 @@ DROP_WHAT = {
     "stats_full": "io_stats full: IO of new file/thread/query keys not counted",
     "inflight_full": "in-flight table full: async IO not timed or not counted",
     "events_full": "event ring buffer full: open/statement/thread-name events lost",
-    "tracked_full": "tracked_inodes full: block IO of some files charged to [untracked files]",
+    "tracked_full": "tracked_inodes full: writeback of some targets' files not counted at the block layer",
     "pages_full": "page_stats full: InnoDB pages of new index/page-type keys not classified",
     "pages_cut": "IO with more pages than one probe classifies: pages past the limit not classified",
 }
