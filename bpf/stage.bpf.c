@@ -72,7 +72,7 @@ struct {
 	__type(value, __u64);
 } phase_ack SEC(".maps");
 
-#define MARKER_WAIT_NS (500ULL * 1000 * 1000) /* a marker waits at most this long */
+#define MARKER_WAIT_NS (2000ULL * 1000 * 1000) /* a marker waits at most this long */
 
 struct ack_wait {
 	__u64 phase;
