@@ -81,8 +81,6 @@ def _ops(st: PhaseStats, metric: Metric) -> float | None:
 
 def _side(rec: Recording, phase: str, metric: Metric) -> Side:
     st = phase_stats(rec, phase)
-    if st.io_ops == 0:
-        raise UsageError(f"phase {phase!r} of {rec.path} has no IO operations to explain")
     denom = _ops(st, metric)
     if denom:
         return Side(rec, phase, st, denom, metric.per, denom)

@@ -122,7 +122,8 @@ class PhaseCounts:
 
 
 def usable(p: PhaseCounts, min_ops: float) -> bool:
-    return p.denominator is not None and p.denominator >= min_ops and p.ios > 0
+    """A phase with the metric's operations: one without storage IO is still a baseline (0 per op)."""
+    return p.denominator is not None and p.denominator >= min_ops
 
 
 def why_not(p: PhaseCounts, per: str) -> str:
@@ -130,8 +131,6 @@ def why_not(p: PhaseCounts, per: str) -> str:
         return f"{p.name}: no {per} counts"
     if p.denominator == 0:
         return f"{p.name}: no {plural(per)}"
-    if p.ios <= 0:
-        return f"{p.name}: no storage IO"
     return f"{p.name}: {p.denominator:.0f} {plural(per, p.denominator)}"
 
 
@@ -141,7 +140,8 @@ def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = No
 
     The earliest such phase is the baseline and the latest the target; a phase named by the
     user is kept and the other side chosen around it. Phases with at least MIN_OPS operations
-    are preferred; then any with some. None when fewer than two phases qualify."""
+    are preferred; then any with some. None when fewer than two phases qualify. Storage IO is
+    not required: a phase whose queries read nothing is a baseline of 0 reads per query."""
     for min_ops in (MIN_OPS, 1):
         ok = [p for p in phases if usable(p, min_ops)]
         names = [p.name for p in ok]
@@ -153,7 +153,7 @@ def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = No
         enough = f"at least {MIN_OPS} {plural(per)}" if min_ops == MIN_OPS else f"some {plural(per)}"
         why = (f"phases picked: baseline {b} and target {t}, the "
                f"{'first' if baseline is None else 'given'} and "
-               f"{'last' if target is None else 'given'} phases with {enough} and storage IO")
+               f"{'last' if target is None else 'given'} phases with {enough}")
         if skipped:
             why += "; skipped " + ", ".join(skipped)
         return b, t, why
