@@ -504,6 +504,11 @@ def render_explanation(r: dict[str, Any]) -> str:
     out = [f'<p class="headline"><code>{esc(r.get("metric"))}</code> ({esc(r.get("unit"))}): '
            f'<span class="value">{esc(fmt_num(bv, 4))}</span> → <span class="value">{esc(fmt_num(tv, 4))}</span>'
            f'{esc(ratio)}, change {esc(fmt_num(r.get("change"), 4))} — {where}</p>']
+    # explain's warnings (recordings with different probe settings) and its noise guard, up front
+    out += [f'<p class="notrec" role="alert" data-explain-warning="1">WARNING: {esc(w)}</p>'
+            for w in r.get("warnings") or []]
+    if r.get("no_significant_change"):
+        out.append(f'<p class="notrec" data-significant="false">{esc(r["no_significant_change"])}</p>')
     if isinstance(bv, (int, float)) and isinstance(tv, (int, float)):
         chart = BarChart("explain-metric", f"{r.get('metric')}: baseline and target",
                          f"{r.get('metric')} {r.get('unit')}: baseline {b.get('phase')} {fmt_num(bv, 4)}, "
@@ -534,7 +539,8 @@ def render_explanation(r: dict[str, Any]) -> str:
     out.append('<p class="muted">Each row: the metric\'s part from that index × level × stage × role × file class '
                '× query, per operation, in the baseline and the target; the share is of the gross change (the '
                'sum of the contributors\' increases, or decreases; red: grew, blue: shrank), so what moved '
-               'with the change sums to 100%.</p>')
+               'with the change sums to 100%.' + (f' Basis: {esc(r["share_basis"])}.' if r.get("share_basis")
+                                                  else '') + '</p>')
     # findings
     findings = r.get("findings") or []
     counts: dict[str, int] = {}
