@@ -54,7 +54,9 @@ phase, minus its first value), and that is exact at phase boundaries.
 
 Per-recording settings (meta.json "settings", keyed by server pid): the
 variables in SETTINGS (null when the server has no such variable) plus
-those of EXTRA_SETTINGS that exist, numbers as integers. Read when the
+those of EXTRA_SETTINGS that exist, numbers as integers, plus
+change_buffer_size_pages (INNODB_METRICS ibuf_size when first seen) and
+buffer_pool_pages (pool size / page size). Read when the
 server is first seen and again after every reconnect (the latest wins), so
 `explain` has what the server knew: pool and page size, change buffering,
 redo capacity, read-ahead, doublewrite, index-dive limit, optimizer switches.
@@ -319,6 +321,21 @@ class CounterCollector:
                                                 "no ps_file/ps_table counters (per-file and per-table "
                                                 "IO summaries)")
         self._enable_monitors(st, eng)
+        if values:
+            self._sizes_in_pages(st, eng, self.settings[str(st.pid)])
+
+    def _sizes_in_pages(self, st: _Server, eng: Any, snap: dict[str, Any]) -> None:
+        """The change buffer's size in pages (INNODB_METRICS ibuf_size, a gauge: the value when
+        the server was first seen; its course per phase is in the counters) and the pool's."""
+        try:
+            for name, count in eng.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS "
+                                         "WHERE NAME = 'ibuf_size'"):
+                snap["change_buffer_size_pages"] = _setting(count)
+        except EngineError as e:
+            self._note_once((st.pid, "ibuf_size"), f"counters: server {st.pid}: change-buffer size unknown ({e})")
+        pool, page = snap.get("innodb_buffer_pool_size"), snap.get("innodb_page_size")
+        if isinstance(pool, int) and isinstance(page, int) and page > 0:
+            snap["buffer_pool_pages"] = pool // page
 
     def _enable_monitors(self, st: _Server, eng: Any) -> None:
         subsystems = ", ".join(f"'{s}'" for s in MONITOR_MODULES.values())

@@ -184,6 +184,8 @@ def change_buffer_memory(e: Evidence) -> dict[str, Any]:
     size_last = c.get("innodb_status_last:ibuf_size_pages")
     if size_last is None:
         size_last = c.get("innodb_metrics_last:ibuf_size")   # MariaDB omits "Ibuf: size" with buffering off
+    if size_last is None:
+        size_last = e.setting("change_buffer_size_pages")    # when the recorder first saw the server
     pool = c.get("innodb_status_last:buffer_pool_pages") or c.get("status_last:Innodb_buffer_pool_pages_total")
     pool_bytes, page = e.setting("innodb_buffer_pool_size"), e.setting("innodb_page_size")
     if not pool and isinstance(pool_bytes, int) and isinstance(page, int) and page:

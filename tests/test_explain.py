@@ -120,6 +120,7 @@ def test_uncached_clustered_lookups(server, tmp_path: Path, stages: str) -> None
                  "innodb_doublewrite", "eq_range_index_dive_limit", "optimizer_switch", "version"):
         assert st.get(name) is not None, (name, st)
     assert server.query("SELECT @@eq_range_index_dive_limit")[0][0] == st["eq_range_index_dive_limit"]
+    assert st["buffer_pool_pages"] == 512 and isinstance(st["change_buffer_size_pages"], int), st
     assert not any("not in the recording" in f["evidence"]["summary"] or "not recorded" in f["evidence"]["summary"]
                    for f in res["findings"]), res["findings"]
     cbm = next(f for f in res["findings"] if f["id"] == "change_buffer_memory")
