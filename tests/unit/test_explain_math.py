@@ -98,3 +98,26 @@ def test_choose_phases_around_a_named_one_and_fallbacks() -> None:
     assert em.choose_phases([P("a", 10, 10), P("b", None, 10)], "query") is None
     # a phase whose queries read nothing is a baseline (0 reads per query), not skipped
     assert em.choose_phases([P("a", 100, 0), P("b", 100, 50)], "query")[:2] == ("a", "b")
+
+
+class _Rec:
+    """What probe_differences reads of a recording: its path and meta.json."""
+    def __init__(self, path: str, **meta: object) -> None:
+        self.path, self.meta = path, meta
+
+
+def test_probe_differences_fold_what_one_side_lacks() -> None:
+    from ioattr.explain import _fold, probe_differences
+
+    full = _Rec("A", stages="full", probe_sets=["syscalls", "stage", "block"])
+    stmt = _Rec("B", stages="statement", probe_sets=["syscalls", "stage"])
+    off = _Rec("C", stage_probes=False, probe_sets=["syscalls"])
+    assert probe_differences(full, full) == ([], set())
+    diffs, fold = probe_differences(full, stmt)
+    assert fold == {"stage"} and "stages full vs statement" in diffs[0] and "block only in A" in diffs[1]
+    diffs, fold = probe_differences(stmt, off)
+    assert fold == {"stage", "query"} and "stages statement vs off" in diffs[0]
+    # folding merges the keys that differ only in the folded dimensions
+    c = {("i", "leaf", "execute", "connection", "tablespace", "q"): 2.0,
+         ("i", "leaf", "optimize", "connection", "tablespace", "q"): 3.0}
+    assert _fold(c, {"stage"}) == {("i", "leaf", None, "connection", "tablespace", "q"): 5.0}
