@@ -201,7 +201,9 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         base.denominator, targ.denominator = base.stats.seconds, targ.stats.seconds
         for s in (base, targ):
             if s.ops is None:
-                notes.append(f"phase {s.phase} of {s.rec.path}: no {m.per} counts (engine counters missing): "
+                why = ("no counter snapshot in it" if _has_engine_counters(s.rec)
+                       else "engine counters missing: recorded without a server connection")
+                notes.append(f"phase {s.phase} of {s.rec.path}: no {m.per} counts ({why}): "
                              f"the metric is per second instead")
             elif not s.ops:
                 notes.append(f"phase {s.phase} has no {em.plural(m.per)}: {m.name} is undefined there, "

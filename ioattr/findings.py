@@ -346,6 +346,54 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
               target_per_op=e.per_op("target", lambda k: k[I_STAGE] == "optimize"))
 
 
+WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def _is_write_statement(q: str | None) -> bool:
+    return bool(q) and q.lstrip("( ").split(None, 1)[0].upper() in WRITE_VERBS
+
+
+def write_statement_reads(e: Evidence) -> dict[str, Any]:
+    """Reads done by the writes: an insert reads the leaf page of every secondary index it
+    changes unless the change buffer takes the change. A per-query metric counts those reads
+    too, so more inserts per query raise reads per query without any query reading more."""
+    title = "Reads by inserts, updates and deletes maintaining indexes (read before write)"
+    if not e.reads:
+        return _f("write_statement_reads", title, "not_applicable", "a read cause; this metric counts writes")
+    if not e.has_queries:
+        return _f("write_statement_reads", title, "inconclusive",
+                  "no statement attribution (stage probes off): reads can't be tied to write statements")
+
+    def pred(k: tuple) -> bool:
+        return _is_write_statement(k[I_QUERY])
+
+    def secondary(k: tuple) -> bool:
+        return pred(k) and bool(k[I_INDEX]) and not k[I_INDEX].endswith(".PRIMARY")
+
+    share = e.share(pred)
+    sec_share = e.share(secondary)
+    indexes = sorted({k[I_INDEX] for k, v in e.target_contrib.items() if secondary(k) and v})
+    ins_b, ins_t = e.base.stats.inserts, e.target.stats.inserts
+    q_b, q_t = e.base.stats.queries, e.target.stats.queries
+    ipq_b = ins_b / q_b if ins_b is not None and q_b else None
+    ipq_t = ins_t / q_t if ins_t is not None and q_t else None
+    buffering = e.setting("innodb_change_buffering")
+    parts = [f"reads by write statements explain {_pct(share)} of the gross change "
+             f"(secondary-index pages: {_pct(sec_share)}"
+             + (f", {', '.join(indexes[:4])}" if indexes else "") + ")"]
+    if e.metric.per == "query" and ipq_b is not None and ipq_t is not None:
+        parts.append(f"rows inserted per query {ipq_b:.3g} -> {ipq_t:.3g}")
+    if buffering is not None:
+        parts.append(f"innodb_change_buffering={buffering}"
+                     + (": every insert reads the secondary-index leaves it changes" if str(buffering).lower()
+                        == "none" else ""))
+    return _f("write_statement_reads", title, _by_share(share), "; ".join(parts),
+              share_of_change=share, secondary_index_share=sec_share, indexes=", ".join(indexes) or None,
+              baseline_per_op=e.per_op("base", pred), target_per_op=e.per_op("target", pred),
+              inserts_per_query_baseline=ipq_b, inserts_per_query_target=ipq_t,
+              innodb_change_buffering=buffering)
+
+
 def random_access(e: Evidence) -> dict[str, Any]:
     title = "Sequential access became random (fragmentation, lost read-ahead)"
     if not e.reads:
@@ -377,6 +425,7 @@ def async_read_fraction(side: Any) -> float | None:
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
     clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
     readahead_waste, purge_reads, write_amplification, flush_storms, optimizer_reads, random_access,
+    write_statement_reads,
 )
 
 

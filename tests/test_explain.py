@@ -129,6 +129,8 @@ def test_uncached_clustered_lookups(server, tmp_path: Path, stages: str) -> None
     assert v["clustered_lookups"] == "supported", res["findings"]
     assert v["working_set"] == "supported", res["findings"]
     assert v["log_rereads"] == "refuted" and v["write_amplification"] == "not_applicable"
+    assert v["write_statement_reads"] == "refuted", res["findings"]  # the phases only read
+    assert res["findings"][0]["id"] == "clustered_lookups", res["findings"]  # it explains the most
     # reads per query, ours and the engine's as recorded, equal the ground truth: the server's
     # Innodb_data_reads over the phase's work, read directly, per query the test sent (+1: the
     # marker statement, which is the phase's first SELECT)
