@@ -113,6 +113,13 @@ def _by_share(share: float | None, *, evidence_present: bool = True) -> str:
     return "inconclusive"
 
 
+def _absent(e: Evidence, what: str) -> str:
+    """Why evidence is missing: the server was not connected, or it did not report it."""
+    if not e.connected:
+        return f"{what} unknown: recorded without a server connection"
+    return f"the connected server reported no {what} in one of the phases"
+
+
 def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.0f}%"
 
@@ -160,7 +167,7 @@ def change_buffer_merges(e: Evidence) -> dict[str, Any]:
                            and k[I_ROLE] not in (None, "connection"))
     if mt is None:
         return _f("change_buffer_merges", title, "inconclusive",
-                  "no change-buffer merge counters in the recording",
+                  _absent(e, "change-buffer merge counters (INNODB_METRICS ibuf_merges)"),
                   change_buffer_tree_share=cb_share, background_secondary_share=bg_secondary)
     per_b = mb / e.base.denominator if mb is not None else None
     per_t = mt / e.target.denominator
@@ -220,7 +227,7 @@ def working_set(e: Evidence) -> dict[str, Any]:
     num, den = ("status:Innodb_buffer_pool_reads",), ("status:Innodb_buffer_pool_read_requests",)
     rb, rt = e.rate("base", num, den), e.rate("target", num, den)
     if rb is None or rt is None:
-        return _f("working_set", title, "inconclusive", "buffer pool counters missing")
+        return _f("working_set", title, "inconclusive", _absent(e, "buffer pool counters"))
     young = e.counter("target", "status:Innodb_buffer_pool_pages_made_young")
     not_young = e.counter("target", "status:Innodb_buffer_pool_pages_made_not_young")
     ratio = rt / rb if rb else (float("inf") if rt else 1.0)
@@ -261,7 +268,7 @@ def readahead_waste(e: Evidence) -> dict[str, Any]:
     ra = e.counter("target", "status:Innodb_buffer_pool_read_ahead")
     ev = e.counter("target", "status:Innodb_buffer_pool_read_ahead_evicted")
     if ra is None or ev is None:
-        return _f("readahead_waste", title, "inconclusive", "read-ahead counters missing")
+        return _f("readahead_waste", title, "inconclusive", _absent(e, "read-ahead counters"))
     waste = ev / ra if ra else 0.0
     ra_per_b = (e.counter("base", "status:Innodb_buffer_pool_read_ahead") or 0) / e.base.denominator
     ra_per_t = ra / e.target.denominator
