@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Page-cache misses per inode: folios added to a tracked file's page cache
+ * Page-cache misses per inode: folios a target adds to a file's page cache
  * outside a write syscall (a buffered write that extends a file adds pages
  * without reading anything, so those are not misses).
  */
@@ -19,20 +19,16 @@ int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, owner;
 	struct inode_key ik = {};
 	struct task_io_state *st;
-	__u32 *tracked;
 
+	/* Only the targets' misses: readahead (sync and async) runs in the
+	 * reading task, so a miss in another process -- even on a file a target
+	 * uses -- is that process's IO, not the target's (issue 11). */
+	if (!is_target(tgid))
+		return 0;
 	ik.dev = BPF_CORE_READ(ctx, s_dev);
 	ik.ino = BPF_CORE_READ(ctx, i_ino);
-	tracked = bpf_map_lookup_elem(&tracked_inodes, &ik);
-	if (is_target(tgid)) {
-		owner = tgid;
-		tid = owner_tid(bpf_get_current_task_btf(), tid);
-	} else if (tracked) {
-		owner = *tracked;
-		tid = 0;
-	} else {
-		return 0;
-	}
+	owner = tgid;
+	tid = owner_tid(bpf_get_current_task_btf(), tid);
 	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 	if (st && st->active && st->op == IOA_OP_WRITE)
 		return 0;

@@ -371,6 +371,61 @@ def test_writeback_by_someone_else_is_charged_to_the_target(tmp_path: Path) -> N
     assert sum(r["bytes"] for r in rows if r["op"] == "write") == 8 * MiB, rows
 
 
+READER = """
+import os, sys
+path = sys.argv[1]
+sys.stdin.readline()
+with open(path, "wb") as f:        # the target touches the file while it is traced
+    f.write(b"r" * (4 * 1024 * 1024))
+    f.flush()
+    os.fsync(f.fileno())
+print("written", flush=True)
+sys.stdin.readline()               # meanwhile someone else reads the file cold
+os.posix_fadvise(os.open(path, os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)
+with open(path, "rb") as f:        # then the target reads it cold itself
+    while f.read(1024 * 1024):
+        pass
+print("read", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_page_cache_misses_of_others_stay_out(tmp_path: Path) -> None:
+    """A target's file read cold by an untraced process (this test) adds pages to the page
+    cache: those misses are not the target's. The target's own cold read of the same 4 MiB
+    afterwards is, exactly."""
+    need_root()
+    path = tmp_path / "shared.bin"
+    proc = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.3")
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        recorder.wait_recording()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "written"
+        fd = os.open(path, os.O_RDONLY)  # evict, then read it cold from here (untraced)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while os.read(fd, 1024 * 1024):
+            pass
+        os.close(fd)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "read"
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+        proc.kill()
+        proc.wait()
+    rows = [r for r in report_json(rec, "--by", "process,file", "--layer", "pagecache")["rows"]
+            if r["file"] == str(path)]
+    assert all(r["process"] and r["process"].endswith(f"[{proc.pid}]") for r in rows), rows
+    assert sum(r["bytes"] for r in rows) == 4 * MiB, rows  # its own cold read only, not ours too
+
+
 def _disk_line(out: str) -> list[float]:
     """The MB/s figures of every `disk` header line of `top --batch` output."""
     vals = []
