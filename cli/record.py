@@ -33,6 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--phase-pattern", metavar="REGEX",
                    help="start a phase when a line of the wrapped command's output matches "
                         "(the phase is group 'phase', else group 1, else the match)")
+    p.add_argument("--no-marker-wait", dest="marker_wait", action="store_false",
+                   help="SQL phase markers don't wait for the boundary's engine-counter snapshot "
+                        "(by default a marker statement is held, at most 2 s, until it is taken, "
+                        "so the engine's per-phase counters are cut where ioattr's are)")
     p.add_argument("--chunk-seconds", type=float, default=10.0,
                    help="seconds per Parquet chunk: a crash loses at most one (default 10)")
     p.add_argument("--probes", help="comma-separated probe sets (default all): "
@@ -153,5 +157,5 @@ def run(args: argparse.Namespace) -> int:
                          innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
                          stages=args.stages, max_stats=max_entries(args),
                          phase_pattern=args.phase_pattern, auto_phases=args.auto_phases,
-                         engine=engine_options(args))
+                         marker_wait=args.marker_wait, engine=engine_options(args))
     return Recorder(opts).run()

@@ -60,6 +60,7 @@ class RecordOptions:
     discard_command_output: bool = False
     phase_pattern: str | None = None
     auto_phases: bool = False
+    marker_wait: bool = True  # SQL markers wait (bounded) for the boundary's counters snapshot
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
 
@@ -193,7 +194,8 @@ class Recorder:
                       f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
                     try:
-                        session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
+                        if o.marker_wait:
+                            session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
                         self._loop(session, writer, ctl)
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
@@ -382,7 +384,8 @@ class Recorder:
             # statement still waits in its probe and `ioattr mark` has not returned: no IO or
             # statement of the new phase can be in it
             self._counters(session, writer, force=True, phase=writer.current_phase)
-        session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
+        if self.opts.marker_wait:
+            session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
         for m in marks:
             m.ack()  # `ioattr mark` returns
         if not changes:
