@@ -66,7 +66,7 @@ constraints: deps
 	rm -rf $(LOCK_VENV)
 
 test: build
-	$(PY) -m pytest tests -q -rs
+	$(PY) -m pytest tests -q -rs --durations=10
 
 demo: build
 	$(VENV)/bin/ioattr demo
