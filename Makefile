@@ -14,7 +14,7 @@ CONSTRAINTS := requirements/constraints.txt
 PIP_INSTALL := $(PY) -m pip install -q -c $(CONSTRAINTS)
 LOCK_VENV := .venv-constraints
 
-.PHONY: all deps venv build test demo bench clean constraints
+.PHONY: all deps venv build test unit demo bench clean constraints
 
 all: build
 
@@ -67,6 +67,11 @@ constraints: deps
 
 test: build
 	$(PY) -m pytest tests -q -rs --durations=10
+
+# The unit tier alone, in seconds: no BPF, no server, run with every capability dropped
+# (proof that it needs no root; `make test` runs it too, as part of tests/).
+unit: venv
+	setpriv --bounding-set=-all --inh-caps=-all -- $(PY) -m pytest tests/unit -q
 
 demo: build
 	$(VENV)/bin/ioattr demo
