@@ -1,6 +1,7 @@
 """Helpers shared by the suite: run the installed `ioattr`, watch BPF state."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -9,8 +10,12 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, TypeVar
+from types import ModuleType
+from typing import Callable, Iterator, TypeVar
+
+from ioattr.collectors.targets import socket_inodes
 
 ROOT = Path(__file__).resolve().parent.parent
 IOATTR = str(Path(sys.executable).parent / "ioattr")
@@ -126,14 +131,7 @@ def exporter_port(bg: "Background", timeout: float = 60) -> int:
 def listening_tcp_ports(pid: int) -> set[int]:
     """TCP ports process `pid` listens on, from its socket fds and /proc/PID/net/tcp{,6}: how
     to find the port of a server told to listen on port 0 that does not print it."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
+    inodes = {str(i) for i in socket_inodes(pid)}
     ports = set()
     for table in ("tcp", "tcp6"):
         try:
@@ -145,6 +143,46 @@ def listening_tcp_ports(pid: int) -> set[int]:
             if f[3] == "0A" and f[9] in inodes:  # state LISTEN, one of its sockets
                 ports.add(int(f[1].rsplit(":", 1)[1], 16))
     return ports
+
+
+def bpf_fds() -> list[str]:
+    """This process's fds on BPF objects and perf events (programs, maps, links): what an
+    in-process BPF session must give back when it closes, whatever the kernel's names."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(("anon_inode:bpf", "anon_inode:[perf_event]")):
+            out.append(target)
+    return sorted(out)
+
+
+def synthetic_generator() -> ModuleType:
+    """benchmarks/synthetic_recording.py as a module: it is a script, not part of a package,
+    so it is loaded from its path (its generate() writes a recording of known content)."""
+    spec = importlib.util.spec_from_file_location("synthetic_recording",
+                                                  ROOT / "benchmarks" / "synthetic_recording.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@contextmanager
+def recording(pid: int, rec: Path) -> Iterator[Background]:
+    """`ioattr record` of process `pid` into `rec` (0.3 s intervals) for the body of a
+    `with`: attached before the body runs, stopped after it, and it must exit 0 when the
+    body completes; stopped in any case, so no recorder outlives a failing test."""
+    recorder = Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        yield recorder
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
 
 
 def assert_no_ioattr_programs(timeout: float = 5.0) -> None:
@@ -202,3 +240,31 @@ class Background:
             self.proc.wait()
         self._reader.join(5)
         return self.proc.returncode, self.stderr
+
+
+class Prompted:
+    """A Python child process driven line by line: it prints "ready" once set up (its files
+    open, so nothing it does before then can reach a tracer attached afterwards), then for
+    each line sent it does one step and prints "done". Ground-truth workloads use it: what
+    they did is known exactly, and finished, before the test looks."""
+
+    def __init__(self, *args: str) -> None:
+        """Start `python ARGS` and wait for its "ready"."""
+        self.proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self._line() == "ready"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def step(self, line: str = "") -> None:
+        """Send `line` and return when the child says the step is done."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{line}\n")
+        self.proc.stdin.flush()
+        assert self._line() == "done"

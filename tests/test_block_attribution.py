@@ -347,22 +347,19 @@ def test_writeback_by_someone_else_is_charged_to_the_target(tmp_path: Path) -> N
     process's sync() writes them back. The writeback is the target's: on its file, its
     process, every byte."""
     need_root()
+    from tests.helpers import recording
     path = tmp_path / "dirty.bin"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     rec = tmp_path / "rec"
-    recorder = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.3")
     try:
-        recorder.wait_recording()
-        assert writer.stdin is not None and writer.stdout is not None
-        writer.stdin.write("go\n")
-        writer.stdin.flush()
-        assert writer.stdout.readline().strip() == "written"
-        os.sync()  # returns when the writeback is done
-        code, err = recorder.stop()
-        assert code == 0, err
+        with recording(writer.pid, rec):
+            assert writer.stdin is not None and writer.stdout is not None
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline().strip() == "written"
+            os.sync()  # returns when the writeback is done
     finally:
-        recorder.stop()
         writer.kill()
         writer.wait()
     rows = [r for r in report_json(rec, "--by", "process,file,op", "--layer", "block")["rows"]
@@ -395,29 +392,26 @@ def test_page_cache_misses_of_others_stay_out(tmp_path: Path) -> None:
     cache: those misses are not the target's. The target's own cold read of the same 4 MiB
     afterwards is, exactly."""
     need_root()
+    from tests.helpers import recording
     path = tmp_path / "shared.bin"
     proc = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     rec = tmp_path / "rec"
-    recorder = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.3")
     try:
-        assert proc.stdin is not None and proc.stdout is not None
-        recorder.wait_recording()
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline().strip() == "written"
-        fd = os.open(path, os.O_RDONLY)  # evict, then read it cold from here (untraced)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        while os.read(fd, 1024 * 1024):
-            pass
-        os.close(fd)
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline().strip() == "read"
-        code, err = recorder.stop()
-        assert code == 0, err
+        with recording(proc.pid, rec):
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "written"
+            fd = os.open(path, os.O_RDONLY)  # evict, then read it cold from here (untraced)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            while os.read(fd, 1024 * 1024):
+                pass
+            os.close(fd)
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "read"
     finally:
-        recorder.stop()
         proc.kill()
         proc.wait()
     rows = [r for r in report_json(rec, "--by", "process,file", "--layer", "pagecache")["rows"]
