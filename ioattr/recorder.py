@@ -64,6 +64,10 @@ class RecordOptions:
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
 
+# how long a SQL marker statement waits for its boundary snapshot (bpf/stage.bpf.c MARKER_WAIT_NS)
+MARKER_WAIT_SECONDS = 2.0
+
+
 def compile_phase_pattern(pattern: str) -> re.Pattern:
     try:
         rx = re.compile(pattern)
@@ -190,12 +194,14 @@ class Recorder:
                     os.write(barrier_fd, b"g")
                     os.close(barrier_fd)
                     barrier_fd = None
-                o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
-                      f"(interval {o.interval:g}s; Ctrl-C to stop)")
                 try:
                     try:
                         if o.marker_wait:
                             session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
+                        # announced only now: a workload started on this line has its first marker
+                        # held for the boundary snapshot like every later one
+                        o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
+                              f"(interval {o.interval:g}s; Ctrl-C to stop)")
                         self._loop(session, writer, ctl)
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
@@ -383,7 +389,9 @@ class Recorder:
             # every source (engine status, INNODB_METRICS, P_S, /proc...) while a SQL marker's
             # statement still waits in its probe and `ioattr mark` has not returned: no IO or
             # statement of the new phase can be in it
+            snapshot_at = time.time()
             self._counters(session, writer, force=True, phase=writer.current_phase)
+            self._note_late_boundaries(writer, changes, snapshot_at)
         if self.opts.marker_wait:
             session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
         for m in marks:
@@ -394,6 +402,24 @@ class Recorder:
             writer.start_phase(p.name, p.at, source=p.source)
             self.opts.log(f"phase {p.name} ({p.source})")
         self._write(writer, session.tick())
+
+    def _note_late_boundaries(self, writer: RecordingWriter, changes: list[PhaseStart], snapshot_at: float) -> None:
+        """Say so when a SQL marker had stopped waiting (MARKER_WAIT_SECONDS, stage.bpf.c
+        MARKER_WAIT_NS) before its boundary snapshot began: the statements its connection ran
+        meanwhile are in the engine counters of the phase before (e.g. Com_select), while our
+        own rows stay exact (the kernel tags them). Without this note such a shift looks like
+        a miscount of ioattr's own statements."""
+        if not self.opts.marker_wait:
+            return
+        for p in changes:
+            late = snapshot_at - p.at
+            if p.source == "sql" and late > MARKER_WAIT_SECONDS:
+                text = (f"phase {p.name}: the engine counters at its start were read {late:.2f} s after its "
+                        f"SQL marker, which waits at most {MARKER_WAIT_SECONDS:g} s (the recorder was "
+                        f"busy or waiting for a CPU): statements run meanwhile count in the engine "
+                        f"counters of the phase before it")
+                writer.note(text)
+                self.opts.log(text)
 
     def _phases(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
         """Deal with every phase started since the last look (cheap when none did)."""
