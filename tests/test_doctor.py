@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from tests.conftest import need, need_root, need_tool
-from tests.helpers import IOATTR, assert_no_ioattr_programs, ioattr
+from tests.helpers import IOATTR, assert_no_ioattr_programs, bpf_fds, ioattr
 
 
 def _by_name(report: dict) -> dict[str, dict]:
@@ -125,30 +125,17 @@ def test_nothing_left_loaded_after_the_command(doctor_json: dict) -> None:
     assert not [m for m in maps if m.startswith("doctor_")], maps
 
 
-def _bpf_fds() -> list[str]:
-    """This process's fds on BPF objects and perf events (programs, maps, links)."""
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(("anon_inode:bpf", "anon_inode:[perf_event]")):
-            out.append(target)
-    return sorted(out)
-
-
 def test_run_checks_closes_everything_before_returning() -> None:
     """In-process: while this process is still alive, nothing of the doctor's stays loaded."""
     need_root()
     need_tool("bpftool")
     from ioattr.doctor import run_checks
 
-    before = _bpf_fds()
+    before = bpf_fds()
     result = run_checks()
     assert result["usable"], result["verdict"]
     # every program, map, link and perf event fd is closed when run_checks returns ...
-    assert _bpf_fds() == before
+    assert bpf_fds() == before
     # ... and the kernel then frees the programs (tp_btf ones after an RCU grace period)
     assert_no_ioattr_programs()
 

@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -25,7 +24,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import need_root
-from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json, wait_until
+from tests.helpers import (IOATTR, Background, Prompted, assert_no_ioattr_programs, ioattr, report_json,
+                           wait_until)
 
 CAPACITY = 16
 FILES = 200
@@ -54,7 +54,7 @@ sys.stdin.readline()                      # exit when told
 """
 
 
-class Workload:
+class Workload(Prompted):
     """The workload above, held at its start until go()."""
 
     def __init__(self, tmp: Path) -> None:
@@ -66,23 +66,10 @@ class Workload:
         assert r.returncode == 0, f"cannot mount a tmpfs: {r.stderr.strip()}"
         script = tmp / "workload.py"
         script.write_text(WORKLOAD)
-        self.proc = subprocess.Popen([sys.executable, str(script), str(self.dir)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        assert self._line() == "ready"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _line(self) -> str:
-        assert self.proc.stdout is not None
-        return self.proc.stdout.readline().strip()
+        super().__init__(str(script), str(self.dir))
 
     def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
-        assert self._line() == "done"
+        self.step()
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_root
-from tests.helpers import Background, assert_no_ioattr_programs, report_json, wait_until
+from tests.helpers import Background, Prompted, assert_no_ioattr_programs, report_json, wait_until
 
 WRITER = """
 import os, sys
@@ -24,30 +24,17 @@ for line in sys.stdin:                  # "N": N pwrites of 4 KiB, then say done
 """
 
 
-class Writer:
+class Writer(Prompted):
     """A process that writes exactly N x 4 KiB to one file when asked: the ground truth."""
 
     def __init__(self, target: Path) -> None:
         self.target = target
-        self.proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
         self.written = 0
-        assert self._line() == "ready"  # the file is open: nothing of it before a tracer attaches
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _line(self) -> str:
-        assert self.proc.stdout is not None
-        return self.proc.stdout.readline().strip()
+        super().__init__("-c", WRITER, str(target))  # ready: the file is open, nothing of it yet
 
     def write(self, n: int) -> None:
         """Do n writes and return when they are done."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{n}\n")
-        self.proc.stdin.flush()
-        assert self._line() == "done"
+        self.step(str(n))
         self.written += n
 
     def close(self) -> None:

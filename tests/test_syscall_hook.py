@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import assert_no_ioattr_programs, bpf_fds, ioattr, report_json
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -71,19 +71,6 @@ def test_default_is_per_syscall_tracepoints_and_loads_only_its_programs() -> Non
     assert_no_ioattr_programs()
 
 
-def _bpf_fds() -> list[str]:
-    """This process's fds on BPF objects and perf events (programs, maps, links)."""
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(("anon_inode:bpf", "anon_inode:[perf_event]")):
-            out.append(target)
-    return sorted(out)
-
-
 def _fake_tracefs(root: Path, events: list[str]) -> Path:
     for ev in events:
         (root / "events" / ev.replace(":", "/")).mkdir(parents=True)
@@ -134,12 +121,12 @@ def test_close_hands_the_tracepoint_teardown_to_a_child() -> None:
     from ioattr.collectors.probes import ProbeSession
 
     assert libbpf.wait_for_closers(60)  # no helper of an earlier test is still counted
-    before = _bpf_fds()
+    before = bpf_fds()
     s = ProbeSession(("syscalls",), syscall_hook="tracepoints")
     s.open()
-    assert len(_bpf_fds()) > len(before)  # the session really holds programs and links
+    assert len(bpf_fds()) > len(before)  # the session really holds programs and links
     s.close()
-    assert _bpf_fds() == before, "close() kept BPF/perf fds in this process"
+    assert bpf_fds() == before, "close() kept BPF/perf fds in this process"
     assert len(libbpf._closers) == 1, "close() did not hand the perf events to a helper process"
     # the helper finishes the teardown and exits (60 s only guards against a hang) ...
     assert libbpf.wait_for_closers(60), "the teardown helper never exited"
