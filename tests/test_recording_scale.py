@@ -8,7 +8,6 @@ crash of a compaction) the report is the same, to the byte.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -25,28 +24,20 @@ import pytest
 from ioattr import compact as C
 from ioattr.reader import Recording
 from ioattr.report import ReportRequest, build_report
+from tests.helpers import synthetic_generator
 
-ROOT = Path(__file__).resolve().parent.parent
 SECONDS = 32                 # one chunk per second
 FANOUT = (4, 4)              # 32 chunks -> 8 seg1 -> 2 seg2
 BYS = (["file"], ["thread", "op"], ["phase"], ["index"], ["query", "api", "stage"])
 QUICK = (["file"], ["thread", "op"])   # io table only: while only io is being compacted
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("synthetic_recording",
-                                                  ROOT / "benchmarks" / "synthetic_recording.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> Path:
     """32 one-second chunks, 6 phases (5 s each, 7 s the last): never compacted."""
     rec = tmp_path_factory.mktemp("scale") / "rec"
-    _generator().generate(rec, hours=SECONDS / 3600, interval=1.0, chunk_seconds=1.0, seed=7, compact=False,
-                          tables=4, connections=3)
+    synthetic_generator().generate(rec, hours=SECONDS / 3600, interval=1.0, chunk_seconds=1.0, seed=7,
+                                   compact=False, tables=4, connections=3)
     return rec
 
 
@@ -208,8 +199,8 @@ def test_the_writer_compacts_as_it_records(tmp_path: Path, expected: dict[str, s
     """RecordingWriter compacts (child processes) as chunks accumulate and when closed (default
     fan-out: 30 chunks per level-1 segment)."""
     rec = tmp_path / "rec"
-    _generator().generate(rec, hours=SECONDS / 3600, interval=1.0, chunk_seconds=1.0, seed=7, compact=True,
-                          tables=4, connections=3)
+    synthetic_generator().generate(rec, hours=SECONDS / 3600, interval=1.0, chunk_seconds=1.0, seed=7,
+                                   compact=True, tables=4, connections=3)
     assert files(rec) == ["chunk-000031.parquet", "chunk-000032.parquet", "seg1-000001-000030.parquet"]
     assert reports(rec) == expected     # same data as the uncompacted twin (same seed)
     r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(rec)], capture_output=True, text=True,

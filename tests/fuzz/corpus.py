@@ -17,24 +17,15 @@ function of its arguments (fixed seeds, fixed timestamps).
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("synthetic_recording",
-                                                  ROOT / "benchmarks" / "synthetic_recording.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.helpers import synthetic_generator
 
 
 def wide(out: Path) -> Path:
-    _generator().generate(out, hours=24 / 3600, interval=1.0, chunk_seconds=4.0, seed=11, compact=False,
-                          tables=4, connections=2)
+    synthetic_generator().generate(out, hours=24 / 3600, interval=1.0, chunk_seconds=4.0, seed=11,
+                                   compact=False, tables=4, connections=2)
     return out
 
 
