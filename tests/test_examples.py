@@ -228,8 +228,10 @@ def _check_against_engine(ours: dict[tuple[str, str, bool], int],
         background IO in those intervals; after that, at most the phases up to j.
     A byte charged to the wrong file, missed, or charged to a phase before or after the one
     it was issued in falls outside it, unless it is background IO in the drain interval
-    around a boundary. The snapshot after the final drain may also count IO after that
-    drain: the totals agree within 1% plus 4 pages."""
+    around a boundary. The recorder's last snapshot comes after its final drain, so the
+    server's background threads (purge, stats, page cleaner) may have done IO that no
+    interval of ours covers: seen as 20 pages read after a q1000 phase. It has the lower
+    bound only: everything we counted, the server counted too."""
     names = [p["name"] for p in phases]
     starts = [float(p["start"]) for p in phases]
     slack = 4 * 16384  # IO in flight (issued, not yet completed) across a snapshot
@@ -257,10 +259,10 @@ def _check_against_engine(ours: dict[tuple[str, str, bool], int],
             else:
                 hi = min(begun, cum[j])
             if n == len(series) - 1:  # the final snapshot: after the final drain
-                hi += 0.01 * hi
+                hi = float("inf")
             where = (op, tag, names[j], value, lo, hi, dict(zip(names, per)))
             assert lo - slack <= value <= hi + slack, where
-        # and the whole recording: everything we counted, the server counted too
+        # the whole recording: everything we counted, the server counted too
         assert series and cum[-1] <= series[-1][2] + slack, (op, cum[-1], series[-1])
     # the comparison is not vacuous: the benchmark wrote its table (which phases did IO
     # depends on the page cleaner; the brackets above hold either way)
