@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, Self, TypeVar
 
 from ioattr.collectors.targets import socket_inodes
 
@@ -248,11 +248,12 @@ class Prompted:
     each line sent it does one step and prints "done". Ground-truth workloads use it: what
     they did is known exactly, and finished, before the test looks."""
 
-    def __init__(self, *args: str) -> None:
-        """Start `python ARGS` and wait for its "ready"."""
+    def __init__(self, *args: str, ready: str | None = "ready") -> None:
+        """Start `python ARGS` and wait for its `ready` line (None: it prints none)."""
         self.proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        assert self._line() == "ready"
+        if ready is not None:
+            assert self._line() == ready
 
     @property
     def pid(self) -> int:
@@ -262,9 +263,20 @@ class Prompted:
         assert self.proc.stdout is not None
         return self.proc.stdout.readline().strip()
 
-    def step(self, line: str = "") -> None:
-        """Send `line` and return when the child says the step is done."""
+    def step(self, line: str = "", answer: str = "done") -> None:
+        """Send `line` and return when the child says the step is done (its line `answer`)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(f"{line}\n")
         self.proc.stdin.flush()
-        assert self._line() == "done"
+        assert self._line() == answer
+
+    def close(self) -> None:
+        """Kill the child, whatever step it is at, and reap it."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -347,21 +347,12 @@ def test_writeback_by_someone_else_is_charged_to_the_target(tmp_path: Path) -> N
     process's sync() writes them back. The writeback is the target's: on its file, its
     process, every byte."""
     need_root()
-    from tests.helpers import recording
+    from tests.helpers import Prompted, recording
     path = tmp_path / "dirty.bin"
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
     rec = tmp_path / "rec"
-    try:
-        with recording(writer.pid, rec):
-            assert writer.stdin is not None and writer.stdout is not None
-            writer.stdin.write("go\n")
-            writer.stdin.flush()
-            assert writer.stdout.readline().strip() == "written"
-            os.sync()  # returns when the writeback is done
-    finally:
-        writer.kill()
-        writer.wait()
+    with Prompted("-c", WRITER, str(path), ready=None) as writer, recording(writer.pid, rec):
+        writer.step("go", answer="written")
+        os.sync()  # returns when the writeback is done
     rows = [r for r in report_json(rec, "--by", "process,file,op", "--layer", "block")["rows"]
             if r["file"] == str(path)]
     assert rows and all(r["process"] and r["process"].endswith(f"[{writer.pid}]") for r in rows), rows
@@ -392,28 +383,17 @@ def test_page_cache_misses_of_others_stay_out(tmp_path: Path) -> None:
     cache: those misses are not the target's. The target's own cold read of the same 4 MiB
     afterwards is, exactly."""
     need_root()
-    from tests.helpers import recording
+    from tests.helpers import Prompted, recording
     path = tmp_path / "shared.bin"
-    proc = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
     rec = tmp_path / "rec"
-    try:
-        with recording(proc.pid, rec):
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            assert proc.stdout.readline().strip() == "written"
-            fd = os.open(path, os.O_RDONLY)  # evict, then read it cold from here (untraced)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            while os.read(fd, 1024 * 1024):
-                pass
-            os.close(fd)
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            assert proc.stdout.readline().strip() == "read"
-    finally:
-        proc.kill()
-        proc.wait()
+    with Prompted("-c", READER, str(path), ready=None) as proc, recording(proc.pid, rec):
+        proc.step("go", answer="written")
+        fd = os.open(path, os.O_RDONLY)  # evict, then read it cold from here (untraced)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while os.read(fd, 1024 * 1024):
+            pass
+        os.close(fd)
+        proc.step("go", answer="read")
     rows = [r for r in report_json(rec, "--by", "process,file", "--layer", "pagecache")["rows"]
             if r["file"] == str(path)]
     assert all(r["process"] and r["process"].endswith(f"[{proc.pid}]") for r in rows), rows

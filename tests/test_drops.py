@@ -86,12 +86,6 @@ class Workload(Prompted):
         if os.path.ismount(self.dir):
             subprocess.run(["umount", "-l", str(self.dir)], capture_output=True)
 
-    def __enter__(self) -> "Workload":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @pytest.fixture(scope="module")
 def full_recording(tmp_path_factory) -> tuple[Path, str]:

@@ -37,10 +37,6 @@ class Writer(Prompted):
         self.step(str(n))
         self.written += n
 
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
 
 @pytest.fixture
 def writer(tmp_path: Path):
