@@ -33,11 +33,23 @@
 #include "compat.bpf.h"
 #include "maps.bpf.h"
 
+/* One owner's share of a request: the block layer merges neighbouring bios
+ * into one request whoever submitted them (two files' blocks side by side on
+ * the disk, a metadata block next to a file's data), so a request is charged
+ * bio by bio, not all to its first bio's owner. */
+#define RQ_PARTS 4
+
+struct rq_part {
+	struct io_key key;
+	__u64 bytes;
+};
+
 struct rq_pending {
 	__u64 ts;
-	__u64 bytes;
 	__u64 requeued; /* block_rq_requeue saw it: its next issue is the same IO again */
-	struct io_key key;
+	__u32 nparts;
+	__u32 pad;
+	struct rq_part part[RQ_PARTS];
 };
 
 /* request -> what it is and whose. Requests are preallocated per tag, so the
@@ -217,41 +229,179 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u64 parent, __u32 op
 	return IOA_KIND_UNKNOWN;
 }
 
+/* Whose one bio of a request is: fills k's owner and file from the bio
+ * (k arrives with the request's layer, op, dev and phase, and kind FILE for
+ * data, DISCARD/FLUSH otherwise); returns whether it is the targets' IO. */
+static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, struct io_key *k)
+{
+	__u64 bio_key = (__u64)bio;
+	__u64 bs = bio->bi_iter.bi_sector;
+	struct submitter *sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
+	struct inode_id id = {};
+	__u8 api = IOA_API_OTHER;
+	__u64 parent = 0;
+	bool counted = false;
+
+	/* An entry left by a bio that was merged into another request must not be
+	 * taken for a later bio at the same address; a split bio keeps its pointer
+	 * and moves forward within its range. */
+	if (sub && (!sub->ts || bs < sub->sector || bs >= sub->sector + (sub->sectors ?: 1) ||
+		    now - sub->ts > 10000000000ULL)) {
+		bpf_map_delete_elem(&bio_submitter, &bio_key);
+		sub = NULL;
+	}
+	if (sub) {
+		sub->ts = 0; /* used (see bio_submitter) */
+		if (sub->tgid == SUBMITTER_SELF)
+			return false; /* ioattr's own reads (tablespace headers): nobody's */
+		k->tgid = sub->tgid;
+		k->tid = sub->tid;
+		parent = sub->parent;
+		counted = true;
+	} else if (k->kind != IOA_KIND_FILE || k->op != IOA_OP_WRITE) {
+		return false; /* only writeback of a target's file is a target's without submitting it */
+	}
+	if (k->kind != IOA_KIND_FILE)
+		return counted;
+	k->kind = classify_bio(bio, parent, opf, &id, &api);
+	k->api = api;
+	if (k->kind == IOA_KIND_FILE && k->op == IOA_OP_WRITE && api == IOA_API_BUFFERED) {
+		/* Writeback: dirty pages belong to their file, whoever writes them
+		 * back (a kworker, a target's fsync, another process under memory
+		 * pressure). A target's file is charged to the target that touched
+		 * it; a file no target touched is someone else's. Direct IO and reads
+		 * are their submitter's own, even before the syscall layer has seen
+		 * the file complete an IO. */
+		struct inode_key ik = { .dev = id.dev, .ino = id.ino };
+		__u32 *owner = bpf_map_lookup_elem(&tracked_inodes, &ik);
+
+		counted = owner != NULL;
+		if (owner && *owner != k->tgid) {
+			k->tgid = *owner;
+			k->tid = 0;
+		}
+	}
+	if (k->kind == IOA_KIND_FILE) {
+		k->ino = id.ino;
+		k->dev = id.dev;
+	}
+	return counted;
+}
+
+/* Add bytes of owner k to a request's parts. A global function: verified
+ * once, not at every call. */
+__noinline int add_part(struct rq_pending *p, struct io_key *k, __u64 bytes)
+{
+	__u32 n;
+
+	if (!p || !k)
+		return 0;
+	n = p->nparts;
+	for (int i = 0; i < RQ_PARTS; i++) {
+		struct rq_part *q = &p->part[i];
+
+		if (i >= n)
+			break;
+		if (q->key.tgid == k->tgid && q->key.tid == k->tid && q->key.ino == k->ino &&
+		    q->key.dev == k->dev && q->key.kind == k->kind && q->key.api == k->api) {
+			q->bytes += bytes;
+			return 0;
+		}
+	}
+	if (n < RQ_PARTS) {
+		p->part[n & (RQ_PARTS - 1)].key = *k;
+		p->part[n & (RQ_PARTS - 1)].bytes = bytes;
+		p->nparts = n + 1;
+		return 0;
+	}
+	/* more owners than parts in one request (not seen): the last part takes them */
+	p->part[RQ_PARTS - 1].bytes += bytes;
+	return 0;
+}
+
+/* Count every part of a request (has_lat: with the request's latency). Global,
+ * like add_part. */
+__noinline int account_parts(struct rq_pending *p, __u64 lat, int has_lat)
+{
+	if (!p)
+		return 0;
+	for (int i = 0; i < RQ_PARTS; i++) {
+		if (i >= p->nparts)
+			break;
+		account(&p->part[i].key, p->part[i].bytes, lat, has_lat);
+	}
+	return 0;
+}
+
+struct bio_walk {
+	struct rq_pending p;
+	struct io_key base; /* the request's layer, op, dev, phase */
+	__u64 next;         /* the next bio (struct bio *), 0 at the end */
+	__u64 now;
+	__u64 walked;       /* bytes of the bios seen */
+	struct io_key first; /* the first bio's owner, when first_counted */
+	__u32 opf;
+	__u32 first_counted;
+};
+
+/* bpf_loop step: the request's next bio. */
+static long walk_bio(__u64 index, void *ctx)
+{
+	struct bio_walk *w = ctx;
+	struct bio *bio;
+	struct io_key k;
+	__u64 bytes;
+
+	if (!w->next)
+		return 1;
+	bio = bpf_rdonly_cast((void *)w->next, bpf_core_type_id_kernel(struct bio));
+	w->next = (__u64)bio->bi_next;
+	bytes = bio->bi_iter.bi_size;
+	w->walked += bytes;
+	k = w->base;
+	if (bio_owner(bio, w->opf, w->now, &k)) {
+		add_part(&w->p, &k, bytes);
+		if (!index) {
+			w->first = k;
+			w->first_counted = 1;
+		}
+	}
+	return 0;
+}
+
+#define RQ_MAX_BIOS 512 /* a request of max_sectors_kb 4096 in 4 KiB bios has 1024; beyond: see below */
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(ioattr_rq_issue, struct request *rq)
 {
 	__u32 opf = rq->cmd_flags;
 	__u32 reqop = opf & 0xff;
-	struct rq_pending p = {}, *slot;
-	struct submitter *sub = NULL;
+	struct bio_walk w = {};
+	struct rq_pending *slot;
 	struct bio *bio = rq->bio;
-	__u64 bio_key = (__u64)bio;
-	struct inode_id id = {};
+	struct io_key *base = &w.base;
 	__u64 key = (__u64)rq;
 	__u64 now = bpf_ktime_get_ns();
-	__u64 parent = 0;
-	__u8 api = IOA_API_OTHER;
-	bool counted = false, self = false;
+	__u64 data_len = rq->__data_len;
 
-	p.key.layer = IOA_LAYER_BLOCK;
-	p.key.phase = current_phase(); /* the phase in force when the request was issued */
-	p.key.api = IOA_API_OTHER;
-	p.key.dev = request_dev(rq);
-	p.bytes = rq->__data_len;
+	base->layer = IOA_LAYER_BLOCK;
+	base->phase = current_phase(); /* the phase in force when the request was issued */
+	base->api = IOA_API_OTHER;
+	base->dev = request_dev(rq);
 	if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_READ)) {
-		p.key.op = IOA_OP_READ;
+		base->op = IOA_OP_READ;
 	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_WRITE)) {
-		p.key.op = IOA_OP_WRITE;
+		base->op = IOA_OP_WRITE;
 	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH)) {
-		p.key.op = IOA_OP_FSYNC;
-		p.key.kind = IOA_KIND_FLUSH;
-		p.bytes = 0;
+		base->op = IOA_OP_FSYNC;
+		base->kind = IOA_KIND_FLUSH;
+		data_len = 0;
 	} else if (reqop == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD) ||
 		   reqop == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE) ||
 		   reqop == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES)) {
-		p.key.op = IOA_OP_WRITE;
-		p.key.kind = IOA_KIND_DISCARD;
-		p.bytes = 0; /* no data moved */
+		base->op = IOA_OP_WRITE;
+		base->kind = IOA_KIND_DISCARD;
+		data_len = 0; /* no data moved */
 	} else {
 		return 0; /* zone management and driver-private requests */
 	}
@@ -263,90 +413,55 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 		return 0; /* a requeued request issued again: the same IO, timed from its first issue */
 	}
 	if (bio) {
-		sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
-		/* An entry left by a bio that was merged into another request (so never
-		 * issued first) must not be taken for a later bio at the same address;
-		 * a split bio keeps its pointer and moves forward within its range. */
-		__u64 rs = rq->__sector;
+		if (bpf_rdonly_cast) {
+			/* every bio of a data request, each charged to its own
+			 * owner; only the first of any other (its bytes are 0) */
+			w.next = (__u64)bio;
+			w.now = now;
+			w.opf = opf;
+			bpf_loop(data_len ? RQ_MAX_BIOS : 1, walk_bio, &w, 0);
+			if (!data_len && w.p.nparts)
+				w.p.part[0].bytes = 0;
+			/* more than RQ_MAX_BIOS bios: the rest is the first bio's owner's */
+			if (data_len > w.walked && w.first_counted)
+				add_part(&w.p, &w.first, data_len - w.walked);
+		} else {
+			/* no cast for the bio chain: the request is its first bio's owner's */
+			struct io_key k = *base;
 
-		if (sub && (!sub->ts || rs < sub->sector || rs >= sub->sector + (sub->sectors ?: 1) ||
-			    now - sub->ts > 10000000000ULL)) {
-			bpf_map_delete_elem(&bio_submitter, &bio_key);
-			sub = NULL;
+			if (bio_owner(bio, opf, now, &k))
+				add_part(&w.p, &k, data_len);
 		}
-		if (sub) {
-			sub->ts = 0; /* used (see bio_submitter) */
-			if (sub->tgid == SUBMITTER_SELF) {
-				/* ioattr's own reads (tablespace headers): nobody's */
-				self = true;
-				sub = NULL;
-			} else {
-				p.key.tgid = sub->tgid;
-				p.key.tid = sub->tid;
-				parent = sub->parent;
-			}
-		}
-	}
-	if (!bio && p.key.op == IOA_OP_FSYNC) {
+	} else if (base->op == IOA_OP_FSYNC) {
 		/* the flush machinery's own request, which carries no bio */
 		__u32 zero = 0;
-		struct flush_wait *w = bpf_map_lookup_elem(&flush_waiter, &zero);
+		struct flush_wait *fw = bpf_map_lookup_elem(&flush_waiter, &zero);
 
-		if (w && w->ts && now - w->ts < 1000000000ULL) {
-			p.key.tgid = w->tgid;
-			p.key.tid = w->tid;
-			w->ts = 0;
-			counted = true;
-		}
-	}
-	counted = counted || sub != NULL;
-	if (!self && p.key.kind == IOA_KIND_FILE) {
-		p.key.kind = classify_bio(bio, parent, opf, &id, &api);
-		p.key.api = api;
-	}
-	if (!self && p.key.kind == IOA_KIND_FILE && p.key.op == IOA_OP_WRITE && api == IOA_API_BUFFERED) {
-		/* Writeback: dirty pages belong to their file, whoever writes them
-		 * back (a kworker, a target's fsync, another process under memory
-		 * pressure). A target's file is charged to the target that touched
-		 * it; a file no target touched is someone else's. Direct IO and reads
-		 * are their submitter's own, even before the syscall layer has seen
-		 * the file complete an IO. */
-		struct inode_key ik = { .dev = id.dev, .ino = id.ino };
-		__u32 *owner = bpf_map_lookup_elem(&tracked_inodes, &ik);
+		if (fw && fw->ts && now - fw->ts < 1000000000ULL) {
+			struct io_key k = *base;
 
-		counted = owner != NULL;
-		if (owner && *owner != p.key.tgid) {
-			p.key.tgid = *owner;
-			p.key.tid = 0;
+			k.tgid = fw->tgid;
+			k.tid = fw->tid;
+			fw->ts = 0;
+			add_part(&w.p, &k, 0);
 		}
 	}
-	if (!counted) {
-		/* Not the targets' IO: left out (see the top). A request struct still
-		 * open from an earlier counted request finished without us seeing its
-		 * completion: count those bytes, without a latency. */
-		if (slot && slot->ts) {
-			account(&slot->key, slot->bytes, 0, false);
-			slot->ts = 0;
-		}
-		return 0;
+	/* A request struct still open from an earlier counted request finished
+	 * without us seeing its completion (seen for ~1% of requests under load,
+	 * by bpftrace on the plain tracepoints too). Its bytes happened: count
+	 * them, without a latency. (Sync direct IO reuses the same request and
+	 * bio again and again, so the first bio can't tell a reuse from a
+	 * requeue: block_rq_requeue does.) */
+	if (slot && slot->ts) {
+		account_parts(slot, 0, 0);
+		slot->ts = 0;
 	}
-	if (p.key.kind == IOA_KIND_FILE) {
-		p.key.ino = id.ino;
-		p.key.dev = id.dev;
-	}
-	p.ts = now;
-	if (slot) {
-		/* Still open and not requeued: the struct was reused, so the earlier
-		 * request finished without us seeing its completion (seen for ~1% of
-		 * requests under load, by bpftrace on the plain tracepoints too).
-		 * Its bytes happened: count them, without a latency. (Sync direct IO
-		 * reuses the same request and bio again and again, so the first bio
-		 * can't tell a reuse from a requeue: block_rq_requeue does.) */
-		if (slot->ts)
-			account(&slot->key, slot->bytes, 0, false);
-		*slot = p;
-	}
-	else if (bpf_map_update_elem(&rq_inflight, &key, &p, BPF_ANY))
+	if (!w.p.nparts)
+		return 0; /* not the targets' IO: left out (see the top) */
+	w.p.ts = now;
+	if (slot)
+		*slot = w.p;
+	else if (bpf_map_update_elem(&rq_inflight, &key, &w.p, BPF_ANY))
 		count_drop(IOA_DROP_INFLIGHT_FULL);
 	return 0;
 }
@@ -367,13 +482,15 @@ int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigne
 {
 	__u64 key = (__u64)rq;
 	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
+	__u64 lat;
 
 	if (!p || !p->ts)
 		return 0; /* issued before we attached, or already completed */
 	/* a partial completion: wait for the one that finishes the request */
-	if (p->bytes && nr_bytes < rq->__data_len)
+	if (rq->__data_len && nr_bytes < rq->__data_len)
 		return 0;
-	account(&p->key, p->bytes, bpf_ktime_get_ns() - p->ts, true);
+	lat = bpf_ktime_get_ns() - p->ts;
+	account_parts(p, lat, 1);
 	p->ts = 0;
 	return 0;
 }
