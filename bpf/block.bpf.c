@@ -2,7 +2,10 @@
 /*
  * Block layer: what reached the device, charged to the file it serves.
  *
- * At issue the request's first bio tells whose data it is:
+ * At issue each bio of the request tells whose data it is (the block layer
+ * merges neighbouring bios whoever submitted them, so a request can hold a
+ * target's bio behind another process's, or the reverse; each owner is
+ * charged its own bios' bytes):
  *  - a direct-IO bio (its end_io is iomap_dio_bio_end_io) points at the
  *    iomap_dio, whose kiocb names the file, whoever submitted it (a
  *    connection thread, an io_uring worker, libaio);
@@ -17,8 +20,8 @@
  * block_bio_queue: block_split hands it the original's submitter and
  * remembers the original, whose end_io and iomap_dio name the file.
  *
- * Only the targets' IO is counted: a request is counted when a target
- * submitted its first bio, or when it is page-cache IO (writeback,
+ * Only the targets' IO is counted: a bio is counted when a target
+ * submitted it, or when it is page-cache IO (writeback,
  * readahead) of a file a target touched at the syscall layer
  * (tracked_inodes), which is charged to that target whoever runs it.
  * Everything else -- other processes' IO, direct IO by others even on a
