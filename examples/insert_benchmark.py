@@ -230,7 +230,9 @@ class Bench:
         """Announce the phase to ioattr (and to anyone reading stdout), then start its clock."""
         print(f"== phase {name}", flush=True)
         self.execute(f"SELECT 'ioattr:phase={name}' AS ioattr_phase")
-        # The recorder picks markers up every 100 ms; let it switch before the work starts.
+        # ioattr's phase starts at the marker itself (in the kernel) and a recorder holds the
+        # marker until its counters snapshot is taken; the pause only keeps this phase's clock
+        # (rates printed by the benchmark) from starting before that snapshot is done.
         time.sleep(self.args.marker_pause)
         before = self.status()
         res = PhaseResult(name)
