@@ -212,7 +212,7 @@ class Recorder:
                             warn = drops_line(writer.meta.get("dropped"), writer.meta.get("max_entries"))
                             if warn:
                                 o.log(warn)  # never silent: also in meta.json and every report
-                            self._describe(session, writer)
+                            self._describe(session, writer, final=True)
                             writer.close("complete")
                 except RecordingWriteError as e:
                     failure = e
@@ -290,7 +290,7 @@ class Recorder:
         return 0
 
     @staticmethod
-    def _describe(session: LiveSession, writer: RecordingWriter) -> None:
+    def _describe(session: LiveSession, writer: RecordingWriter, final: bool = False) -> None:
         writer.meta["servers"] = session.servers()
         writer.meta["stage_probes"] = session.naming.stage_probes
         # "statement" (digests; stage null inside statements), "full" (+ parse/optimize/execute/
@@ -300,10 +300,12 @@ class Recorder:
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
         # the latest name of every index id: a name read mid-CREATE INDEX (MariaDB's temporary
-        # "\xffname") or before a RENAME is corrected at report time
+        # "\xffname") or before a RENAME is corrected at report time. The last one always
+        # re-reads: a table created less than a refresh period before the end (a short
+        # recording with DDL) would otherwise keep its pages unnamed.
         names: dict[str, str] = {}
         for ctx in session.naming.servers.values():
-            ctx.names.refresh_if_stale()
+            ctx.names.refresh_if_stale(0.0 if final else 10.0)
             names.update({str(i): n for i, n in ctx.names.names.items()})
         writer.meta["indexes"] = names
         # the recorder's name tables (bounded: collectors/names.py), to see they don't grow forever
