@@ -24,6 +24,7 @@ from typing import Any
 from ioattr.dimensions import RERUN_FULL, stage_mode
 from ioattr.errors import UsageError
 from ioattr import explain_math as em
+from ioattr.explain_text import advice
 from ioattr.findings import Evidence, run_findings
 from ioattr import storage
 from ioattr.phase_stats import PhaseStats, phase_stats, pick_phase
@@ -245,6 +246,8 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change,
                   gross=gross, settings_base=settings["baseline"], settings_target=settings["target"])
     findings = run_findings(ev, noise=noise)
+    for f in findings:  # what it means and what to try next: one table, ioattr/explain_text.NEXT_STEPS
+        f.update(advice(f, settings["target"]))
     missing = []
     if not (_has_engine_counters(rec) and _has_engine_counters(other)):
         missing.append("engine counters (recorded without a server connection)")
