@@ -222,6 +222,27 @@ def change_buffer_memory(e: Evidence) -> dict[str, Any]:
               ibuf_pages=size_last, fraction=frac, **settings)
 
 
+def _demand_miss(e: Evidence) -> Callable[[tuple], bool]:
+    """Page reads the statements needed for their own rows: index pages of tablespaces read by
+    connections, less what a more specific cause claims (reads by write statements, clustered
+    lookups of secondary-index queries, the optimizer's reads: stages estimate and optimize, the
+    change-buffer tree). With a buffer pool that holds the data these are ~0."""
+    secondary_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
+                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")}
+
+    def pred(k: tuple) -> bool:
+        index = k[I_INDEX]
+        if k[I_CLASS] not in ("tablespace", "system_tablespace") or not index or index.startswith("["):
+            return False
+        if index == "innodb_system.change_buffer" or k[I_ROLE] not in ("connection", None):
+            return False
+        if _is_write_statement(k[I_QUERY]) or k[I_STAGE] in ("optimize", "estimate"):
+            return False
+        return not (index.endswith(".PRIMARY") and k[I_QUERY] in secondary_queries)
+
+    return pred
+
+
 def working_set(e: Evidence) -> dict[str, Any]:
     title = "Working set larger than the buffer pool (miss rate, evictions, young/not young)"
     num, den = ("status:Innodb_buffer_pool_reads",), ("status:Innodb_buffer_pool_read_requests",)
@@ -232,17 +253,37 @@ def working_set(e: Evidence) -> dict[str, Any]:
     not_young = e.counter("target", "status:Innodb_buffer_pool_pages_made_not_young")
     ratio = rt / rb if rb else (float("inf") if rt else 1.0)
     pool = e.setting("innodb_buffer_pool_size")
-    pool_text = f" with a {pool / 2**20:.0f} MiB buffer pool" if isinstance(pool, int) else ""
+    pool_text = f"the {pool / 2**20:.0f} MiB buffer pool" if isinstance(pool, int) else "the buffer pool"
     how = f"{ratio:.1f}x" if ratio != float("inf") else "none missed in the baseline"
+    freed = e.counter("target", "status:Innodb_buffer_pool_pages_lru_freed")
+    evicted_per_op = freed / e.target.denominator if freed is not None and e.target.unit != "second" else None
+    # The verdict is the miss rate's: whether pages stopped staying cached. The working set is
+    # the condition under which the specific mechanisms (index dives, read before write,
+    # clustered lookups) turn into storage reads, so its share, which ranks it, is what none of
+    # them claims: the statements' own execution reads that missed.
+    pred = _demand_miss(e)
+    share = e.share(pred) if e.reads else None
+    indexes: dict[str, float] = {}
+    for k, v in e.target_contrib.items():
+        if e.reads and pred(k):
+            indexes[k[I_INDEX]] = indexes.get(k[I_INDEX], 0.0) + v
+    top = sorted(indexes, key=indexes.__getitem__, reverse=True)[:3]
     if rt >= 0.001 and ratio >= 2.0:
         verdict = "supported"
     elif ratio < 1.25:
         verdict = "refuted"
     else:
         verdict = "inconclusive"
-    return _f("working_set", title, verdict,
-              f"buffer pool miss rate {rb:.5f} -> {rt:.5f} ({how}){pool_text}",
+    parts = [f"miss rate (Innodb_buffer_pool_reads / read requests) {rb:.5f} -> {rt:.5f} ({how}) in {pool_text}"
+             + (f", {evicted_per_op:.3g} pages evicted per {e.target.unit}" if evicted_per_op is not None else "")]
+    if share is not None:
+        parts.append("the condition that turns the mechanisms found (index dives, read before write, clustered "
+                     f"lookups) into storage reads; beyond them, the statements' own execution misses are "
+                     f"{_pct(share)} of the gross change" + (f" ({', '.join(top)})" if top else ""))
+    return _f("working_set", title, verdict, "; ".join(parts),
+              share_of_change=share, indexes=", ".join(top) or None,
               miss_rate_baseline=rb, miss_rate_target=rt, ratio=ratio if ratio != float("inf") else None,
+              evicted_per_op_target=evicted_per_op,
               pages_made_young=young, pages_made_not_young=not_young, innodb_buffer_pool_size=pool)
 
 
