@@ -1,0 +1,41 @@
+"""explain_text's "what to try next" table: every finding has an entry, and it renders.
+
+Pure Python (the unit tier): no recording, server or kernel needed.
+"""
+from __future__ import annotations
+
+from ioattr.explain_text import NEXT_STEPS, advice, render_text
+from ioattr.findings import FINDINGS
+
+
+def test_every_finding_has_a_mechanism_and_a_next_step() -> None:
+    ids = {f.__name__ for f in FINDINGS}  # a finding's id is its function's name
+    missing = ids - set(NEXT_STEPS)
+    assert not missing, f"add these finding ids to ioattr/explain_text.py NEXT_STEPS: {sorted(missing)}"
+    for fid, (mechanism, step) in NEXT_STEPS.items():
+        assert mechanism and step, fid
+
+
+def test_fields_are_filled_from_settings_or_left_out() -> None:
+    f = {"id": "working_set", "verdict": "supported", "evidence": {"summary": "s"}}
+    bare = advice(f)
+    assert "{" not in bare["next_step"] and "(now" not in bare["next_step"], bare
+    filled = advice(f, {"innodb_buffer_pool_size": 16 * 2**20})
+    assert "innodb_buffer_pool_size (now 16 MiB)" in filled["next_step"], filled
+    for fid in NEXT_STEPS:
+        a = advice({"id": fid, "evidence": {}}, {})
+        assert "{" not in a["mechanism"] + a["next_step"], (fid, a)
+    assert advice({"id": "no_such_finding", "evidence": {}}) == {"mechanism": None, "next_step": None}
+
+
+def test_text_prints_why_and_try_under_supported_findings_only() -> None:
+    side = {"recording": "/r", "phase": "q", "value": 1.0, "ops": 10, "storage_ios": 10, "seconds": 1.0}
+    findings = [{"id": "working_set", "title": "W", "verdict": "supported", "evidence": {"summary": "w"}},
+                {"id": "log_rereads", "title": "L", "verdict": "refuted", "evidence": {"summary": "l"}}]
+    r = {"metric": "reads_per_query", "unit": "per query", "baseline": side, "target": side,
+         "contributors": [], "findings": [{**f, **advice(f)} for f in findings]}
+    lines = render_text(r).splitlines()
+    i = lines.index("  [SUPPORTED] W")
+    assert lines[i + 2].startswith("      why: the tables and indexes") and lines[i + 3].startswith("      try: raise")
+    j = lines.index("  [refuted] L")
+    assert not any(ln.startswith("      why:") for ln in lines[j:]), lines[j:]
