@@ -1,18 +1,23 @@
 """`ioattr demo`: where its recording goes, and what it prints.
 
 The demo is what a new user runs first (`make demo`, from the checkout): it
-must not write into the directory it runs in, must say where the recording
-is, run the miniature insert benchmark with all its phases, and print the
-per-phase table once.
+must not write into the directory it runs in, must say where the recordings
+are, run the miniature insert benchmark with all its phases at two table
+sizes recorded with `ioattr record`'s defaults, print the per-phase table of
+both once, and print the exact `ioattr explain` command it ran, whose output
+a rerun reproduces.
 """
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
 from ioattr import demo
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from tests.conftest import need_root
 from tests.helpers import assert_no_ioattr_programs, ioattr, recording_phases
 
@@ -51,33 +56,59 @@ def test_unusable_data_dir_falls_back_to_var_tmp(tmp_path: Path, monkeypatch: py
     assert not out.exists()
 
 
-def test_demo_records_the_insert_benchmark_outside_the_cwd(tmp_path: Path) -> None:
+def test_large_table_must_be_larger(tmp_path: Path) -> None:
+    r = ioattr("demo", "--table-size", "5000", "--large-table-size", "5000", "-o", str(tmp_path / "d"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--large-table-size" in r.stderr, r.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> None:
     need_root()
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     data = tmp_path / "data"
     env = dict(os.environ, XDG_DATA_HOME=str(data))
-    r = ioattr("demo", "--seconds", "1", "--table-size", "1000", cwd=cwd, env=env, timeout=300)
+    r = ioattr("demo", "--seconds", "1", "--table-size", "1000", "--large-table-size", "3000",
+               cwd=cwd, env=env, timeout=400)
     assert r.returncode == 0, r.stderr
     assert list(cwd.iterdir()) == [], "the demo wrote into the directory it ran in"
 
-    # it says where, first thing, and the recording is there
+    # it says where, first thing, and both recordings are there
     first = r.stderr.splitlines()[0]
-    assert first.startswith("ioattr demo: the recording goes to "), first
-    rec = Path(first.removeprefix("ioattr demo: the recording goes to "))
-    assert rec.parent == data / "ioattr" and (rec / "meta.json").is_file()
-    assert r.stdout.rstrip().splitlines()[-3] == f"recording kept at {rec}"
+    assert first.startswith("ioattr demo: the recordings go to "), first
+    out = Path(first.removeprefix("ioattr demo: the recordings go to "))
+    assert out.parent == data / "ioattr"
+    small, large = out / "small", out / "large"
+    assert (small / "meta.json").is_file() and (large / "meta.json").is_file()
+    assert r.stdout.rstrip().splitlines()[-3] == f"recordings kept at {out}"
 
-    # the miniature insert benchmark ran, every phase marked
-    assert recording_phases(rec) == BENCHMARK_PHASES
+    # the miniature insert benchmark ran twice, every phase marked, recorded with record's defaults
+    for rec in (small, large):
+        assert recording_phases(rec) == BENCHMARK_PHASES
+        meta = json.loads((rec / "meta.json").read_text())
+        assert meta["stages"] == DEFAULT_STAGE_MODE and meta["interval"] == 1.0, meta
     assert "insert_benchmark.py" in r.stderr and "sysbench" not in r.stderr
+    assert "--rows 1000 " in r.stderr and "--rows 3000 " in r.stderr
 
-    # the per-phase summary table once (its title is "per phase"), then the other sections
-    titles = [line.strip() for line in r.stdout.splitlines()]
+    # the per-phase summary table once (its title is "per phase"), both runs in it
+    lines = r.stdout.splitlines()
+    titles = [line.strip() for line in lines]
     assert titles.count("per phase") == 1
-    for section in ("Per phase, in the insert benchmark's terms",
-                    "Where the reads and writes went, by phase and index (syscalls)",
-                    "Who did the IO, by role and stage (syscalls)",
-                    "Why did the IO change from q100 to q1000?"):
+    for run in ("small", "large"):
+        for phase in BENCHMARK_PHASES:
+            assert any(line.startswith(f"│ {run} {phase} ") for line in lines), (run, phase)
+    assert sum(t.startswith("Per phase, in the insert benchmark's terms") for t in titles) == 1
+    for section in ("Where the large run's reads and writes went, by phase and index (syscalls)",
+                    "Why do the queries read more in the large run?"):
         assert titles.count(section) == 1, section
+
+    # the exact explain command it ran, then its output: rerunning the command gives the same
+    i = titles.index("Why do the queries read more in the large run?")
+    command = lines[i + 1]
+    assert command == f"$ ioattr explain {small} --against {large}", command
+    end = lines.index(f"recordings kept at {out}")
+    shown = "\n".join(lines[i + 2:end]).strip("\n")
+    again = ioattr(*shlex.split(command.removeprefix("$ ioattr ")), check=True)
+    assert shown == again.stdout.strip("\n")
+    assert shown.splitlines()[1].startswith(f"  baseline: {small} (")
     assert_no_ioattr_programs()

@@ -1,0 +1,162 @@
+"""Run-vs-run: the miniature insert benchmark at two table sizes, recorded with defaults.
+
+The seed case (../shared/DESIGN.md): the same benchmark with a table that fits in
+the buffer pool and one that does not; storage reads per query jump from ~0 to
+several. Each run gets a fresh private MariaDB with the same 16M buffer pool (the
+demo's settings, ioattr/demo.py), the benchmark under `ioattr record` with no
+option but the target, and `ioattr explain SMALL --against LARGE` must name the
+cause first with a share of the gross increase. Its numbers are checked against
+the server's own counters as the benchmark read them itself (SHOW GLOBAL STATUS
+around each phase, its --json): Innodb_buffer_pool_reads and Com_select per
+phase from the recording against the server's, reads per query within 2%.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ioattr import demo
+from ioattr.phase_stats import phase_stats
+from ioattr.reader import Recording
+from tests.conftest import need_root
+from tests.helpers import IOATTR, assert_no_ioattr_programs, ioattr
+
+PHASES = ["setup", "l.i0", "l.x", "l.i1", "q100", "q500", "q1000"]
+Q_PHASES = ("q100", "q500", "q1000")
+SIZES = {"small": demo.DEFAULT_TABLE_SIZE, "large": demo.DEFAULT_LARGE_TABLE_SIZE}
+
+
+def _record(tmp: Path, name: str, rows: int) -> tuple[Path, dict]:
+    """One run as the demo makes it, recorded by the CLI with defaults; (recording, the benchmark's JSON)."""
+    from ioattr.sandbox import PrivateMariaDB
+    from tests import fixtures_mariadb
+
+    rec, out = tmp / name, tmp / f"{name}.json"
+    db = PrivateMariaDB(buffer_pool=demo.DEFAULT_BUFFER_POOL, extra_options=demo.SERVER_OPTIONS)
+    fixtures_mariadb._SESSION_SERVERS.append(db)
+    try:
+        db.start()
+        cmd = demo.workload(db.socket, rows, demo.DEFAULT_PHASE_SECONDS, "--json", str(out))
+        r = subprocess.run([IOATTR, "record", "-o", str(rec), "--pid", str(db.pid), "--phase", "setup", "--", *cmd],
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        db.stop()
+        fixtures_mariadb._SESSION_SERVERS.remove(db)
+    return rec, json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
+    need_root()
+    from tests import fixtures_mariadb
+
+    fixtures_mariadb._need_mariadb()
+    tmp = tmp_path_factory.mktemp("runs")
+    out = {name: _record(tmp, name, rows) for name, rows in SIZES.items()}
+    assert_no_ioattr_programs()
+    return out
+
+
+def _server(bench: dict, phase: str) -> dict:
+    return next(p for p in bench["phases"] if p["name"] == phase)
+
+
+def test_recorded_counters_are_the_servers(runs: dict[str, tuple[Path, dict]]) -> None:
+    """Per q phase: the recording's Innodb_buffer_pool_reads and queries bracket the server's
+    own over the benchmark's window (the recorded phase runs from the marker to the next one,
+    the benchmark's window lies inside it: after the marker's pause, before the next marker),
+    and reads per query agree within 2%."""
+    for name, (rec_path, bench) in runs.items():
+        rec = Recording(rec_path)
+        assert rec.phase_names() == PHASES, (name, rec.phase_names())
+        for phase in Q_PHASES:
+            st, srv = phase_stats(rec, phase), _server(bench, phase)
+            own = srv["server"]
+            # queries: Com_select less ioattr's own statements, exactly the benchmark's plus the
+            # phase's marker SELECT, and after the last phase the benchmark's 3 table-size SELECTs
+            # (the server's own Com_select over the benchmark's window also has ioattr's statements)
+            extra = 1 + (3 if phase == Q_PHASES[-1] else 0)
+            assert st.queries == srv["queries"] + extra, (name, phase, st.queries, srv["queries"])
+            assert own["Com_select"] >= srv["queries"], (name, phase, own, srv["queries"])
+            ours = st.counter("status:Innodb_buffer_pool_reads")
+            assert ours is not None and ours >= own["Innodb_buffer_pool_reads"], (name, phase, ours, own)
+            assert ours - own["Innodb_buffer_pool_reads"] <= 0.01 * own["Innodb_buffer_pool_reads"] + 20, \
+                (name, phase, ours, own)
+            # ioattr's own storage reads (syscalls on storage files) against the engine's
+            # Innodb_data_reads over the same recorded phase
+            engine = st.counter("status:Innodb_data_reads")
+            assert engine is not None and st.reads == pytest.approx(engine, rel=0.005, abs=5), (name, phase, st.reads, engine)
+            if name == "large":
+                assert ours / st.queries == pytest.approx(own["Innodb_buffer_pool_reads"] / srv["queries"], rel=0.02)
+            else:  # the small table fits: ~no reads at all
+                assert ours / st.queries < 0.01 and own["Innodb_buffer_pool_reads"] / srv["queries"] < 0.01
+
+
+def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> None:
+    (small, small_bench), (large, large_bench) = runs["small"], runs["large"]
+    r = ioattr("explain", str(small), "--against", str(large), "--format", "json", check=True)
+    res = json.loads(r.stdout)
+    # like diff: the positional recording is the baseline; the same query phase on both sides
+    assert res["baseline"]["recording"] == str(small) and res["target"]["recording"] == str(large)
+    assert res["baseline"]["phase"] == res["target"]["phase"] == "q1000", res
+    assert res["metric"] == "reads_per_query" and res["significant"], res
+    assert not res["warnings"], res["warnings"]  # both default recordings: same probe settings
+
+    # ioattr's reads per query against the server's Innodb_data_reads per query (within 5%: ours
+    # counts the recorded phase, the server's the benchmark's window inside it)
+    for side, bench in (("baseline", small_bench), ("target", large_bench)):
+        srv = _server(bench, "q1000")
+        truth = srv["server"]["Innodb_data_reads"] / srv["queries"]
+        if side == "baseline":
+            assert res[side]["value"] < 0.01 and truth < 0.01, (res[side], truth)
+        else:
+            assert res[side]["value"] == pytest.approx(truth, rel=0.05), (res[side], truth)
+            assert res[side]["value"] > 2, res[side]
+
+    # shares are of the gross increase: none above 100%, together the net change over the gross
+    assert "gross increase" in res["share_basis"]
+    shares = [c["share_of_change"] for c in res["contributors"]]
+    assert all(-1.0 <= x <= 1.0 for x in shares), shares
+    assert sum(shares) == pytest.approx(res["change"] / res["gross_change"], abs=1e-5)
+    for f in res["findings"]:
+        sh = f["evidence"].get("share_of_change")
+        assert sh is None or -1.0 <= sh <= 1.0, f
+
+    # the cause first: the queries' index dives (records_in_range while the optimizer estimates
+    # the range) read the secondary-index leaves, more than half of the increase
+    first = res["findings"][0]
+    assert first["id"] == "optimizer_reads" and first["verdict"] == "supported", res["findings"]
+    assert 0.5 <= first["evidence"]["share_of_change"] <= 1.0, first
+    dive_rows = [c for c in res["contributors"] if c["dims"].get("stage") == "estimate"]
+    assert {c["dims"]["index"] for c in dive_rows} >= {"ib.t.ix_price", "ib.t.ix_register", "ib.t.ix_customer"}, \
+        res["contributors"]
+    # the working set is why those reads reach storage: supported, with the server's miss rate
+    ws = next(f for f in res["findings"] if f["id"] == "working_set")
+    assert ws["verdict"] == "supported", ws
+    srv = _server(large_bench, "q1000")["server"]
+    assert ws["evidence"]["miss_rate_target"] == pytest.approx(
+        srv["Innodb_buffer_pool_reads"] / srv["Innodb_buffer_pool_read_requests"], rel=0.05), (ws, srv)
+    assert ws["evidence"]["innodb_buffer_pool_size"] == 16 * 2**20
+    # causes that are not there are refuted, not left open
+    verdicts = {f["id"]: f["verdict"] for f in res["findings"]}
+    for absent in ("clustered_lookups", "change_buffer_merges", "log_rereads", "readahead_waste", "purge_reads"):
+        assert verdicts[absent] == "refuted", (absent, res["findings"])
+    # every supported finding says what it means and what to try next
+    for f in res["findings"]:
+        if f["verdict"] == "supported":
+            assert f["mechanism"] and f["next_step"], f
+    assert "innodb_buffer_pool_size (now 16 MiB)" in ws["next_step"], ws
+
+    # the text output: the same order, the cause first, with its next step
+    text = ioattr("explain", str(small), "--against", str(large), check=True).stdout
+    lines = text.splitlines()
+    assert f"  baseline: {small} (q1000)" in "\n".join(lines[:3]) or any(
+        ln.startswith(f"  baseline: {small} (q1000)") for ln in lines), text
+    findings = [ln for ln in lines if ln.startswith("  [")]
+    assert findings[0].startswith("  [SUPPORTED] Reads issued while queries are optimized"), text
+    i = lines.index(findings[0])
+    assert lines[i + 2].startswith("      why: ") and lines[i + 3].startswith("      try: "), lines[i:i + 4]
