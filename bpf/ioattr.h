@@ -70,6 +70,8 @@ enum ioattr_stage {
 	IOA_STAGE_PURGE = 6,      /* a background thread running InnoDB purge (thd_attach_thd) */
 	IOA_STAGE_STATEMENT = 7,  /* inside a client statement whose stage is not traced
 	                           * (cfg.fine_stages off: only dispatch_command attached) */
+	IOA_STAGE_ESTIMATE = 8,   /* the optimizer estimates rows in index ranges (index dives,
+	                           * handler::multi_range_read_info_const): traced in both modes */
 };
 
 struct io_key {
@@ -144,6 +146,11 @@ struct stmt_key {
 	__u16 phase;  /* as io_key.phase: the phase the statement started in */
 	__u16 pad;
 	__u64 digest;
+};
+
+struct stmt_val {
+	__u64 count;     /* statements started */
+	__u64 estimates; /* index range estimates the optimizer made for them (estimate stage entries) */
 };
 
 /* Phases. The map phase_seq (maps.bpf.h) holds the current phase's sequence

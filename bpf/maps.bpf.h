@@ -112,7 +112,10 @@ struct task_io_state {
 	__u8 stage;   /* enum ioattr_stage, set by the stage uprobes */
 	__u8 named;   /* this thread's name was sent (remember_comm), for probes that
 	               * would otherwise try on every IO (bpf/uring.bpf.c) */
+	__u8 est_depth; /* estimate probes entered and not yet returned (bpf/stage.bpf.c) */
 	__u16 phase;  /* the phase when the IO syscall in flight was issued */
+	__u8 est_saved; /* the stage the outermost estimate probe interrupted, restored on return */
+	__u8 pad_est[3];
 };
 
 struct {

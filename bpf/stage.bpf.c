@@ -9,6 +9,9 @@
  *   JOIN::optimize              entry: optimize
  *   JOIN::exec                  entry: execute
  *   ha_commit_trans             entry: commit
+ *   handler::multi_range_read_info_const
+ *                               entry and return: estimate (index dives), in
+ *                               both modes; only range-estimating statements hit it
  *   thd_attach_thd              entry: a background THD is attached: in MariaDB
  *                               10.x only InnoDB's purge tasks do this (acquire_thd)
  *   thd_detach_thd              entry: the purge task is done
@@ -16,7 +19,8 @@
  * Each uprobe hit costs a trap (~1.8 us here), and a point select hits the
  * first five, so by default (`--stages statement`) userspace attaches only
  * dispatch_command and the two purge probes: a statement then runs in
- * IOA_STAGE_STATEMENT, "inside a statement, stage not traced". With
+ * IOA_STAGE_STATEMENT, "inside a statement, stage not traced", except
+ * for the optimizer's index dives, which are IOA_STAGE_ESTIMATE. With
  * `--stages full` the loader sets cfg.fine_stages, attaches all seven, and a
  * statement starts in parse.
  *
@@ -43,23 +47,32 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct stmt_key);
-	__type(value, __u64);
+	__type(value, struct stmt_val);
 } stmt_stats SEC(".maps");
+
+/* Count a statement start (estimate 0) or an index range estimate (estimate 1) of digest. */
+static __always_inline void count_stmt(__u32 tgid, __u64 digest, int estimate)
+{
+	struct stmt_key k = { .tgid = tgid, .phase = current_phase(), .digest = digest };
+	struct stmt_val init = { .count = !estimate, .estimates = !!estimate };
+	struct stmt_val *v = bpf_map_lookup_elem(&stmt_stats, &k);
+
+	if (!v) {
+		if (bpf_map_update_elem(&stmt_stats, &k, &init, BPF_NOEXIST) != -EEXIST)
+			return;
+		v = bpf_map_lookup_elem(&stmt_stats, &k);
+		if (!v)
+			return;
+	}
+	if (estimate)
+		__sync_fetch_and_add(&v->estimates, 1);
+	else
+		__sync_fetch_and_add(&v->count, 1);
+}
 
 static __always_inline void count_statement(__u32 tgid, __u64 digest)
 {
-	struct stmt_key k = { .tgid = tgid, .phase = current_phase(), .digest = digest };
-	__u64 one = 1, *v = bpf_map_lookup_elem(&stmt_stats, &k);
-
-	if (v) {
-		__sync_fetch_and_add(v, 1);
-		return;
-	}
-	if (bpf_map_update_elem(&stmt_stats, &k, &one, BPF_NOEXIST) == -EEXIST) {
-		v = bpf_map_lookup_elem(&stmt_stats, &k);
-		if (v)
-			__sync_fetch_and_add(v, 1);
-	}
+	count_stmt(tgid, digest, 0);
 }
 
 /* [0]: the last phase number whose boundary a recorder has dealt with (counters
@@ -301,6 +314,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	if (!st)
 		return 0;
 	st->stage = cfg.fine_stages ? IOA_STAGE_PARSE : IOA_STAGE_STATEMENT;
+	st->est_depth = 0; /* an estimate whose return was never seen ends with its statement */
 	st->digest = 0;
 	if (command != COM_QUERY || !packet) {
 		count_statement(pid_tgid >> 32, (__u64)(command & 0xff));
@@ -415,6 +429,54 @@ SEC("uprobe")
 int BPF_KPROBE(ioattr_commit)
 {
 	set_stage(IOA_STAGE_COMMIT);
+	return 0;
+}
+
+/* Index range estimates (index dives): entry and return of
+ * handler::multi_range_read_info_const, which the optimizer calls once per
+ * index whose ranges it estimates (InnoDB reaches it through
+ * DsMrr_impl::dsmrr_info_const) and which calls the engine's records_in_range
+ * once per range (up to eq_range_index_dive_limit equality ranges; past it,
+ * index statistics and no IO). IO in between is IOA_STAGE_ESTIMATE, in both
+ * modes. Only statements that estimate ranges hit these probes: a point select
+ * by primary key is a const table and is never range-estimated. The entry
+ * saves the stage it interrupts (parse/optimize/execute or "statement") and the
+ * return restores it; est_depth makes nested entries keep the outermost save,
+ * and a return without a seen entry (attached mid-call) changes nothing. */
+SEC("uprobe")
+int BPF_KPROBE(ioattr_estimate_enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_io_state *st;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	st = thread_state();
+	if (!st)
+		return 0;
+	if (!st->est_depth) {
+		st->est_saved = st->stage;
+		st->stage = IOA_STAGE_ESTIMATE;
+	}
+	if (st->est_depth < 255)
+		st->est_depth++;
+	if (st->digest != IOA_DIGEST_INTERNAL)
+		count_stmt(pid_tgid >> 32, st->digest, 1);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ioattr_estimate_return)
+{
+	struct task_io_state *st;
+
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	if (!st || !st->est_depth)
+		return 0;
+	if (--st->est_depth == 0)
+		st->stage = st->est_saved;
 	return 0;
 }
 

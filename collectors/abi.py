@@ -69,6 +69,7 @@ class Stage(enum.IntEnum):
     COMMIT = 5
     PURGE = 6
     STATEMENT = 7  # inside a client statement, stage not traced (--stages statement)
+    ESTIMATE = 8   # the optimizer estimating index ranges (index dives), traced in both modes
 
 
 class FileClass(enum.IntEnum):
@@ -161,7 +162,7 @@ PAGE_KEY_DTYPE = np.dtype([("index_id", "<u8"), ("digest", "<u8"), ("tgid", "<u4
                            ("phase", "<u2"), ("pad", "<u2")])
 PAGE_VAL_DTYPE = np.dtype([("pages", "<u8"), ("bytes", "<u8")])
 STMT_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("phase", "<u2"), ("pad", "<u2"), ("digest", "<u8")])
-STMT_VAL_DTYPE = np.dtype([("count", "<u8")])
+STMT_VAL_DTYPE = np.dtype([("count", "<u8"), ("estimates", "<u8")])  # struct stmt_val
 
 # client protocol commands (enum_server_command) that are not COM_QUERY
 COMMANDS = {0: "sleep", 1: "quit", 2: "init_db", 3: "query", 4: "field_list", 5: "create_db", 6: "drop_db",
@@ -179,7 +180,7 @@ assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32
 assert ctypes.sizeof(QueryEvent) == 40 + QUERY_MAX
 assert IO_KEY_DTYPE.fields["phase"][1] == IoKey.phase.offset == 34
-assert STMT_KEY_DTYPE.itemsize == 16
+assert STMT_KEY_DTYPE.itemsize == 16 and STMT_VAL_DTYPE.itemsize == 16
 
 
 def kernel_dev(major: int, minor: int) -> int:

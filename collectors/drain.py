@@ -145,7 +145,8 @@ def io_stats_drainer(map_fd: int, max_entries: int) -> MapDrainer:
 
 
 def stmt_stats_drainer(map_fd: int, max_entries: int = 16384) -> MapDrainer:
-    return MapDrainer(map_fd, abi.STMT_KEY_DTYPE, abi.STMT_VAL_DTYPE, max_entries, moved_fields=("count",))
+    return MapDrainer(map_fd, abi.STMT_KEY_DTYPE, abi.STMT_VAL_DTYPE, max_entries,
+                       moved_fields=("count", "estimates"))
 
 
 def page_stats_drainer(map_fd: int, max_entries: int = 65536) -> MapDrainer:

@@ -8,12 +8,22 @@ server is a new process and gets new probes. A binary without the symbols
 degrades with a reason instead of failing.
 
 Two modes (`--stages` of record, top and exporter). Every uprobe hit is a
-trap (~1.8 us on a small VM) and a point select hits five of the seven, so:
-  statement (default)  dispatch_command (digest, statement start) and the
-                       purge pair thd_attach_thd/thd_detach_thd (rare): three
-                       uprobes, one hit per statement. IO inside a statement
-                       has its digest; its stage is not traced (null).
-  full                 all seven: parse, optimize, execute, commit too.
+trap (~1.8 us on a small VM) and a point select would hit five of nine, so:
+  statement (default)  dispatch_command (digest, statement start), the purge
+                       pair thd_attach_thd/thd_detach_thd (rare) and the
+                       optimizer's index dives (entry and return of
+                       handler::multi_range_read_info_const: stage `estimate`):
+                       five uprobes, one hit per statement plus two per index
+                       whose ranges the optimizer estimates -- a point select
+                       by primary key estimates none. Other IO inside a
+                       statement has its digest; its stage is not traced (null).
+  full                 all nine: parse, optimize, execute, commit too (the
+                       estimate stage nests inside optimize, or execute for
+                       single-table UPDATE/DELETE and "range checked for each
+                       record").
+The cost rule: a probe that every statement would hit stays in `full`; a probe
+that only the statements doing the traced work hit (index dives, purge) is on
+by default.
 """
 from __future__ import annotations
 
@@ -37,6 +47,10 @@ STAGE_MODES = ("statement", "full")
 DEFAULT_STAGE_MODE = "statement"
 
 
+ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_P13Cost_estimate",
+                    "_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_yP13Cost_estimate")
+
+
 # MariaDB 10.x/11.x signatures (dispatch_command(command, thd, packet, length, blocking)).
 # Entry probes only: a uretprobe costs about twice a uprobe, and the one that
 # marked the end of a statement is not worth it (a connection thread does
@@ -51,6 +65,11 @@ STAGE_PROBES = (
     StageProbe("ioattr_join_exec", ("_ZN4JOIN4execEv",), fine=True),
     StageProbe("ioattr_commit", ("_Z15ha_commit_transP3THDb",), fine=True),
     StageProbe("ioattr_thd_attach", ("_Z14thd_attach_thdP3THD",)),
+    # index range estimates (bpf/stage.bpf.c): the base implementation, which InnoDB's
+    # DsMrr_impl::dsmrr_info_const calls by name (ha_innobase::records_in_range, called by it
+    # once per range, is not exported). 10.x/11.0, then 11.x with a row limit argument.
+    StageProbe("ioattr_estimate_enter", ESTIMATE_SYMBOLS),
+    StageProbe("ioattr_estimate_return", ESTIMATE_SYMBOLS, retprobe=True),
     StageProbe("ioattr_thd_detach", ("_Z14thd_detach_thdPv",)),
 )
 
@@ -64,6 +83,7 @@ class StageProbes:
         self.loaded = session.loaded_set("stage")
         self.links: dict[int, list[libbpf.Link]] = {}
         self.status: dict[int, str] = {}
+        self.estimate_pids: set[int] = set()  # servers whose index-dive probes are attached
 
     @property
     def available(self) -> bool:
@@ -103,9 +123,17 @@ class StageProbes:
                 self.status[pid] = f"uprobe attach failed: {e}"
                 return self.status[pid]
         self.links[pid] = links
+        if any(s in offsets for s in ESTIMATE_SYMBOLS):
+            self.estimate_pids.add(pid)
         self.status[pid] = f"attached {len(links)} uprobes (--stages {self.mode})" + (
             f" (missing: {', '.join(missing)})" if missing else "")
         return self.status[pid]
+
+    @property
+    def estimating(self) -> bool:
+        """Whether the estimate stage (index dives) is traced on some server: a recording
+        says so (meta.json "estimate_stage"), so explain knows a zero means none happened."""
+        return bool(self.estimate_pids)
 
     def detach(self, pid: int) -> None:
         for link in self.links.pop(pid, []):

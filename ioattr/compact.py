@@ -76,7 +76,7 @@ ROW_GROUP_ROWS = 32_768      # a merge holds ~one row group (io: 82 columns); Du
 SUM_COLUMNS = {
     "io": ["count", "bytes", "lat_sum_ns"] + [f"h{i:02d}" for i in range(64)],
     "pages": ["pages", "bytes"],
-    "statements": ["count"],
+    "statements": ["count", "estimates"],
 }
 TIME_COLUMNS = ("ts_start", "ts_end")
 

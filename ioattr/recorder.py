@@ -296,6 +296,8 @@ class Recorder:
         # "statement" (digests; stage null inside statements), "full" (+ parse/optimize/execute/
         # commit) or null (no stage probes attached); recordings without the key are "full"
         writer.meta["stages"] = session.naming.stages
+        # the optimizer's index dives are stage "estimate" in both modes (collectors/stage_probes.py)
+        writer.meta["estimate_stage"] = bool(session.stage.available and session.stage.estimating)
         # every statement digest's text (literals stripped unless --keep-literals): rows drained
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}

@@ -110,6 +110,7 @@ STATEMENTS_SCHEMA = pa.schema(
         ("kind", pa.string()),
         ("query", pa.string()),
         ("count", pa.int64()),
+        ("estimates", pa.int64()),  # index range estimates (stage estimate entries); null before it was counted
     ]
 )
 

@@ -27,7 +27,7 @@ STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage i
 # is known, the stage is not, so it is null (never a guess)
 STAGE_NAMES[int(abi.Stage.STATEMENT)] = None
 IN_STATEMENT = frozenset(int(s) for s in (abi.Stage.PARSE, abi.Stage.OPTIMIZE, abi.Stage.EXECUTE,
-                                          abi.Stage.COMMIT, abi.Stage.STATEMENT))
+                                          abi.Stage.COMMIT, abi.Stage.STATEMENT, abi.Stage.ESTIMATE))
 
 
 @dataclass
@@ -192,7 +192,9 @@ class StatementRows:
         commands, kinds, queries = [], [], []
         for dg in k["digest"]:
             dg = int(dg)
-            cmd = abi.COMMANDS.get(dg, f"command_{dg}") if dg < 256 else "query"
+            # digest 0: index estimates of a statement with no digest (not COM_QUERY, e.g. a
+            # prepared statement's execution, counted under its command): command unknown
+            cmd = None if dg == 0 else abi.COMMANDS.get(dg, f"command_{dg}") if dg < 256 else "query"
             q = n.query(dg) if dg >= 256 else None
             commands.append(cmd)
             queries.append(q)
@@ -208,6 +210,8 @@ class StatementRows:
             "kind": kinds,
             "query": queries,
             "count": d.values["count"].astype(np.int64),
+            # index range estimates (estimate-stage entries) the optimizer made for these statements
+            "estimates": d.values["estimates"].astype(np.int64),
         }
 
 
