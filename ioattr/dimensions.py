@@ -58,8 +58,9 @@ _DIMS = [
     Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
               "B-tree level: leaf or non_leaf"),
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),
-    Dimension("stage", "stage", "stage", "where in query processing: parse, optimize, execute, commit "
-              "(--stages full; null inside statements with the default --stages statement), background"),
+    Dimension("stage", "stage", "stage", "where in query processing: estimate (the optimizer's index dives, "
+              "always traced), parse, optimize, execute, commit (--stages full; null inside statements with "
+              "the default --stages statement), background"),
     Dimension("query", _QUERY, _QUERY, "normalized statement (literals stripped)"),
     Dimension("phase", "phase", "phase", "benchmark phase"),
 ]

@@ -380,18 +380,92 @@ def flush_storms(e: Evidence) -> dict[str, Any]:
               checkpoint_age_max=age, log_capacity=cap, fraction=frac, page_cleaner_share=bg)
 
 
+def estimate_traced(meta: dict) -> bool:
+    """Whether a recording traced the optimizer's index dives as stage `estimate` (meta.json
+    "estimate_stage", written since the dive probes exist; older recordings lack it)."""
+    return bool(meta.get("estimate_stage"))
+
+
+def estimate_calls(side: Any) -> float | None:
+    """Index range estimates the optimizer made in a phase (the statements table's `estimates`:
+    entries of the estimate stage, one per index whose ranges a statement estimated); None
+    when the recording did not count them."""
+    rec = side.rec
+    if not estimate_traced(rec.meta) or not rec.has_table("statements"):
+        return None
+    if "estimates" not in {r[0] for r in rec.query("DESCRIBE statements")}:
+        return None
+    (n,), = rec.query("SELECT coalesce(sum(estimates), 0) FROM statements WHERE phase = ?", [side.phase])
+    return float(n)
+
+
 def optimizer_reads(e: Evidence) -> dict[str, Any]:
-    title = "Reads issued while queries are optimized"
+    """Reads the optimizer does before a query executes: index dives (records_in_range per
+    range, under handler::multi_range_read_info_const), traced by default as stage `estimate`.
+    With --stages full the rest of JOIN::optimize (stage `optimize`) counts too."""
+    title = "Reads issued while queries are optimized (index dives estimating ranges)"
+    if not e.reads:
+        return _f("optimizer_reads", title, "not_applicable", "a read cause; this metric counts writes")
     if not e.has_queries:
         return _f("optimizer_reads", title, "inconclusive", "no stage attribution (stage probes off)")
-    if not e.has_stages:
-        return _f("optimizer_reads", title, "inconclusive", RERUN_FULL)
-    share = e.share(lambda k: k[I_STAGE] == "optimize")
-    return _f("optimizer_reads", title, _by_share(share),
-              f"reads in the optimize stage explain {_pct(share)} of the gross change",
-              share_of_change=share, eq_range_index_dive_limit=e.setting("eq_range_index_dive_limit"),
-              baseline_per_op=e.per_op("base", lambda k: k[I_STAGE] == "optimize"),
-              target_per_op=e.per_op("target", lambda k: k[I_STAGE] == "optimize"))
+    traced = [estimate_traced(s.rec.meta) for s in (e.base, e.target)]
+    full = e.has_stages
+    if not all(traced) and not full:
+        which = " and ".join(n for n, t in (("baseline", traced[0]), ("target", traced[1])) if not t)
+        return _f("optimizer_reads", title, "inconclusive",
+                  f"the {which} recording has no estimate stage (recorded before ioattr traced the optimizer's "
+                  "index dives by default, with --stages statement): record again, or with --stages full")
+    stages = ("optimize", "estimate") if full else ("estimate",)
+
+    def pred(k: tuple) -> bool:
+        return k[I_STAGE] in stages
+
+    def dive(k: tuple) -> bool:
+        return k[I_STAGE] == "estimate"
+
+    share = e.share(pred)
+    base_po, target_po = e.per_op("base", pred), e.per_op("target", pred)
+    # which indexes the dives read, in the target phase, most first (pages of no index, e.g. the
+    # change-buffer bitmap InnoDB reads with a secondary-index page, are in the share, not named)
+    by_index: dict[str, float] = {}
+    for k, v in e.target_contrib.items():
+        if dive(k) and v and k[I_INDEX] and not k[I_INDEX].startswith("["):
+            by_index[k[I_INDEX]] = by_index.get(k[I_INDEX], 0.0) + v / e.target.denominator
+    indexes = sorted(by_index.items(), key=lambda kv: -kv[1])
+    # index estimates per query and reads per estimate, per side
+    per: dict[str, dict[str, float | None]] = {}
+    for side_name, side in (("baseline", e.base), ("target", e.target)):
+        calls = estimate_calls(side) if all(traced) else None
+        queries = side.stats.queries if e.metric.per != "query" else side.ops
+        reads = sum(v for k, v in (e.base_contrib if side is e.base else e.target_contrib).items() if dive(k))
+        per[side_name] = {"estimates": calls,
+                          "per_query": calls / queries if calls is not None and queries else None,
+                          "reads_per": reads / calls if calls else None}
+    limit = e.setting("eq_range_index_dive_limit")
+    unit = "reads" if e.metric.measure == "ops" else "bytes read"
+    what = "index dives" + (" and the rest of JOIN::optimize" if full else "")
+    parts = [f"{what} read {base_po:.4g} -> {target_po:.4g} per {e.metric.per}, "
+             f"{_pct(share)} of the gross change"]
+    if indexes:
+        parts.append("dived into " + ", ".join(f"{n} ({v:.3g} {unit}/{e.metric.per})" for n, v in indexes[:4]))
+    b, t = per["baseline"], per["target"]
+    if t["per_query"] is not None:
+        def _g(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.3g}"
+        parts.append(f"index estimates (one per index a query's ranges were estimated in; each dives "
+                     f"once per range) per query {_g(b['per_query'])} -> {_g(t['per_query'])}, "
+                     f"{unit} per estimate {_g(b['reads_per'])} -> {_g(t['reads_per'])}")
+    if limit is not None:
+        parts.append(f"eq_range_index_dive_limit={limit}"
+                     + (" (no limit: every equality range is dived)" if limit == 0 else
+                        f" (IN lists of {limit}+ values use index statistics instead of dives)"))
+    return _f("optimizer_reads", title, _by_share(share), "; ".join(parts),
+              share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
+              stages=", ".join(stages), indexes=", ".join(n for n, _ in indexes) or None,
+              estimates_baseline=b["estimates"], estimates_target=t["estimates"],
+              estimates_per_query_baseline=b["per_query"], estimates_per_query_target=t["per_query"],
+              reads_per_estimate_baseline=b["reads_per"], reads_per_estimate_target=t["reads_per"],
+              eq_range_index_dive_limit=limit, optimizer_switch=e.setting("optimizer_switch"))
 
 
 WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE")

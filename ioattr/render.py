@@ -108,6 +108,6 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         console.print(drops_line(by, caps) if by else
                       f"WARNING: {report['dropped']:,} IO/events dropped (a BPF map was full; see meta.json)")
     if report.get("stages") == "statement":
-        console.print("stage: \"-\" inside statements = not traced (recorded with --stages statement); "
-                      "rerun with --stages full for parse/optimize/execute/commit")
+        console.print("stage: \"-\" inside statements = not traced (recorded with --stages statement; "
+                      "index dives are `estimate`); rerun with --stages full for parse/optimize/execute/commit")
     return buf.getvalue()
