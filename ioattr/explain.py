@@ -255,7 +255,9 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     if None in modes:
         missing.append("query/stage attribution (stage probes were not attached)")
     elif "statement" in modes:
-        missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed)")
+        dives = all(r.meta.get("estimate_stage") for r in (rec, other))
+        missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed"
+                       + (", and the optimizer's index dives as stage estimate)" if dives else ")"))
     return {
         "metric": name,
         "unit": f"per {unit}",
