@@ -17,9 +17,8 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
     "working_set": (
         "the tables and indexes the statements touch no longer fit in the buffer pool, so index "
         "lookups that used to hit memory now wait for storage reads",
-        "raise innodb_buffer_pool_size{pool} above the size of the data and indexes the queries "
-        "touch (information_schema.TABLES: DATA_LENGTH + INDEX_LENGTH), or shrink that working set "
-        "(fewer or narrower secondary indexes, older rows partitioned away)"),
+        "raise innodb_buffer_pool_size{pool} above {data}, or shrink that working set (fewer or "
+        "narrower secondary indexes, older rows partitioned away)"),
     "write_statement_reads": (
         "every insert reads the leaf page of each secondary index it changes (read before write) "
         "unless the change buffer takes the change, so more rows inserted means more reads",
@@ -99,6 +98,8 @@ def _fields(f: dict[str, Any], settings: dict[str, Any]) -> dict[str, str]:
         "threshold": now(ev.get("innodb_read_ahead_threshold") or settings.get("innodb_read_ahead_threshold")),
         "log_size": now(_mib(settings.get("innodb_redo_log_capacity") or settings.get("innodb_log_file_size"))),
         "dive_limit": now(ev.get("eq_range_index_dive_limit") or settings.get("eq_range_index_dive_limit")),
+        "data": "the size of the data and indexes the statements read" if _mib(ev.get("data_bytes")) is None
+                else f"the {_mib(ev.get('data_bytes'))} the tables read take on disk ({ev.get('tables_read')})",
     }
 
 

@@ -243,6 +243,25 @@ def _demand_miss(e: Evidence) -> Callable[[tuple], bool]:
     return pred
 
 
+def _tables_read(e: Evidence) -> tuple[list[str], int | None]:
+    """Tables whose index pages the target phase read from storage (most read first), and their
+    tablespace files' size at the end of the target's recording (meta.json "tablespace_sizes";
+    None when the recording has none of them)."""
+    per_table: dict[str, float] = {}
+    for k, v in e.target_contrib.items():
+        index = k[I_INDEX]
+        if v and index and not index.startswith("[") and index != "innodb_system.change_buffer":
+            table = index.rsplit(".", 1)[0]
+            per_table[table] = per_table.get(table, 0.0) + v
+    tables = sorted(per_table, key=per_table.__getitem__, reverse=True)
+    sizes: dict[str, int] = {}
+    for by_table in (e.target.rec.meta.get("tablespace_sizes") or {}).values():
+        if isinstance(by_table, dict):
+            sizes.update({t: n for t, n in by_table.items() if isinstance(n, int)})
+    known = [sizes[t] for t in tables if t in sizes]
+    return tables, (sum(known) if known else None)
+
+
 def working_set(e: Evidence) -> dict[str, Any]:
     title = "Working set larger than the buffer pool (miss rate, evictions, young/not young)"
     num, den = ("status:Innodb_buffer_pool_reads",), ("status:Innodb_buffer_pool_read_requests",)
@@ -274,8 +293,13 @@ def working_set(e: Evidence) -> dict[str, Any]:
         verdict = "refuted"
     else:
         verdict = "inconclusive"
+    tables, data = _tables_read(e)
     parts = [f"miss rate (Innodb_buffer_pool_reads / read requests) {rb:.5f} -> {rt:.5f} ({how}) in {pool_text}"
              + (f", {evicted_per_op:.3g} pages evicted per {e.target.unit}" if evicted_per_op is not None else "")]
+    if data is not None:
+        times = f", {data / pool:.1f}x the buffer pool" if isinstance(pool, int) and pool else ""
+        parts.append(f"the tables read take {data / 2**20:.0f} MiB on disk{times} ({', '.join(tables[:3])}"
+                     + (", ..." if len(tables) > 3 else "") + ")")
     if share is not None:
         parts.append("the condition that turns the mechanisms found (index dives, read before write, clustered "
                      f"lookups) into storage reads; beyond them, the statements' own execution misses are "
@@ -283,7 +307,7 @@ def working_set(e: Evidence) -> dict[str, Any]:
     return _f("working_set", title, verdict, "; ".join(parts),
               share_of_change=share, indexes=", ".join(top) or None,
               miss_rate_baseline=rb, miss_rate_target=rt, ratio=ratio if ratio != float("inf") else None,
-              evicted_per_op_target=evicted_per_op,
+              evicted_per_op_target=evicted_per_op, tables_read=", ".join(tables) or None, data_bytes=data,
               pages_made_young=young, pages_made_not_young=not_young, innodb_buffer_pool_size=pool)
 
 

@@ -290,6 +290,25 @@ class Recorder:
         return 0
 
     @staticmethod
+    def _tablespace_sizes(session: LiveSession, writer: RecordingWriter) -> None:
+        """meta.json "tablespace_sizes": {server pid: {schema.table: file bytes}} at the end of the
+        recording, so explain can compare the data read with the buffer pool. One query of InnoDB's
+        dictionary per connected server; a server that can't answer is left out (unknown, never 0)."""
+        from ioattr.collectors.engine import EngineError
+        from ioattr.collectors.innodb_names import tablespace_sizes
+
+        sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
+        for pid, ctx in session.naming.servers.items():
+            if ctx.engine is None:
+                continue
+            try:
+                sizes[str(pid)] = tablespace_sizes(ctx.engine)
+            except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
+                continue
+        if sizes:
+            writer.meta["tablespace_sizes"] = sizes
+
+    @staticmethod
     def _describe(session: LiveSession, writer: RecordingWriter, final: bool = False) -> None:
         writer.meta["servers"] = session.servers()
         writer.meta["stage_probes"] = session.naming.stage_probes
@@ -310,6 +329,8 @@ class Recorder:
             ctx.names.refresh_if_stale(0.0 if final else 10.0)
             names.update({str(i): n for i, n in ctx.names.names.items()})
         writer.meta["indexes"] = names
+        if final:
+            Recorder._tablespace_sizes(session, writer)
         # the recorder's name tables (bounded: collectors/names.py), to see they don't grow forever
         writer.meta["name_tables"] = {"files": len(session.naming.files.names),
                                       "processes": len(session.naming.tasks.procs),

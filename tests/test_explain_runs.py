@@ -8,7 +8,8 @@ option but the target, and `ioattr explain SMALL --against LARGE` must name the
 cause first with a share of the gross increase. Its numbers are checked against
 the server's own counters as the benchmark read them itself (SHOW GLOBAL STATUS
 around each phase, its --json): Innodb_buffer_pool_reads and Com_select per
-phase from the recording against the server's, reads per query within 2%.
+phase from the recording against the server's, reads per query within 3%; and
+ioattr's own storage reads against the recorded Innodb_data_reads within 0.5%.
 """
 from __future__ import annotations
 
@@ -84,14 +85,16 @@ def test_recorded_counters_are_the_servers(runs: dict[str, tuple[Path, dict]]) -
             assert own["Com_select"] >= srv["queries"], (name, phase, own, srv["queries"])
             ours = st.counter("status:Innodb_buffer_pool_reads")
             assert ours is not None and ours >= own["Innodb_buffer_pool_reads"], (name, phase, ours, own)
-            assert ours - own["Innodb_buffer_pool_reads"] <= 0.01 * own["Innodb_buffer_pool_reads"] + 20, \
+            # the gaps (the marker's 0.3 s pause, the phase's end) have no benchmark statement, only
+            # background work and ioattr's own statements: measured 0.4-1.5% of a large q phase
+            assert ours - own["Innodb_buffer_pool_reads"] <= 0.03 * own["Innodb_buffer_pool_reads"] + 20, \
                 (name, phase, ours, own)
             # ioattr's own storage reads (syscalls on storage files) against the engine's
             # Innodb_data_reads over the same recorded phase
             engine = st.counter("status:Innodb_data_reads")
             assert engine is not None and st.reads == pytest.approx(engine, rel=0.005, abs=5), (name, phase, st.reads, engine)
             if name == "large":
-                assert ours / st.queries == pytest.approx(own["Innodb_buffer_pool_reads"] / srv["queries"], rel=0.02)
+                assert ours / st.queries == pytest.approx(own["Innodb_buffer_pool_reads"] / srv["queries"], rel=0.03)
             else:  # the small table fits: ~no reads at all
                 assert ours / st.queries < 0.01 and own["Innodb_buffer_pool_reads"] / srv["queries"] < 0.01
 
@@ -141,6 +144,12 @@ def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> No
     assert ws["evidence"]["miss_rate_target"] == pytest.approx(
         srv["Innodb_buffer_pool_reads"] / srv["Innodb_buffer_pool_read_requests"], rel=0.05), (ws, srv)
     assert ws["evidence"]["innodb_buffer_pool_size"] == 16 * 2**20
+    # ... and the data it compares with the pool: the table's tablespace file as the server reports
+    # it (the benchmark read INNODB_SYS_TABLESPACES after q1000; the recorder at its end)
+    file_bytes = large_bench["table"]["file_bytes"]
+    assert ws["evidence"]["tables_read"].split(", ")[0] == "ib.t", ws
+    assert file_bytes <= ws["evidence"]["data_bytes"] <= file_bytes + 2**20, (ws, large_bench["table"])
+    assert file_bytes > 3 * 16 * 2**20  # the large table really is several times the pool
     # causes that are not there are refuted, not left open
     verdicts = {f["id"]: f["verdict"] for f in res["findings"]}
     for absent in ("clustered_lookups", "change_buffer_merges", "log_rereads", "readahead_waste", "purge_reads"):
@@ -149,7 +158,8 @@ def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> No
     for f in res["findings"]:
         if f["verdict"] == "supported":
             assert f["mechanism"] and f["next_step"], f
-    assert "innodb_buffer_pool_size (now 16 MiB)" in ws["next_step"], ws
+    assert f"innodb_buffer_pool_size (now 16 MiB) above the {ws['evidence']['data_bytes'] / 2**20:.0f} MiB" \
+        in ws["next_step"], ws
 
     # the text output: the same order, the cause first, with its next step
     text = ioattr("explain", str(small), "--against", str(large), check=True).stdout
