@@ -224,3 +224,38 @@ def test_full_stages_nest_estimate_in_optimize(server, tmp_path: Path) -> None:
     assert "execute" in stages and "estimate" not in stages, stages
     f = _finding(_explain(rec, "--baseline", "points", "--target", "dives"), "optimizer_reads")
     assert f["verdict"] == "supported" and f["evidence"]["stages"] == "optimize, estimate", f
+
+
+def test_which_statements_pay(server, tmp_path: Path) -> None:
+    """Who hits the estimate probes, statement by statement, against MariaDB's plans: a
+    primary-key point select (EXPLAIN: const) and an INSERT estimate nothing; a single-table
+    UPDATE or DELETE by primary key runs the range optimizer (one estimate) but a unique
+    range is never dived (rows = 1), so it reads nothing in estimate; a join estimates each
+    table's index that has a constant range (a: PRIMARY by id, b2: k; EXPLAIN names those)."""
+    join = "SELECT count(*) FROM b.t a JOIN b.t b2 ON a.c = b2.c WHERE a.id < 100 AND b2.k < 100"
+    assert [(r[2], r[4]) for r in server.query("EXPLAIN " + join)] in (
+        [("a", "PRIMARY"), ("b2", "k")], [("b2", "k"), ("a", "PRIMARY")])
+    stmts = {
+        "point": ("SELECT c FROM b.t WHERE id = {i}", 0),
+        "insert": ("INSERT INTO b.t (id, k, c) VALUES ({i} + 1000000, 1, 'i')", 0),
+        "update": ("UPDATE b.t SET c = 'u' WHERE id = {i}", 1),
+        "delete": ("DELETE FROM b.t WHERE id = {i} + 1000000", 1),
+        "join": (join, 2),
+    }
+
+    def run(sql: str):
+        def work(cur) -> None:
+            for i in range(1, 21):
+                cur.execute(sql.format(i=i))
+            cur.execute("COMMIT")
+        return work
+
+    rec = tmp_path / "rec"
+    _record(server, rec, [(name, run(sql)) for name, (sql, _) in stmts.items()])
+    for name, (sql, per_query) in stmts.items():
+        got = {q: v for q, v in _estimates(rec, name).items() if q and q.split()[0] in ("SELECT", "INSERT", "UPDATE",
+                                                                                       "DELETE")
+               and "ioattr:phase" not in q and q != "SELECT ?"}
+        assert len(got) == 1 and list(got.values())[0] == (20, 20 * per_query), (name, got)
+        if name != "join":
+            assert _estimate_reads(rec, name) == {}, name
