@@ -130,8 +130,11 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
     title = "Secondary-index queries read the clustered index (non-covering lookups, MVCC visibility)"
     if not e.reads:
         return _f("clustered_lookups", title, "not_applicable", "a read cause; this metric counts writes")
-    secondary_queries = {k[I_QUERY] for k in e.target_contrib
-                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")}
+    # a statement that read a secondary index's pages in either phase (the index may be all cached
+    # in one of them); writes read secondary pages to maintain them, not to look rows up
+    secondary_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
+                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")
+                         and not k[I_INDEX].startswith(("[", "innodb_system.")) and not _is_write_statement(k[I_QUERY])}
 
     # with --stages statement the stage inside a statement is null: PRIMARY reads are then
     # tied to the statement (its digest) rather than to its execute/optimize stage
@@ -214,12 +217,33 @@ def change_buffer_memory(e: Evidence) -> dict[str, Any]:
                   f"'Ibuf: size'); innodb_change_buffering={buffering}, innodb_change_buffer_max_size={max_pct}%",
                   **settings)
     frac = size_last / pool
+    # A big change buffer is the condition, not the evidence: crowding shows as other indexes'
+    # pages missing more (the pool no longer holds them). Reads of the change buffer's own pages
+    # are merges and buffering reading it back (change_buffer_merges, write_statement_reads); a
+    # change made of those alone is not crowding, however big the change buffer is.
+    other = e.share(_other_index_page) if e.reads else None
+    own = e.share(lambda k: k[I_INDEX] == "innodb_system.change_buffer") if e.reads else None
     verdict = "supported" if frac >= 0.10 and e.change > 0 else ("refuted" if frac < 0.02 else "inconclusive")
+    if e.reads and frac >= 0.02:
+        if other is None:
+            verdict = "inconclusive"
+        elif other < MINOR_SHARE or (other < SUPPORT_SHARE and (own or 0.0) >= SUPPORT_SHARE):
+            verdict = "refuted"   # the change is not in other pages, or it is the change buffer's own
+        elif other < SUPPORT_SHARE:
+            verdict = "inconclusive"
     bound = f" (bounded at {max_pct}% by innodb_change_buffer_max_size)" if max_pct is not None else ""
+    crowded = (f"; other indexes' page reads (what crowding evicts) explain {_pct(other)} of the gross change, "
+               f"the change buffer's own pages {_pct(own)}" if e.reads else "")
     return _f("change_buffer_memory", title, verdict,
               f"the change buffer holds {int(size_last)} of {int(pool)} buffer pool pages ({_pct(frac)}) at the end "
-              f"of the target phase{bound}; innodb_change_buffering={buffering}",
-              ibuf_pages=size_last, fraction=frac, **settings)
+              f"of the target phase{bound}; innodb_change_buffering={buffering}{crowded}",
+              ibuf_pages=size_last, fraction=frac, other_index_share=other, change_buffer_share=own, **settings)
+
+
+def _other_index_page(k: tuple) -> bool:
+    """Reads of index pages other than the change buffer's: what a crowded pool misses."""
+    index = k[I_INDEX]
+    return bool(index) and not index.startswith("[") and index != "innodb_system.change_buffer"
 
 
 def _demand_miss(e: Evidence) -> Callable[[tuple], bool]:
