@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Key/value structs shared by every ioattr BPF object and mirrored in
- * userspace by ioattr/collectors/abi.py. Change both together: the
- * userspace mirror asserts the sizes at load time.
+ * userspace by collectors/abi.py (installed as ioattr.collectors.abi). Change
+ * both together: before every load, collectors/abi_check.py compares each
+ * struct in the object's BTF with the mirror field by field and refuses a
+ * drift; tests/unit/test_abi.py also compiles this header against every
+ * mirrored layout (events included) and reads the enums from it.
  */
 #ifndef IOATTR_H
 #define IOATTR_H

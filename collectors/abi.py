@@ -1,6 +1,7 @@
 """Userspace mirror of bpf/ioattr.h: the structs the BPF side writes and the
-enum values it uses. Sizes are checked against the loaded maps so a header
-change without a matching change here fails loudly at load time."""
+enum values it uses. collectors/abi_check.py compares these layouts with each
+object's BTF before it is loaded, so a header change without a matching change
+here fails loudly at load time (and in tests/unit/test_abi.py)."""
 from __future__ import annotations
 
 import ctypes

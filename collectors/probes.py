@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ioattr.collectors import abi
+from ioattr.collectors import abi, abi_check
 from ioattr.collectors import features
 from ioattr.collectors import libbpf
 from ioattr.errors import HostError
@@ -252,6 +252,10 @@ class ProbeSession:
         obj = libbpf.Object(str(path))
         loaded = LoadedSet(spec, obj)
         try:
+            try:
+                abi_check.require(obj)  # its structs as collectors/abi.py decodes them, or no load
+            except abi_check.AbiMismatch as e:
+                raise HostError(str(e)) from None
             tp_attach: list[tuple[str, str]] = []
             if hook is not None:
                 progs = {p.name: p for p in obj.programs()}
