@@ -4,6 +4,7 @@ from __future__ import annotations
 from ioattr.collectors.abi import Api, Kind, Layer, Op
 
 LAYER_NAMES = {int(v): v.name.lower() for v in Layer}
+LAYERS = tuple(LAYER_NAMES[int(v)] for v in Layer)  # syscall, block, pagecache: --layer's choices
 OP_NAMES = {int(v): v.name.lower() for v in Op}
 API_NAMES = {
     int(Api.SYNC): "sync",

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from ioattr.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for, stage_mode
 from ioattr.page_split import JOIN_KEY, split_key
 from ioattr.hist import latency_us
-from ioattr.labels import drop_details
+from ioattr.labels import LAYERS, drop_details
 from ioattr.reader import Recording
 from ioattr.rec_state import recording_state
 from ioattr.recording import HIST_COLUMNS
 from ioattr.errors import UsageError
 
-LAYERS = ("syscall", "block", "pagecache")
 
 
 @dataclass

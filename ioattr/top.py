@@ -23,10 +23,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ioattr.hist import BOUNDS
+from ioattr.labels import LAYERS
 from ioattr.recording import HIST_COLUMNS
 from ioattr.storage import STORAGE_FILE_CLASSES
 
-LAYERS = ("syscall", "block", "pagecache")
 # short forms of file_class for an 80-column screen
 CLASS_ABBREV = {
     "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
