@@ -22,7 +22,8 @@ INNODB_BUFFER_PAGE), not only against ioattr itself.
   3. change_buffer_memory: the change buffer holds a large part of a small pool while the
      same point selects and trickle of buffered inserts run as in the baseline: the queries'
      working set, which fitted, no longer does.
-  4. log_rereads: see test_redo_rereads.
+  4. log_rereads: redo re-reads can't be planted on MariaDB 10.11 (see test_binlog_rereads);
+     binlog reads while the server runs stand in for them.
 """
 from __future__ import annotations
 
@@ -120,13 +121,6 @@ def _reads_by(res: dict, index: str) -> float:
     """Per-query change of one index's reads among the listed contributors."""
     return sum(c["target_per_op"] - c["baseline_per_op"] for c in res["contributors"]
                if c["dims"].get("index") == index)
-
-
-def _queries(truth: dict, phase: str) -> int:
-    # the phase's SELECTs as the engine counted them, less the test's own counter reads (none:
-    # SHOW STATUS and INFORMATION_SCHEMA reads run on another connection but still count as
-    # Com_select for INFORMATION_SCHEMA; explain's denominator is the recorder's own figure)
-    return _delta(truth, phase, "Com_select")
 
 
 # -- 1. logically index-only queries that physically read the clustered index (MVCC) ------------
