@@ -98,7 +98,7 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
         for phase in BENCHMARK_PHASES:
             assert any(line.startswith(f"│ {run} {phase} ") for line in lines), (run, phase)
     assert sum(t.startswith("Per phase, in the insert benchmark's terms") for t in titles) == 1
-    for section in ("Where the large run's reads and writes went, by phase and index (syscalls)",
+    for section in ("Where the large run's IO went in q1000, by index (syscalls)",
                     "Why do the queries read more in the large run?"):
         assert titles.count(section) == 1, section
 
