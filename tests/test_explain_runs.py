@@ -130,10 +130,18 @@ def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> No
         assert sh is None or -1.0 <= sh <= 1.0, f
 
     # the cause first: the queries' index dives (records_in_range while the optimizer estimates
-    # the range) read the secondary-index leaves, more than half of the increase
+    # the range) read the secondary-index leaves. In q1000 the inserts' own reads (read before
+    # write, more rows inserted per query as QPS falls) take a share too: measured 59-71% for
+    # the dives; in q100 (a tenth of the inserts) 92%.
     first = res["findings"][0]
     assert first["id"] == "optimizer_reads" and first["verdict"] == "supported", res["findings"]
-    assert 0.5 <= first["evidence"]["share_of_change"] <= 1.0, first
+    assert 0.4 <= first["evidence"]["share_of_change"] <= 1.0, first
+    assert all((f["evidence"].get("share_of_change") or 0) < first["evidence"]["share_of_change"]
+               for f in res["findings"][1:]), res["findings"]
+    q100 = json.loads(ioattr("explain", str(small), "--against", str(large), "--baseline", "q100", "--target", "q100",
+                             "--format", "json", check=True).stdout)
+    assert q100["findings"][0]["id"] == "optimizer_reads", q100["findings"]
+    assert q100["findings"][0]["evidence"]["share_of_change"] >= 0.75, q100["findings"][0]
     dive_rows = [c for c in res["contributors"] if c["dims"].get("stage") == "estimate"]
     assert {c["dims"]["index"] for c in dive_rows} >= {"ib.t.ix_price", "ib.t.ix_register", "ib.t.ix_customer"}, \
         res["contributors"]
