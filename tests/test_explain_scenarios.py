@@ -128,21 +128,27 @@ def _reads_by(res: dict, index: str) -> float:
 MVCC_ROWS = 200000
 
 
-def _covering_ranges(n: int, seed: int) -> Work:
+def _covering_ranges(n: int, seed: int, what: str = "COUNT(k)") -> Work:
+    """Range queries on the secondary index: covering (`COUNT(k)`) unless `what` needs a column
+    only the clustered index has."""
     def work(conn) -> None:
         rnd = random.Random(seed)
         with conn.cursor() as cur:
             for _ in range(n):
                 lo = rnd.randrange(MVCC_ROWS)
-                cur.execute("SELECT COUNT(k) FROM b.t WHERE k BETWEEN %s AND %s", (lo, lo + 20))
+                cur.execute(f"SELECT {what} FROM b.t WHERE k BETWEEN %s AND %s", (lo, lo + 20))
     return work
+
+
+def _load_mvcc_table(db) -> None:
+    db.query("CREATE DATABASE b")
+    db.query("CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(200) NOT NULL, KEY k (k)) ENGINE=InnoDB")
+    db.query(f"INSERT INTO b.t SELECT seq, (seq * 7919) % {MVCC_ROWS}, 'x' FROM b.seq_1_to_{MVCC_ROWS}")
 
 
 def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
     db = _server(mariadb_factory, "16M")
-    db.query("CREATE DATABASE b")
-    db.query("CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(200) NOT NULL, KEY k (k)) ENGINE=InnoDB")
-    db.query(f"INSERT INTO b.t SELECT seq, (seq * 7919) % {MVCC_ROWS}, 'x' FROM b.seq_1_to_{MVCC_ROWS}")
+    _load_mvcc_table(db)
     db.query("CREATE TABLE b.side (id INT PRIMARY KEY) ENGINE=InnoDB")
     # logically index-only: the plan reads the secondary index alone
     plan = db.query("EXPLAIN SELECT COUNT(k) FROM b.t WHERE k BETWEEN 5 AND 25")
@@ -194,6 +200,29 @@ def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
     cl = _finding(res, "clustered_lookups")["evidence"]
     assert 0.5 * engine_t / q_t <= cl["target_per_op"] <= 1.02 * engine_t / q_t, (cl, engine_t)
     assert cl["share_of_change"] > 0.5, cl
+
+
+def test_noncovering_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
+    """The plain form: the same ranges, but the target's queries need a column the secondary
+    index lacks, so each matching row is looked up in the clustered index."""
+    db = _server(mariadb_factory, "16M")
+    _load_mvcc_table(db)
+    db.restart()
+    rec = tmp_path / "rec"
+    truth = _record(db, rec, [("base", _covering_ranges(400, 2)),
+                              ("target", _covering_ranges(400, 2, "SUM(LENGTH(c))"))])
+    res = _explain(rec)
+    _settled(res, "clustered_lookups")
+    assert res["findings"][0]["id"] == "clustered_lookups", res["findings"]
+    top = res["contributors"][0]["dims"]
+    assert top["index"] == "b.t.PRIMARY" and top["query"].startswith("SELECT SUM(LENGTH(c)) FROM b.t"), top
+    engine_t = _delta(truth, "target", "Innodb_buffer_pool_reads")
+    q_t = res["target"]["ops"]
+    assert 0.95 * engine_t / q_t <= res["target"]["value"] <= 1.3 * engine_t / q_t, (res["target"], engine_t)
+    cl = _finding(res, "clustered_lookups")["evidence"]
+    # a read-only workload: the queries' PRIMARY reads are nearly all the engine's
+    assert 0.9 * engine_t / q_t <= cl["target_per_op"] <= 1.02 * engine_t / q_t, (cl, engine_t)
+    assert cl["share_of_change"] > 0.9, cl
 
 
 # -- 2. change-buffer merges --------------------------------------------------------------------
