@@ -159,13 +159,29 @@ def children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def ioattr_prog_stats() -> dict[str, tuple[int, int]]:
-    """name -> (run_cnt, run_time_ns) of every loaded ioattr_* BPF program (bpftool)."""
+def prog_ids_of(pid: int) -> set[int]:
+    """Ids of the BPF programs process `pid` holds open (its fds' fdinfo `prog_id`)."""
+    ids: set[int] = set()
+    for fdinfo in Path(f"/proc/{pid}/fdinfo").glob("*"):
+        try:
+            for line in fdinfo.read_text().splitlines():
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except (OSError, ValueError):
+            continue  # an fd closed meanwhile
+    return ids
+
+
+def ioattr_prog_stats(pid: int | None = None) -> dict[str, tuple[int, int]]:
+    """name -> (run_cnt, run_time_ns) of the loaded ioattr_* BPF programs (bpftool);
+    with `pid`, only that recorder's own programs: other people's ioattr tests load
+    programs of the same names, which come and go during a run."""
     r = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
+    mine = prog_ids_of(pid) if pid else None
     out: dict[str, tuple[int, int]] = {}
     for p in json.loads(r.stdout or "[]"):
         name = p.get("name", "")
-        if name.startswith("ioattr_"):
+        if name.startswith("ioattr_") and (mine is None or p.get("id") in mine):
             cnt, tim = out.get(name, (0, 0))
             out[name] = (cnt + int(p.get("run_cnt", 0)), tim + int(p.get("run_time_ns", 0)))
     return out
@@ -382,13 +398,13 @@ def main() -> int:
                     reads0 = db.status("Innodb_buffer_pool_reads")
                     server_cpu0, child_cpu0 = proc_cpu_s(db.pid), children_cpu_s()  # type: ignore[arg-type]
                     rec_cpu0 = proc_cpu_s(rec.proc.pid) if rec else 0.0
-                    stats0 = ioattr_prog_stats() if prog else {}
+                    stats0 = ioattr_prog_stats(rec.proc.pid if rec else None) if prog else {}
                     out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}",
                                       threads=args.threads, time=args.duration, **sb)
                     server_cpu = proc_cpu_s(db.pid) - server_cpu0  # type: ignore[arg-type]
                     sysbench_cpu = children_cpu_s() - child_cpu0
                     rec_cpu = proc_cpu_s(rec.proc.pid) - rec_cpu0 if rec else 0.0
-                    stats1 = ioattr_prog_stats() if prog else {}
+                    stats1 = ioattr_prog_stats(rec.proc.pid if rec else None) if prog else {}
                 finally:
                     rc = rec.stop() if rec else 0
                 client_cpu = sysbench_cpu + rec_cpu
@@ -398,7 +414,7 @@ def main() -> int:
                 reads = db.status("Innodb_buffer_pool_reads") - reads0
                 nq = max(int(res["queries"]), 1)  # type: ignore[arg-type]
                 if prog:
-                    # other people's ioattr runs would show up under the same names
+                    # only the recorder's own programs (ioattr_prog_stats(pid)): other ioattr runs share the names
                     res["prog_stats"] = {
                         n: {"runs_per_query": (c - stats0.get(n, (0, 0))[0]) / nq,
                             "bpf_ns_per_query": (t - stats0.get(n, (0, 0))[1]) / nq,
