@@ -155,13 +155,16 @@ def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str]]:
     return diffs, fold
 
 
-def _fold(c: dict[tuple, float], fold: set[str]) -> dict[tuple, float]:
+def _fold(c: dict[tuple, float], fold: set[str], keep_stages: tuple[str, ...] = ()) -> dict[tuple, float]:
+    """Set the folded dimensions to null, except the stages both recordings traced alike
+    (keep_stages: `estimate`, the index dives, which every mode since it exists traces)."""
     if not fold:
         return c
     idx = [DIMS.index(d) for d in fold]
+    stage = DIMS.index("stage")
     out: dict[tuple, float] = {}
     for k, v in c.items():
-        k2 = tuple(None if i in idx else x for i, x in enumerate(k))
+        k2 = tuple(None if i in idx and not (i == stage and x in keep_stages) else x for i, x in enumerate(k))
         out[k2] = out.get(k2, 0.0) + v
     return out
 
@@ -212,12 +215,17 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     name = m.name if unit == m.per else m.name.replace(f"_per_{m.per}", "_per_second")
 
     diffs, fold = probe_differences(rec, other) if against is not None else ([], set())
+    # the optimizer's index dives are stage estimate in both --stages modes: comparable when both
+    # recordings traced them, even where the other stages are folded
+    keep = ("estimate",) if all(r.meta.get("estimate_stage") for r in (rec, other)) else ()
     if diffs:
         warnings.append("the recordings were made with different probe settings (" + "; ".join(diffs) + "): "
                         "compared only on what both have"
-                        + (f" ({', '.join(sorted(fold))} folded to null on both sides)" if fold else ""))
-    cb = _fold(contributors(rec, b_name, m), fold)
-    ct = _fold(contributors(other, t_name, m), fold)
+                        + (f" ({', '.join(sorted(fold))} folded to null on both sides"
+                           + (", stage estimate kept: both traced it" if keep and "stage" in fold else "") + ")"
+                           if fold else ""))
+    cb = _fold(contributors(rec, b_name, m), fold, keep)
+    ct = _fold(contributors(other, t_name, m), fold, keep)
     vb = sum(cb.values()) / base.denominator
     vt = sum(ct.values()) / targ.denominator
     change = vt - vb

@@ -225,6 +225,15 @@ def test_full_stages_nest_estimate_in_optimize(server, tmp_path: Path) -> None:
     f = _finding(_explain(rec, "--baseline", "points", "--target", "dives"), "optimizer_reads")
     assert f["verdict"] == "supported" and f["evidence"]["stages"] == "optimize, estimate", f
 
+    # run against run across modes: the fine stages fold to null, estimate (traced by both) stays
+    default = tmp_path / "default"
+    _record(server, default, [("dives", _dives(rnd))])
+    res = _explain(rec, "--against", str(default), "--baseline", "points", "--target", "dives")
+    assert any("stage estimate kept" in w for w in res["warnings"]), res["warnings"]
+    assert {c["dims"].get("stage") for c in res["contributors"]} <= {None, "estimate"}, res["contributors"]
+    f = _finding(res, "optimizer_reads")
+    assert f["verdict"] == "supported" and f["evidence"]["stages"] == "estimate", f
+
 
 def test_which_statements_pay(server, tmp_path: Path) -> None:
     """Who hits the estimate probes, statement by statement, against MariaDB's plans: a

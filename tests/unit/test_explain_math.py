@@ -121,3 +121,7 @@ def test_probe_differences_fold_what_one_side_lacks() -> None:
     c = {("i", "leaf", "execute", "connection", "tablespace", "q"): 2.0,
          ("i", "leaf", "optimize", "connection", "tablespace", "q"): 3.0}
     assert _fold(c, {"stage"}) == {("i", "leaf", None, "connection", "tablespace", "q"): 5.0}
+    # index dives are stage estimate in both modes: kept when both recordings traced them
+    c[("i", "leaf", "estimate", "connection", "tablespace", "q")] = 7.0
+    assert _fold(c, {"stage"}, ("estimate",)) == {("i", "leaf", None, "connection", "tablespace", "q"): 5.0,
+                                                  ("i", "leaf", "estimate", "connection", "tablespace", "q"): 7.0}
