@@ -38,7 +38,11 @@ Sources:
     ps_table        performance_schema.table_io_waits_summary_by_table:
                     "<schema>.<table>:<COLUMN>" for COUNT_STAR COUNT_READ COUNT_WRITE
                     COUNT_FETCH COUNT_INSERT COUNT_UPDATE COUNT_DELETE SUM_TIMER_WAIT
-                    SUM_TIMER_READ SUM_TIMER_WRITE
+                    SUM_TIMER_READ SUM_TIMER_WRITE; and from
+                    table_io_waits_summary_by_index_usage "<schema>.<table>.<index>:INDEX_FETCH"
+                    (rows fetched through each index, named as ioattr names indexes: which
+                    index a table's rows were reached through, for explain's clustered-lookup
+                    finding when the secondary index itself never missed)
                     Both P_S sources list only files/tables with some IO (COUNT_STAR > 0): an
                     absent earlier row means zero. They are read every `ps_every`-th interval
                     (default 5) and at every forced snapshot (start, phase changes, the end),
@@ -425,4 +429,12 @@ class CounterCollector:
             for col, v in zip(PS_TABLE_COLUMNS, row[2:]):
                 if v is not None:
                     out.append((f"{table}:{col}", float(v), None))
+        for schema, table, index, fetch in eng.query(
+                "SELECT OBJECT_SCHEMA, OBJECT_NAME, INDEX_NAME, COUNT_FETCH "
+                "FROM performance_schema.table_io_waits_summary_by_index_usage "
+                "WHERE OBJECT_TYPE = 'TABLE' AND INDEX_NAME IS NOT NULL AND COUNT_FETCH > 0 "
+                "AND OBJECT_SCHEMA <> 'performance_schema'"):
+            name = ".".join(v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+                            for v in (schema, table, index))
+            out.append((f"{name}:INDEX_FETCH", float(fetch), None))
         return out

@@ -146,16 +146,30 @@ def _load_mvcc_table(db) -> None:
     db.query(f"INSERT INTO b.t SELECT seq, (seq * 7919) % {MVCC_ROWS}, 'x' FROM b.seq_1_to_{MVCC_ROWS}")
 
 
-def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
+def _index_fetches(db) -> dict[str, int]:
+    """Rows fetched per index of b.t (performance_schema), read directly: which index the
+    queries reached the rows through."""
+    return {str(i): int(n) for i, n in db.query(
+        "SELECT INDEX_NAME, COUNT_FETCH FROM performance_schema.table_io_waits_summary_by_index_usage "
+        "WHERE OBJECT_SCHEMA = 'b' AND OBJECT_NAME = 't' AND INDEX_NAME IS NOT NULL")}
+
+
+@pytest.mark.parametrize("secondary", ["cold", "cached"])
+def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path, secondary: str) -> None:
+    """cold: the baseline reads the secondary index (about 250 pages, which the 16 MB pool then
+    mostly keeps), so the queries are seen reading it. cached: the whole secondary index is in
+    the pool before recording, so the queries may read no secondary page at all: the only
+    evidence that they reached b.t through it is performance_schema's per-index fetches."""
     db = _server(mariadb_factory, "16M")
     _load_mvcc_table(db)
     db.query("CREATE TABLE b.side (id INT PRIMARY KEY) ENGINE=InnoDB")
     # logically index-only: the plan reads the secondary index alone
     plan = db.query("EXPLAIN SELECT COUNT(k) FROM b.t WHERE k BETWEEN 5 AND 25")
     assert "Using index" in str(plan[0]), plan
-    # a cold pool: the baseline reads the secondary index (about 250 pages, which the pool then
-    # mostly keeps), so the queries are seen reading it; in the target PRIMARY pages miss
     db.restart()
+    if secondary == "cached":
+        db.query("SELECT COUNT(*) FROM b.t FORCE INDEX (k)")
+        _covering_ranges(400, 1)(db.connect())
 
     holder = db.connect()
 
@@ -171,12 +185,21 @@ def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
         conn.commit()
 
     rec = tmp_path / "rec"
+    fetches: dict[str, dict[str, int]] = {}
+
+    def target(conn) -> None:
+        fetches["before"] = _index_fetches(db)
+        _covering_ranges(400, 2)(conn)
+        fetches["after"] = _index_fetches(db)
+
     try:
-        truth = _record(db, rec, [("base", _covering_ranges(400, 2)), ("hold", hold),
-                                  ("target", _covering_ranges(400, 2))])
+        truth = _record(db, rec, [("base", _covering_ranges(400, 2)), ("hold", hold), ("target", target)])
     finally:
         holder.rollback()
         holder.close()
+    # ground truth: the target's rows were all fetched through the secondary index
+    through = {i: fetches["after"].get(i, 0) - fetches["before"].get(i, 0) for i in fetches["after"]}
+    assert through.get("k", 0) > 0 and through.get("PRIMARY", 0) == 0, through
     res = _explain(rec)
     _settled(res, "clustered_lookups")
     assert res["findings"][0]["id"] == "clustered_lookups", res["findings"]
@@ -200,6 +223,7 @@ def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
     cl = _finding(res, "clustered_lookups")["evidence"]
     assert 0.5 * engine_t / q_t <= cl["target_per_op"] <= 1.02 * engine_t / q_t, (cl, engine_t)
     assert cl["share_of_change"] > 0.5, cl
+    assert cl["reached_through_secondary"] == "b.t.PRIMARY", cl
 
 
 def test_noncovering_clustered_reads(mariadb_factory, tmp_path: Path) -> None:
@@ -402,3 +426,72 @@ def test_binlog_rereads(mariadb_factory, tmp_path: Path) -> None:
     assert ev["share_of_change"] > 0.9, ev
     # the table stays cached: the engine read no page in either phase
     assert _delta(truth, "target", "Innodb_buffer_pool_reads") == 0, truth["target"]
+
+
+# -- the finding rules on their own (no server): what the scenarios above rely on ----------------
+
+def _evidence(base: dict[tuple, float], target: dict[tuple, float], counters: dict[str, float],
+              settings: dict | None = None):
+    """An Evidence over synthetic contributors (index, level, stage, role, file_class, query) and
+    target-phase counters, 100 queries a side, recorded with --stages statement."""
+    from types import SimpleNamespace
+
+    from ioattr import explain_math as em
+    from ioattr.explain import METRICS
+    from ioattr.findings import Evidence
+    from ioattr.phase_stats import PhaseStats
+
+    rec = SimpleNamespace(meta={"stages": "statement", "stage_probes": True})
+
+    def side(name: str, c: dict[str, float]):
+        return SimpleNamespace(rec=rec, phase=name, stats=PhaseStats(name, 0.0, 1.0, counters=c),
+                               denominator=100.0, unit="query", ops=100.0)
+
+    deltas = [(target.get(k, 0.0) - base.get(k, 0.0)) / 100 for k in set(base) | set(target)]
+    return Evidence(metric=METRICS["reads_per_query"], base=side("base", {}), target=side("target", counters),
+                    base_contrib=base, target_contrib=target, change=sum(deltas),
+                    gross=em.gross_change(deltas), settings_base=settings or {}, settings_target=settings or {})
+
+
+Q = "SELECT COUNT(k) FROM b.t WHERE k BETWEEN ? AND ?"
+
+
+def test_clustered_lookups_through_a_cached_secondary_index() -> None:
+    """A query that read no secondary page (its index stayed cached) reads PRIMARY pages: they
+    count as lookups when performance_schema says the table's rows came through the secondary
+    index, and not when they came through PRIMARY (point selects by primary key)."""
+    from ioattr.findings import clustered_lookups
+
+    primary = ("b.t.PRIMARY", "leaf", None, "connection", "tablespace", Q)
+    e = _evidence({}, {primary: 2000.0},
+                  {"ps_table:b.t:COUNT_FETCH": 8400.0, "ps_table:b.t.k:INDEX_FETCH": 8400.0})
+    f = clustered_lookups(e)
+    assert f["verdict"] == "supported" and f["evidence"]["share_of_change"] == 1.0, f
+    assert f["evidence"]["reached_through_secondary"] == "b.t.PRIMARY", f
+    e = _evidence({}, {primary: 2000.0},
+                  {"ps_table:b.t:COUNT_FETCH": 8400.0, "ps_table:b.t.PRIMARY:INDEX_FETCH": 8400.0})
+    assert clustered_lookups(e)["verdict"] == "refuted"
+    # a mix of both (under 90% through the secondary index) is not claimed
+    e = _evidence({}, {primary: 2000.0}, {"ps_table:b.t:COUNT_FETCH": 100.0, "ps_table:b.t.k:INDEX_FETCH": 80.0,
+                                          "ps_table:b.t.PRIMARY:INDEX_FETCH": 20.0})
+    assert clustered_lookups(e)["verdict"] == "refuted"
+
+
+def test_change_buffer_memory_needs_other_pages_missing() -> None:
+    """A change buffer holding a third of the pool is crowding only when other indexes' pages
+    make up the change; when the change is the change buffer's own pages read back, it is not."""
+    from ioattr.findings import change_buffer_memory
+
+    settings = {"innodb_buffer_pool_size": 8 * 2**20, "innodb_page_size": PAGE, "innodb_change_buffering": "all",
+                "innodb_change_buffer_max_size": 50}
+    counters = {"innodb_metrics_last:ibuf_size": 170.0, "status_last:Innodb_buffer_pool_pages_total": 507.0}
+    leaf = ("b.t.k", "leaf", None, "connection", "tablespace", "SELECT COUNT(*) FROM b.t WHERE k = ?")
+    ibuf = ("innodb_system.change_buffer", "leaf", None, "connection", "system_tablespace", leaf[5])
+    hot = ("b.h.PRIMARY", "leaf", None, "connection", "tablespace", "SELECT c FROM b.h WHERE id = ?")
+    merges = change_buffer_memory(_evidence({leaf: 100.0}, {leaf: 102.0, ibuf: 46.0}, counters, settings))
+    assert merges["verdict"] == "refuted" and merges["evidence"]["fraction"] > 0.3, merges
+    crowded = change_buffer_memory(_evidence({hot: 18.0}, {hot: 43.0, ibuf: 40.0}, counters, settings))
+    assert crowded["verdict"] == "supported", crowded
+    assert crowded["evidence"]["other_index_share"] == pytest.approx(25 / 65, abs=1e-6), crowded
+    small = dict(counters, **{"innodb_metrics_last:ibuf_size": 5.0})
+    assert change_buffer_memory(_evidence({hot: 18.0}, {hot: 43.0}, small, settings))["verdict"] == "refuted"
