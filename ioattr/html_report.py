@@ -563,7 +563,7 @@ def render_explanation(r: dict[str, Any]) -> str:
         out.append(f'<div class="finding {esc(verdict)}" data-finding="{esc(f.get("id"))}" '
                    f'data-verdict="{esc(verdict)}"><span class="badge {cls}">{esc(label)}</span>'
                    f'<span class="title">{esc(f.get("title"))}</span>'
-                   f'<p class="summary">{esc(ev.get("summary", ""))}</p>{ev_html}</div>')
+                   f'<p class="summary">{esc(ev.get("summary", ""))}</p>{_advice_html(f)}{ev_html}</div>')
     missing = r.get("missing") or []
     out.append('<h3 id="missing-h">Missing evidence</h3>')
     out.append(_list([esc(m) for m in missing]) if missing else '<p class="muted">None: every evidence source '
@@ -662,3 +662,15 @@ def render_html(rec: Recording, explanation: dict[str, Any] | None = None, again
         *body,
         "</main></body></html>\n",
     ])
+
+
+def _advice_html(f: dict) -> str:
+    """What a supported finding means and what to try next (explain_text.NEXT_STEPS, as in the text)."""
+    if f.get("verdict") != "supported":
+        return ""
+    out = ""
+    if f.get("mechanism"):
+        out += f'<p class="summary"><b>Why:</b> {esc(f["mechanism"])}</p>'
+    if f.get("next_step"):
+        out += f'<p class="summary"><b>Try:</b> {esc(f["next_step"])}</p>'
+    return out

@@ -80,8 +80,12 @@ def test_recorded_counters_are_the_servers(runs: dict[str, tuple[Path, dict]]) -
             # queries: Com_select less ioattr's own statements, exactly the benchmark's plus the
             # phase's marker SELECT, and after the last phase the benchmark's 3 table-size SELECTs
             # (the server's own Com_select over the benchmark's window also has ioattr's statements)
+            # The stage probes' count of the workload's SELECTs is exact; Com_select less ioattr's own
+            # may be one short: an own statement at the boundary snapshot is subtracted in the phase
+            # whose Com_select did not count it (seen once in five runs).
             extra = 1 + (3 if phase == Q_PHASES[-1] else 0)
-            assert st.queries == srv["queries"] + extra, (name, phase, st.queries, srv["queries"])
+            assert st.statement_counts.get("select") == srv["queries"] + extra, (name, phase, st.statement_counts, srv)
+            assert 0 <= srv["queries"] + extra - st.queries <= 1, (name, phase, st.queries, srv["queries"])
             assert own["Com_select"] >= srv["queries"], (name, phase, own, srv["queries"])
             ours = st.counter("status:Innodb_buffer_pool_reads")
             assert ours is not None and ours >= own["Innodb_buffer_pool_reads"], (name, phase, ours, own)
@@ -178,3 +182,7 @@ def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> No
     assert findings[0].startswith("  [SUPPORTED] Reads issued while queries are optimized"), text
     i = lines.index(findings[0])
     assert lines[i + 2].startswith("      why: ") and lines[i + 3].startswith("      try: "), lines[i:i + 4]
+    # the HTML report says the same under each supported finding
+    html = ioattr("explain", str(small), "--against", str(large), "--format", "html", check=True).stdout
+    supported = [f for f in res["findings"] if f["verdict"] == "supported"]
+    assert html.count("<b>Try:</b>") == len(supported) and html.count("<b>Why:</b>") == len(supported), supported
