@@ -14,7 +14,7 @@ CONSTRAINTS := requirements/constraints.txt
 PIP_INSTALL := $(PY) -m pip install -q -c $(CONSTRAINTS)
 LOCK_VENV := .venv-constraints
 
-.PHONY: all deps venv build test unit demo bench clean constraints
+.PHONY: all deps venv build test unit docs demo bench clean constraints
 
 all: build
 
@@ -74,6 +74,11 @@ test: build
 unit: venv
 	$(MAKE) -s -C bpf
 	setpriv --bounding-set=-all --inh-caps=-all -- $(PY) -m pytest tests/unit -q
+
+# The README's command synopsis and docs/man/*.1, from the argument parser (the unit tier
+# fails when they are stale)
+docs: venv
+	$(PY) -m ioattr.cli.docs --write
 
 demo: build
 	$(VENV)/bin/ioattr demo

@@ -14,6 +14,7 @@ from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
 from ioattr.cli import compact, demo, doctor, explain, exporter, mark, record, report, top
+from ioattr.cli.definition import HelpFormatter
 
 SUBCOMMANDS: dict[str, ModuleType] = {
     "compact": compact,
@@ -29,7 +30,12 @@ SUBCOMMANDS: dict[str, ModuleType] = {
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit 2), not a usage dump."""
+    """argparse, but a usage error is one line (and exit 2), not a usage dump; --help shows
+    every option's default and the command's examples (cli/definition.HelpFormatter)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -53,17 +59,22 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1:]
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # name the subcommand whose options these are not
-        where = f"ioattr {args.command}" if getattr(args, "command", None) else "ioattr"
-        parser.exit(EXIT_USAGE, f"{where}: unrecognized arguments: {' '.join(extra)} (see {where} --help)\n")
+    try:
+        # a bad value is refused by its type (cli/argtypes.py) here, as one line; the exit
+        # code is returned, not raised, so main() called in-process behaves like the command
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # name the subcommand whose options these are not
+            where = f"ioattr {args.command}" if getattr(args, "command", None) else "ioattr"
+            parser.exit(EXIT_USAGE, f"{where}: unrecognized arguments: {' '.join(extra)} (see {where} --help)\n")
+        if command and args.command and args.command != "record":
+            parser.error(f"'-- CMD' is only for record, not {args.command}")
+    except SystemExit as e:  # --help, --version, or a usage error
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     args.wrapped_command = command
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    if command and args.command != "record":
-        parser.error(f"'-- CMD' is only for record, not {args.command}")
     try:
         return int(SUBCOMMANDS[args.command].run(args) or 0)
     except IoattrError as e:

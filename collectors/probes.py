@@ -190,6 +190,12 @@ class LoadedSet:
         libbpf.close_fds_in_child(fds)
 
 
+# io_stats capacity (--max-entries of record, top and exporter): the default and the range
+# accepted (a map of 2^24 keys of 40 + 536 bytes is ~10 GiB of kernel memory at most)
+MAX_STATS_DEFAULT = 65536
+MAX_STATS_RANGE = (16, 1 << 24)
+
+
 class ProbeSession:
     """The probe sets of one ioattr process, loaded and attached.
 
@@ -199,7 +205,7 @@ class ProbeSession:
     """
 
     def __init__(self, sets: tuple[str, ...] | None = None, *, follow_forks: bool = False,
-                 trace_all: bool = False, max_stats: int = 65536, innodb_pages: bool = False,
+                 trace_all: bool = False, max_stats: int = MAX_STATS_DEFAULT, innodb_pages: bool = False,
                  fine_stages: bool = False, syscall_hook: str | None = None) -> None:
         self.wanted = sets or tuple(p.name for p in PROBE_SETS)
         self.follow_forks = follow_forks

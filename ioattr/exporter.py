@@ -34,6 +34,7 @@ stay monotonic when values move in and out).
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import signal
 import sys
@@ -48,8 +49,6 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from ioattr import __version__
-from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.collectors.targets import TargetSpec, pid_alive
 from ioattr.errors import UsageError
 from ioattr.labels import DROP_MAPS, drops_line  # which map each drop reason is about
@@ -274,18 +273,16 @@ class IoattrCollector(Collector):
         return w.text()
 
 
-@dataclass
-class ExporterOptions:
-    targets: TargetSpec
-    engine: EngineOptions = field(default_factory=EngineOptions)
+@dataclass(kw_only=True)
+class ExporterOptions(SessionOptions):
+    """`ioattr exporter`: the live session's options (targets, probes, connection) and these."""
+
     listen: str = DEFAULT_LISTEN
     interval: float = 1.0
     top_n: int = 50
     retention: float = 600.0
     probe_stats: bool = True
     duration: float | None = None
-    stages: str = DEFAULT_STAGE_MODE  # --stages: statement (digests) or full (+ stage uprobes)
-    max_stats: int = 65536  # --max-entries: io_stats capacity
 
 
 class Exporter:
@@ -320,8 +317,7 @@ class Exporter:
         prev = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         runtime = RunTimeStats(o.probe_stats)
         try:
-            session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, stages=o.stages,
-                                                 max_stats=o.max_stats, log=self.log))
+            session = LiveSession(dataclasses.replace(o, log=self.log))
             with session:
                 session.start()
                 self.counters.read(session.naming.servers)

@@ -17,6 +17,7 @@ drains. A mark is acknowledged only after that snapshot.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -27,41 +28,31 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ioattr import control
 from ioattr.auto_phases import AutoPhaser
 from ioattr.collectors.counters import CounterCollector
-from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
-from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.labels import drops_line
 from ioattr.recording import RecordingWriteError, RecordingWriter
 from ioattr.session import Interval, LiveSession, PhaseStart, SessionOptions
 
 
-@dataclass
-class RecordOptions:
+@dataclass(kw_only=True)
+class RecordOptions(SessionOptions):
+    """`ioattr record`: the live session's options (targets, probes, connection) and these."""
+
     output: Path
-    targets: TargetSpec
     interval: float = 1.0
     duration: float | None = None
     phase: str = "main"
     chunk_seconds: float = 10.0
-    probe_sets: tuple[str, ...] | None = None
-    innodb_pages: bool = True
-    keep_literals: bool = False
-    stages: str = DEFAULT_STAGE_MODE
-    max_stats: int = 65536  # io_stats capacity (--max-entries)
-    engine: EngineOptions = field(default_factory=EngineOptions)
     discard_command_output: bool = False
     phase_pattern: str | None = None
     auto_phases: bool = False
     marker_wait: bool = True  # SQL markers wait (bounded) for the boundary's counters snapshot
-    log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
 
 # how long a SQL marker statement waits for its boundary snapshot (bpf/stage.bpf.c MARKER_WAIT_NS)
@@ -164,10 +155,8 @@ class Recorder:
     # -- the run ---------------------------------------------------------------------
     def run(self) -> int:
         o = self.opts
-        session = LiveSession(SessionOptions(
-            targets=o.targets, probe_sets=o.probe_sets, innodb_pages=o.innodb_pages,
-            keep_literals=o.keep_literals, follow_forks=bool(o.targets.command), stages=o.stages, max_stats=o.max_stats,
-            engine=o.engine, log=o.log))
+        # a wrapped command's children are followed (it starts the workload)
+        session = LiveSession(dataclasses.replace(o, follow_forks=bool(o.targets.command)))
         barrier_fd = None
         failure: RecordingWriteError | None = None
         prev_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

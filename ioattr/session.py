@@ -32,7 +32,7 @@ from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, cla
 from ioattr.collectors import libbpf
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
-from ioattr.collectors.probes import ProbeSession
+from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
@@ -42,15 +42,18 @@ from ioattr.rows import IoRows, Naming, PageRows, StatementRows
 THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SessionOptions:
+    """What every command that attaches to servers configures (cli/definition.py declares the
+    options once); RecordOptions, TopOptions and ExporterOptions extend it with their own."""
+
     targets: TargetSpec
     probe_sets: tuple[str, ...] | None = None
     innodb_pages: bool = True
     keep_literals: bool = False
     follow_forks: bool = False
-    stages: str = DEFAULT_STAGE_MODE  # statement: digests only (3 uprobes); full: + stage uprobes
-    max_stats: int = 65536  # io_stats capacity (--max-entries); a full map counts drops
+    stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; full: + every stage
+    max_stats: int = MAX_STATS_DEFAULT  # io_stats capacity (--max-entries); a full map counts drops
     engine: EngineOptions = field(default_factory=EngineOptions)
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 

@@ -7,15 +7,13 @@ for `--iterations N` intervals or until stopped.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
-from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import UsageError
 from ioattr.metrics_server import ServerCounters
 from ioattr.session import LiveSession, SessionOptions
@@ -27,10 +25,10 @@ POLL_SECONDS = 0.1
 MIN_COLUMNS, MIN_LINES = 60, 10
 
 
-@dataclass
-class TopOptions:
-    targets: TargetSpec
-    engine: EngineOptions = field(default_factory=EngineOptions)
+@dataclass(kw_only=True)
+class TopOptions(SessionOptions):
+    """`ioattr top`: the live session's options (targets, probes, connection) and these."""
+
     by: str = "file"              # a view, or (batch) several, comma-separated: file,index
     interval: float = 1.0
     batch: bool = False
@@ -40,8 +38,6 @@ class TopOptions:
     layer: str = "syscall"
     rows: int | None = None       # batch: rows per snapshot (None: all)
     width: int | None = None      # batch: line width (default: the terminal's, else 160)
-    stages: str = DEFAULT_STAGE_MODE  # --stages: statement (digests) or full (+ stage uprobes)
-    max_stats: int = 65536        # --max-entries: io_stats capacity
 
 
 class _Stop(Exception):
@@ -173,8 +169,7 @@ class TopApp:
         o = self.opts
         if not o.batch and not Terminal.usable():
             raise UsageError("top needs a terminal (stdin and stdout); use --batch for scripts")
-        session = LiveSession(SessionOptions(targets=o.targets, engine=o.engine, stages=o.stages,
-                                             max_stats=o.max_stats, log=self._log))
+        session = LiveSession(dataclasses.replace(o, log=self._log))
         handled = [signal.SIGTERM, signal.SIGHUP] + ([] if o.batch else [signal.SIGWINCH])
         prev = {sig: signal.signal(sig, self._on_signal) for sig in handled}
         try:

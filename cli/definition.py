@@ -1,0 +1,114 @@
+"""The options that several commands share, declared once.
+
+record, top and exporter all attach to servers: they take the same targets, the same
+server connection, the same probe settings and the same map capacity, with the same
+spellings, types (cli/argtypes.py), defaults and help. Each subcommand module declares
+only its own options and composes these groups; `live_options(args)` turns the shared
+ones into the keyword arguments of ioattr.session.SessionOptions, which RecordOptions,
+TopOptions and ExporterOptions extend.
+
+Spellings follow what users bring from bcc/libbpf-tools and top(1): `-p PID`, `-c COMM`.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ioattr.cli import argtypes
+from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.probes import MAX_STATS_DEFAULT, MAX_STATS_RANGE
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, STAGE_MODES
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions are wrapped, examples keep their lines; every option with a value shows
+    its default unless its help already says it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, [], argparse.SUPPRESS)
+                or not action.option_strings):
+            return text
+        return f"{text} (default: {default})"
+
+
+def examples(*lines: str) -> str:
+    """An --help epilog: one command per line."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def add_target_arguments(p: argparse.ArgumentParser, comm_default: str = "every mysqld/mariadbd") -> None:
+    """Which processes to trace (each repeatable)."""
+    g = p.add_argument_group("targets")
+    g.add_argument("-p", "--pid", type=argtypes.int_range(1), action="append", default=[],
+                   help="trace this process (repeatable)")
+    g.add_argument("-c", "--comm", action="append", default=[],
+                   help=f"trace processes with this name (repeatable; default: {comm_default})")
+
+
+def add_interval_argument(p: argparse.ArgumentParser, what: str, *flags: str) -> None:
+    p.add_argument(*(flags or ("--interval",)), dest="interval", type=argtypes.seconds(0.0, 3600.0),
+                   default=1.0, metavar="SEC", help=what)
+
+
+def add_duration_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--duration", type=argtypes.seconds(), metavar="SEC", help="stop after this many seconds")
+
+
+def add_stages_argument(p: argparse.ArgumentParser) -> None:
+    """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
+    p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
+                   help="statement (default): statement digests and roles (one uprobe hit per "
+                        "statement) and the optimizer's index dives (stage estimate: hit only by "
+                        "statements that estimate index ranges); other IO inside a statement has its "
+                        "query and a null stage. full: also parse/optimize/execute/commit (~4 more "
+                        "hits per point select: costs QPS on short queries)")
+
+
+def add_capacity_argument(p: argparse.ArgumentParser) -> None:
+    """--max-entries: the io_stats map's capacity (IO of keys that find it full is counted as drops)."""
+    lo, hi = MAX_STATS_RANGE
+    p.add_argument("--max-entries", dest="max_entries", type=argtypes.int_range(lo, hi), default=MAX_STATS_DEFAULT,
+                   metavar="N",
+                   help=f"capacity of the in-kernel aggregation map io_stats (default {MAX_STATS_DEFAULT}); "
+                        "IO of a new file/thread/query key that finds it full is not counted but shown as "
+                        "dropped")
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """How to reach the server for names, roles and counters (never a password in argv)."""
+    g = p.add_argument_group("server connection (password: option file or MYSQL_PWD)")
+    g.add_argument("--mysql-defaults-file", type=argtypes.readable_file, metavar="FILE",
+                   help="client option file ([client] section)")
+    g.add_argument("--mysql-socket", type=argtypes.unix_socket, metavar="PATH",
+                   help="unix socket (default: found from the server process)")
+    g.add_argument("--mysql-host", metavar="HOST", help="host (default: the socket)")
+    g.add_argument("--mysql-port", type=argtypes.port, metavar="PORT", help="TCP port")
+    g.add_argument("--mysql-user", metavar="USER", help="user (default root)")
+
+
+def add_live_arguments(p: argparse.ArgumentParser, comm_default: str = "every mysqld/mariadbd") -> None:
+    """Everything a command that attaches to servers shares: targets, probes, capacity, connection."""
+    add_target_arguments(p, comm_default)
+    add_stages_argument(p)
+    add_capacity_argument(p)
+    add_engine_arguments(p)
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    """What the user named explicitly was checked by its type (exit 2 if unusable); a server that
+    merely refuses the login is a runtime condition (file-level attribution continues)."""
+    return EngineOptions(defaults_file=args.mysql_defaults_file, socket=args.mysql_socket,
+                         host=args.mysql_host, port=args.mysql_port, user=args.mysql_user)
+
+
+def live_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The SessionOptions keyword arguments the shared groups give (targets are built by each
+    command: record adds a wrapped command, exporter waits for servers)."""
+    return {"engine": engine_options(args), "stages": args.stages, "max_stats": args.max_entries}

@@ -1,0 +1,55 @@
+"""The README's synopsis and the man pages are what the parser accepts (make docs writes them)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ioattr.cli import docs
+from ioattr.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_synopsis_is_generated_from_the_parser() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert docs.readme_block() in text, "the README's synopsis is stale: run `make docs`"
+
+
+def test_man_pages_are_generated_from_the_parser() -> None:
+    pages = docs.man_pages()
+    assert len(pages) == 9
+    for name, text in pages.items():
+        path = ROOT / "docs" / "man" / name
+        assert path.exists() and path.read_text() == text, f"{path} is stale: run `make docs`"
+
+
+@pytest.mark.parametrize("command", ["record", "top", "exporter"])
+def test_help_shows_defaults_and_examples(command: str, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    out = docs._subparsers()[command].format_help()
+    assert "examples:\n  ioattr " + command in out
+    assert "(default: 1.0)" in out        # --interval, from the shared declaration
+    assert "-p PID, --pid PID" in out and "-c COMM, --comm COMM" in out
+
+
+def test_shared_options_are_declared_once() -> None:
+    """record, top and exporter accept the same shared options with the same defaults."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    shared = ("pid", "comm", "stages", "max_entries", "mysql_port", "mysql_socket", "interval")
+    seen = {}
+    for name in ("record", "top", "exporter"):
+        acts = {a.dest: a for a in sub.choices[name]._actions}
+        seen[name] = {d: (tuple(acts[d].option_strings[-1:]), acts[d].default, acts[d].type.__class__)
+                      for d in shared}
+    assert seen["record"] == seen["top"] == seen["exporter"]
+
+
+def test_top_takes_interval_and_count_like_top() -> None:
+    args = build_parser().parse_args(["top", "-b", "2", "5"])
+    assert (args.delay, args.count) == (2.0, 5)
+    args = build_parser().parse_args(["top", "-d", "3", "-s", "P99"])
+    assert (args.interval, args.sort) == (3.0, "P99")
+    args = build_parser().parse_args(["exporter", "--web.listen-address", ":9999"])
+    assert args.listen == ":9999"
