@@ -34,6 +34,7 @@ from pathlib import Path
 from ioattr import control
 from ioattr.auto_phases import AutoPhaser
 from ioattr.collectors.counters import CounterCollector
+from ioattr.collectors.targets import pid_alive
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.labels import drops_line
 from ioattr.recording import RecordingWriteError, RecordingWriter
@@ -459,6 +460,15 @@ class Recorder:
             except OSError:
                 pass
 
+    def _pids_gone(self) -> bool:
+        """Only --pid targets were asked for and none of them runs any more: nothing can be
+        traced again (a restarted server is a new pid; --comm follows restarts), so stop
+        instead of recording nothing until Ctrl-C."""
+        t = self.opts.targets
+        if not t.pids or t.comms or t.command or t.talked_to_servers:
+            return False
+        return not any(pid_alive(p) for p in t.pids)
+
     def _loop(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
         o = self.opts
         start = time.time()
@@ -499,6 +509,8 @@ class Recorder:
                     writer.note(f"target {session.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
             if changes.appeared or changes.exited:
                 self._describe(session, writer)
+            if self._pids_gone():
+                self.stop_reason = "every --pid target exited"  # said at the next turn, then drained
             if now >= next_flush:
                 self._phases(session, writer, ctl)
                 self._describe(session, writer)

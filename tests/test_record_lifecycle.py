@@ -109,12 +109,44 @@ def test_report_works_while_recording(writer: Writer, tmp_path: Path) -> None:
     assert _writes(rec, writer.target) == (50, 50 * 4096)
 
 
-def test_target_exit_is_noted_and_recording_goes_on(tmp_path: Path) -> None:
+def test_recording_stops_when_every_pid_target_exited(tmp_path: Path) -> None:
+    """--pid P of a process that exits: nothing can be traced again (a restarted server is a new
+    pid), so the recorder notes the exit, drains and stops by itself -- exit 0, a complete
+    recording with every write the target made -- instead of recording nothing until Ctrl-C."""
     need_root()
-    # a target that exits when told (its stdin closes), not after some time
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    w = Writer(tmp_path / "written")
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(proc.pid), "--interval", "0.25")
+    bg = Background("record", "-o", str(rec), "--pid", str(w.pid), "--interval", "0.25")
+    try:
+        bg.wait_recording()
+        w.write(25)
+        assert w.proc.stdin is not None
+        w.proc.stdin.close()  # the writer's loop ends: it exits
+        w.proc.wait()
+        wait_until(lambda: bg.proc.poll() is not None, 60, "the recorder to stop after its only target exited")
+    finally:
+        code, err = bg.stop()
+        w.close()
+    assert code == 0, err
+    assert "stopping: every --pid target exited" in err, err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["status"] == "complete"
+    assert any(f"[{w.pid}] exited" in n["text"] for n in meta["notes"]), meta["notes"]
+    assert _writes(rec, w.target) == (25, 25 * 4096)
+    assert_no_ioattr_programs()
+
+
+def test_recording_goes_on_while_a_comm_target_may_come_back(tmp_path: Path) -> None:
+    """--comm follows restarts: a target's exit is noted and the recorder keeps going."""
+    need_root()
+    comm = "ioattr-tgt-%d" % (abs(hash(str(tmp_path))) % 10000)
+    # a target named comm (PR_SET_NAME) that exits when its stdin closes, not after some time
+    proc = subprocess.Popen([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(None).prctl(15, sys.argv[1].encode());"
+                             " print('ready', flush=True); sys.stdin.read()", comm],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--comm", comm[:15], "--interval", "0.25")
     try:
         bg.wait_recording()
         assert proc.stdin is not None
@@ -126,12 +158,10 @@ def test_target_exit_is_noted_and_recording_goes_on(tmp_path: Path) -> None:
             return any(f"[{proc.pid}] exited" in n["text"] for n in notes)
 
         wait_until(exit_noted, 30, "the recorder to note the target's exit")
-        assert bg.proc.poll() is None, "the recorder must keep going when a target exits"
+        assert bg.proc.poll() is None, "with --comm the recorder keeps going when a target exits"
     finally:
         code, err = bg.stop()
     assert code == 0, err
-    meta = json.loads((rec / "meta.json").read_text())
-    assert any(f"[{proc.pid}] exited" in n["text"] for n in meta["notes"]), meta["notes"]
 
 
 def test_command_tree_is_followed(tmp_path: Path) -> None:
