@@ -5,6 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
+from ioattr import duck
 from ioattr.cli import argtypes
 from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, examples, \
     live_options
@@ -64,6 +65,9 @@ def check_output(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the compactor (a DuckDB connection) runs late in a recording: a bad IOATTR_DUCKDB_*
+    # is refused now, before anything is attached, not after an hour of benchmark
+    duck.limits()
     if args.phase_pattern and not args.wrapped_command:
         raise UsageError("--phase-pattern reads the wrapped command's output: give -- CMD")
     if args.chunk_seconds < args.interval:
