@@ -422,7 +422,13 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			w.next = (__u64)bio;
 			w.now = now;
 			w.opf = opf;
-			bpf_loop(data_len ? RQ_MAX_BIOS : 1, walk_bio, &w, 0);
+			/* one bio (a page read, most sync IO) or no data: one step, called
+			 * directly -- bpf_loop's helper call and indirect callbacks cost more
+			 * than the step itself on a retpoline+SRSO host */
+			if (!data_len || !bio->bi_next)
+				walk_bio(0, &w);
+			else
+				bpf_loop(RQ_MAX_BIOS, walk_bio, &w, 0);
 			if (!data_len && w.p.nparts)
 				w.p.part[0].bytes = 0;
 			/* more than RQ_MAX_BIOS bios: the rest is the first bio's owner's */

@@ -120,7 +120,10 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 	c.first_page = pos >> shift;
 	c.page_bytes = 1U << shift;
 	c.shift = shift;
-	bpf_loop(n, classify_one, &c, 0);
+	if (n == 1) /* one page (InnoDB's page reads): no bpf_loop helper and indirect call */
+		classify_one(0, &c);
+	else
+		bpf_loop(n, classify_one, &c, 0);
 }
 
 static __always_inline struct innodb_file *innodb_file_of(__u32 dev, __u64 ino)
