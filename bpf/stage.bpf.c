@@ -203,9 +203,9 @@ struct digest_ref {
 	struct digest_ctx *c;
 };
 
-static long digest_step(__u32 i, struct digest_ref *ref)
+/* One byte of the digest; returns 1 at the end of the text. */
+static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 {
-	struct digest_ctx *c = ref->c;
 	__u8 ch, next;
 
 	if (i >= c->len || i >= IOATTR_QUERY_MAX)
@@ -283,6 +283,23 @@ static long digest_step(__u32 i, struct digest_ref *ref)
 	return 0;
 }
 
+/* The digest walks the text DIGEST_CHUNK bytes per bpf_loop step: a step
+ * costs an indirect call and return, ~60 ns a byte on this retpoline+SRSO
+ * VM when it was one byte a step (2.5-3 us for a 40-byte point select),
+ * more than the byte's work. Same bytes, same order, same digest. */
+#define DIGEST_CHUNK 16
+
+static long digest_step(__u32 k, struct digest_ref *ref)
+{
+	struct digest_ctx *c = ref->c;
+	__u32 base = k * DIGEST_CHUNK;
+
+	for (int j = 0; j < DIGEST_CHUNK; j++)
+		if (digest_byte(c, base + j))
+			return 1;
+	return 0;
+}
+
 static __always_inline struct task_io_state *thread_state(void)
 {
 	return bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0,
@@ -344,7 +361,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	c->marker = 0;
 	struct digest_ref ref = { .c = c };
 
-	bpf_loop(len < DIGEST_MAX ? len : DIGEST_MAX, digest_step, &ref, 0);
+	bpf_loop(((len < DIGEST_MAX ? len : DIGEST_MAX) + DIGEST_CHUNK - 1) / DIGEST_CHUNK, digest_step, &ref, 0);
 	if (c->hash < 256)
 		c->hash += 256; /* below 256 are command numbers */
 	st->digest = c->hash;
