@@ -201,12 +201,14 @@ def parse_sysbench(out: str) -> dict[str, float]:
 class Recorder:
     """`ioattr record --pid P -o DIR` in the background, ready once it says 'recording'."""
 
-    def __init__(self, pid: int, outdir: Path, extra: list[str], timeout: float = 30.0) -> None:
+    def __init__(self, pid: int, outdir: Path, extra: list[str], timeout: float = 30.0,
+                 bpf_dir: Path | None = None) -> None:
         self.outdir = outdir
         t0 = time.monotonic()
+        env = IOATTR_ENV if bpf_dir is None else {**IOATTR_ENV, "IOATTR_BPF_DIR": str(bpf_dir)}
         self.proc = subprocess.Popen([*IOATTR_CMD, "-m", "ioattr.cli.main", "record", "--pid", str(pid), "-o", str(outdir), *extra],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=IOATTR_ENV, cwd=IOATTR_CWD)
+                                     stderr=subprocess.PIPE, text=True, env=env, cwd=IOATTR_CWD)
         assert self.proc.stderr is not None
         self.lines: list[str] = []
         for line in self.proc.stderr:
@@ -316,6 +318,14 @@ def main() -> int:
     ap.add_argument("--rand-type", default="uniform",
                     help="sysbench --rand-type (default uniform: every row equally likely, so the "
                          "small pool misses; sysbench's own default 'special' is mostly cache hits)")
+    ap.add_argument("--bpf-variant", action="append", default=[], metavar="NAME=DIR",
+                    help="another attached configuration: the default recording (+stage's arguments) "
+                         "with the BPF objects of DIR (IOATTR_BPF_DIR; copied at start), interleaved "
+                         "with the tree's own -- to compare a BPF change in the same rounds")
+    ap.add_argument("--sysbench-arg", action="append", default=[], metavar="OPT",
+                    help="extra sysbench run option, repeatable (e.g. --sysbench-arg=--db-ps-mode=disable: "
+                         "plain COM_QUERY statements, whose text the stage probe digests, instead of "
+                         "prepared COM_STMT_EXECUTE)")
     ap.add_argument("--buffer-pool", default="32M", help="innodb_buffer_pool_size (default 32M)")
     ap.add_argument("--warmup", type=int, default=10,
                     help="seconds of each workload before the rounds (default 10)")
@@ -353,6 +363,13 @@ def main() -> int:
         if not name or name in configs:
             ap.error(f"--record-variant {spec!r}: want a new NAME=ARGS")
         configs[name] = shlex.split(rest)
+    bpf_variants: dict[str, Path] = {}
+    for spec in args.bpf_variant:
+        name, _, rest = spec.partition("=")
+        if not name or name in configs or not rest or not Path(rest).is_dir():
+            ap.error(f"--bpf-variant {spec!r}: want a new NAME=DIR of built BPF objects")
+        configs[name] = list(LADDER["+stage"])
+        bpf_variants[name] = Path(rest)
     if len(configs) < 2:
         ap.error("no attached configuration: give --configs or --record-variant")
     if os.geteuid() != 0:
@@ -374,6 +391,16 @@ def main() -> int:
     prog_stats: dict[str, dict[str, object]] = {}
     try:
         code = snapshot_ioattr(work)
+        variant_dirs: dict[str, Path] = {}
+        for name, src in bpf_variants.items():  # frozen too: the objects as they are now
+            variant_dirs[name] = work / f"bpf-{name}"
+            variant_dirs[name].mkdir()
+            h = hashlib.sha256()
+            for f in sorted(src.glob("*.bpf.o")):
+                shutil.copy2(f, variant_dirs[name] / f.name)
+                h.update(f.name.encode())
+                h.update(f.read_bytes())
+            code[f"bpf_variant_{name}"] = {"dir": str(src), "objects_sha256": h.hexdigest()[:12]}
         log(f"measuring ioattr {code['git_head']}{' + local changes' if code['tree_modified'] else ''} "
             f"(frozen copy {code['snapshot_sha256']}); workloads {', '.join(workloads)}; "
             f"configurations {', '.join(names)}")
@@ -385,7 +412,7 @@ def main() -> int:
             log(f"prepared in {time.monotonic() - t0:.0f}s; warming up {args.warmup}s per workload")
             if args.warmup:
                 for w in workloads:
-                    db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}",
+                    db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}", *args.sysbench_arg,
                                 threads=args.threads, time=args.warmup, **sb)
 
             def one_run(w: str, cfg: str, rnd: int, prog: bool = False) -> dict[str, object]:
@@ -393,7 +420,8 @@ def main() -> int:
                 rec = None
                 busy_before = wait_until_idle(args.max_busy, args.idle_timeout)
                 if extra is not None:
-                    rec = Recorder(db.pid, work / f"rec-{w}-{cfg.lstrip('+')}-{rnd}", extra)  # type: ignore[arg-type]
+                    rec = Recorder(db.pid, work / f"rec-{w}-{cfg.lstrip('+')}-{rnd}", extra,  # type: ignore[arg-type]
+                                   bpf_dir=variant_dirs.get(cfg))
                 try:
                     # CPU over the sysbench run only: the server (BPF programs run in its
                     # context, so they count there), sysbench, and the recorder process
@@ -401,7 +429,7 @@ def main() -> int:
                     server_cpu0, child_cpu0 = proc_cpu_s(db.pid), children_cpu_s()  # type: ignore[arg-type]
                     rec_cpu0 = proc_cpu_s(rec.proc.pid) if rec else 0.0
                     stats0 = ioattr_prog_stats(rec.proc.pid if rec else None) if prog else {}
-                    out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}",
+                    out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}", *args.sysbench_arg,
                                       threads=args.threads, time=args.duration, **sb)
                     server_cpu = proc_cpu_s(db.pid) - server_cpu0  # type: ignore[arg-type]
                     sysbench_cpu = children_cpu_s() - child_cpu0
@@ -538,7 +566,7 @@ def main() -> int:
         "server": {"version": version, "aio": aio, "buffer_pool": args.buffer_pool, "flush_method": "O_DIRECT"},
         "params": {"rounds": args.pairs, "duration_s": args.duration, "threads": args.threads,
                    "tables": args.tables, "table_size": args.table_size, "warmup_s": args.warmup,
-                   "rand_type": args.rand_type, "workloads": {w: WORKLOADS[w] for w in workloads},
+                   "rand_type": args.rand_type, "sysbench_args": args.sysbench_arg, "workloads": {w: WORKLOADS[w] for w in workloads},
                    "configs": configs,
                    "attached": "ioattr record --pid <mariadbd> -o <dir> [ARGS], SIGINT after"},
         "runs": runs,
