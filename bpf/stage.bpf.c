@@ -212,8 +212,12 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 		return 1;
 	ch = text_at(c->t, i);
 	next = (i + 1 < c->len) ? text_at(c->t, i + 1) : 0;
-	/* look for the phase marker anywhere, comments included */
-	if (c->marker < 13) {
+	/* look for the phase marker anywhere, comments included (most bytes are
+	 * not an 'i' with no match under way: one compare, not marker_char's switch) */
+	if (c->marker == 0) {
+		if (ch == 'i')
+			c->marker = 1;
+	} else if (c->marker < 13) {
 		if (ch == marker_char(c->marker))
 			c->marker++;
 		else
@@ -341,8 +345,14 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	if (!c)
 		return 0;
 	len = length < IOATTR_QUERY_MAX ? length : IOATTR_QUERY_MAX;
-	if (bpf_probe_read_user(c->t->b, IOATTR_QUERY_MAX, packet) &&
-	    bpf_probe_read_user(c->t->b, len & (IOATTR_QUERY_MAX - 1), packet))
+	/* only the statement's bytes (the digest and userspace, which slices the
+	 * text by len, never look past them) */
+	__u64 nread = len; /* 64-bit, so the bound checked is the register passed */
+
+	asm volatile("" : "+r"(nread));
+	if (nread > IOATTR_QUERY_MAX)
+		return 0;
+	if (bpf_probe_read_user(c->t->b, nread, packet))
 		return 0;
 	/* ioattr's own statements (prefixed with the ioattr-internal comment) are neither digested
 	 * nor counted: they are not the workload's */
@@ -381,7 +391,10 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	/* a sample of the text, once per digest (or always for a phase marker) */
 	__u8 one = 1;
 	__u64 digest = c->hash;
-	if (c->marker < 13 && bpf_map_update_elem(&seen_digests, &digest, &one, BPF_NOEXIST))
+	/* look first: an update of an LRU map takes a free node (and its lock)
+	 * before it finds the key exists, on every statement */
+	if (c->marker < 13 && (bpf_map_lookup_elem(&seen_digests, &digest) ||
+			       bpf_map_update_elem(&seen_digests, &digest, &one, BPF_NOEXIST)))
 		return 0;
 	struct query_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
