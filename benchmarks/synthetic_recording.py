@@ -279,16 +279,19 @@ def _statements_batch(rng, t0: float, seconds: int, phase: str, interval: float)
         for (dg, q), rate, kind in ((QUERIES[0], ins, "insert"), (QUERIES[1], sel * 0.6, "select"),
                                     (QUERIES[2], sel * 0.4, "select"), (QUERIES[3], upd, "update")):
             if rate > 0:
-                rows.append((t0 + s_ * interval, dg, q, kind, int(rng.poisson(rate * interval))))
+                n_ = int(rng.poisson(rate * interval))
+                # the range select (QUERIES[2]) estimates one index per statement (stage estimate)
+                rows.append((t0 + s_ * interval, dg, q, kind, n_, n_ if dg == QUERIES[2][0] else 0))
     if not rows:
         return None
-    ts, dg, q, kind, count = zip(*rows)
+    ts, dg, q, kind, count, estimates = zip(*rows)
     ts = np.array(ts)
     n = len(rows)
     cols = {"ts_start": pa.array(ts), "ts_end": pa.array(ts + interval), "phase": pa.array([phase] * n),
             "pid": pa.array([PID] * n, pa.int32()), "process": pa.array(["mariadbd"] * n),
             "digest": pa.array(dg, pa.uint64()), "command": pa.array(["query"] * n), "kind": pa.array(kind),
-            "query": pa.array(q), "count": pa.array(count, pa.int64())}
+            "query": pa.array(q), "count": pa.array(count, pa.int64()),
+            "estimates": pa.array(estimates, pa.int64())}
     schema = TABLES["statements"]
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in schema], schema=schema)
 

@@ -9,7 +9,8 @@ cause first with a share of the gross increase. Its numbers are checked against
 the server's own counters as the benchmark read them itself (SHOW GLOBAL STATUS
 around each phase, its --json): Innodb_buffer_pool_reads and Com_select per
 phase from the recording against the server's, reads per query within 3%; and
-ioattr's own storage reads against the recorded Innodb_data_reads within 0.5%.
+ioattr's own storage reads against the recorded Innodb_data_reads, within the reads of the
+few milliseconds between each phase switch and the counters snapshot cut there.
 """
 from __future__ import annotations
 
@@ -28,6 +29,20 @@ from tests.helpers import IOATTR, assert_no_ioattr_programs, ioattr
 PHASES = ["setup", "l.i0", "l.x", "l.i1", "q100", "q500", "q1000"]
 Q_PHASES = ("q100", "q500", "q1000")
 SIZES = {"small": demo.DEFAULT_TABLE_SIZE, "large": demo.DEFAULT_LARGE_TABLE_SIZE}
+
+
+def _boundary_windows(rec: Recording, phase: str) -> float:
+    """Seconds between each end of `phase` (when the kernel switched phase) and the engine-counter
+    snapshot cut there (the last snapshot tagged with the phase that ends), summed."""
+    names = rec.phase_names()
+    spans = {p["name"]: p for p in rec.phases()}
+    total = 0.0
+    for ending, at in ((names[names.index(phase) - 1], spans[phase]["start"]), (phase, spans[phase].get("end"))):
+        if at is None:
+            continue
+        snap = rec.query("SELECT max(ts) FROM counters WHERE phase = ? AND source = 'status'", [ending])[0][0]
+        total += max(0.0, float(snap) - float(at)) if snap is not None else 0.0
+    return total
 
 
 def _record(tmp: Path, name: str, rows: int) -> tuple[Path, dict]:
@@ -96,7 +111,15 @@ def test_recorded_counters_are_the_servers(runs: dict[str, tuple[Path, dict]]) -
             # ioattr's own storage reads (syscalls on storage files) against the engine's
             # Innodb_data_reads over the same recorded phase
             engine = st.counter("status:Innodb_data_reads")
-            assert engine is not None and st.reads == pytest.approx(engine, rel=0.005, abs=5), (name, phase, st.reads, engine)
+            # Both count a read when it is issued. ioattr's phase switches in the kernel when the
+            # marker statement starts; the engine's counters are cut by the snapshot the marker
+            # waits for, a few ms later. Reads the server's other threads (read-ahead, purge) issue
+            # in that window are in ioattr's new phase and the engine's old one, at both ends of
+            # the phase: the difference is bounded by the reads of those windows, at twice the
+            # phase's mean rate (bursts).
+            window = _boundary_windows(rec, phase)
+            bound = 2 * st.reads / st.seconds * window + 5
+            assert engine is not None and abs(st.reads - engine) <= bound, (name, phase, st.reads, engine, window, bound)
             if name == "large":
                 assert ours / st.queries == pytest.approx(own["Innodb_buffer_pool_reads"] / srv["queries"], rel=0.03)
             else:  # the small table fits: ~no reads at all
