@@ -37,23 +37,17 @@ from ioattr.errors import RuntimeFailure, UsageError
 FORMAT = "ioattr-recording/1"
 HIST_COLUMNS = [f"h{i:02d}" for i in range(HIST_SLOTS)]
 
+# every row of io and pages: the interval and its phase ...
+WHEN = [("ts_start", pa.float64()), ("ts_end", pa.float64()), ("phase", pa.string())]
+# ... and who did the IO: process, thread, its role, and the statement and stage it was in
+WHO = [("pid", pa.int32()), ("tid", pa.int32()), ("process", pa.string()), ("thread", pa.string()),
+       ("role", pa.string()), ("stage", pa.string()), ("digest", pa.uint64()), ("query", pa.string())]
+
 IO_SCHEMA = pa.schema(
-    [
-        ("ts_start", pa.float64()),
-        ("ts_end", pa.float64()),
-        ("phase", pa.string()),
-        ("layer", pa.string()),
-        ("op", pa.string()),
-        ("api", pa.string()),
-        ("kind", pa.string()),
-        ("pid", pa.int32()),
-        ("tid", pa.int32()),
-        ("process", pa.string()),
-        ("thread", pa.string()),
-        ("role", pa.string()),
-        ("stage", pa.string()),
-        ("digest", pa.uint64()),
-        ("query", pa.string()),
+    WHEN
+    + [("layer", pa.string()), ("op", pa.string()), ("api", pa.string()), ("kind", pa.string())]
+    + WHO
+    + [
         ("file_class", pa.string()),
         ("dev", pa.string()),
         ("device", pa.string()),
@@ -68,20 +62,10 @@ IO_SCHEMA = pa.schema(
 
 
 PAGES_SCHEMA = pa.schema(
-    [
-        ("ts_start", pa.float64()),
-        ("ts_end", pa.float64()),
-        ("phase", pa.string()),
-        ("op", pa.string()),
-        ("api", pa.string()),
-        ("pid", pa.int32()),
-        ("tid", pa.int32()),
-        ("process", pa.string()),
-        ("thread", pa.string()),
-        ("role", pa.string()),
-        ("stage", pa.string()),
-        ("digest", pa.uint64()),
-        ("query", pa.string()),
+    WHEN
+    + [("op", pa.string()), ("api", pa.string())]
+    + WHO
+    + [
         ("space_id", pa.int64()),
         ("file", pa.string()),
         # the inode the pages' IO went to (as in io), for joining pages to their io rows
