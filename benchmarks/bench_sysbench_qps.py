@@ -334,6 +334,10 @@ def main() -> int:
     ap.add_argument("--prog-stats", action="store_true",
                     help="after the rounds, one more run per workload and attached config with kernel BPF "
                          "run-time stats on: runs and BPF ns per query for each ioattr program")
+    ap.add_argument("--prog-stats-rounds", action="store_true",
+                    help="BPF run-time stats on during the rounds themselves: every attached run gets its "
+                         "per-program figures, summarised as medians over rounds (steadier than one run on "
+                         "a shared machine; the stats' own ~2 clock reads per program run count in the QPS)")
     ap.add_argument("--max-busy", type=float, default=0.3,
                     help="before each run, wait until other processes use fewer cores than this "
                          "(default 0.3; this is a shared machine)")
@@ -461,7 +465,7 @@ def main() -> int:
                     res["record_attach_s"] = rec.attach_s
                     res.update(verify_recording(rec.outdir, wants[cfg], reads))
                     shutil.rmtree(rec.outdir, ignore_errors=True)
-                where = "stats run" if prog else f"round {rnd + 1}/{args.pairs}"
+                where = "stats run" if prog and rnd >= args.pairs else f"round {rnd + 1}/{args.pairs}"
                 log(f"  {where} {w:<12} {cfg:<13} {res['qps']:9.1f} qps, "
                     f"{res['pool_reads_per_query']:.2f} pool reads/query, "
                     f"cpu us/query: server {res['server_cpu_us_per_query']:.1f}, sysbench+recorder "
@@ -469,11 +473,19 @@ def main() -> int:
                     + (f", recorded {res['recorded_reads']} reads" if rec else ""))
                 return res
 
+            stats_fd = None
+            if args.prog_stats_rounds:
+                from ioattr.collectors import libbpf
+
+                stats_fd = libbpf.enable_run_time_stats()  # on while we hold the fd
+                if stats_fd is None:
+                    log("  cannot enable BPF run-time stats (BPF_ENABLE_STATS); --prog-stats-rounds ignored")
             for i in range(args.pairs):
                 order = names[i % len(names):] + names[: i % len(names)]
                 w_order = workloads[i % len(workloads):] + workloads[: i % len(workloads)]
                 for w in w_order:
-                    got = {cfg: one_run(w, cfg, i) for cfg in order}
+                    got = {cfg: one_run(w, cfg, i, prog=stats_fd is not None and cfg != "detached")
+                           for cfg in order}
                     runs.extend(got[c] for c in order)
                     det = got["detached"]
                     row: dict[str, object] = {"round": i, "workload": w, "order": order,
@@ -486,6 +498,8 @@ def main() -> int:
                                                            - float(det["server_cpu_us_per_query"]))  # type: ignore[arg-type]
                     pairs.append(row)
                     log(f"  round {i + 1} {w}: " + ", ".join(f"{c} {row[c + '_ratio']:.3f}" for c in attached))
+            if stats_fd is not None:
+                os.close(stats_fd)
             if args.prog_stats:
                 from ioattr.collectors import libbpf
 
@@ -532,6 +546,22 @@ def main() -> int:
                               "cpu_per_query_ratio_min": min(cpu), "cpu_per_query_ratio_max": max(cpu),
                               "server_cpu_us_per_query_added_median": _med(added)})
             wsum[c] = entry
+        round_stats: dict[str, object] = {}
+        for c in names[1:]:
+            per_prog: dict[str, list[dict[str, float]]] = {}
+            for r in runs:
+                if r["config"] == c and r["workload"] == w and r.get("prog_stats"):
+                    for n, v in r["prog_stats"].items():  # type: ignore[union-attr]
+                        per_prog.setdefault(n, []).append(v)
+            if per_prog:
+                round_stats[c] = {n: {k: _med([x[k] for x in vs]) for k in ("runs_per_query", "ns_per_run",
+                                                                           "bpf_ns_per_query")}
+                                  | {"bpf_ns_per_query_min": min(x["bpf_ns_per_query"] for x in vs),
+                                     "bpf_ns_per_query_max": max(x["bpf_ns_per_query"] for x in vs),
+                                     "rounds": len(vs)}
+                                  for n, vs in sorted(per_prog.items())}
+        if round_stats:
+            wsum["prog_stats_rounds_median"] = round_stats
         wsum["pool_reads_per_query_median"] = _med(
             [float(r["pool_reads_per_query"]) for r in runs if r["workload"] == w])  # type: ignore[arg-type]
         summary[w] = wsum
@@ -555,6 +585,10 @@ def main() -> int:
                   f"{e['cpu_per_query_ratio_median']:>14.3f} ({e['cpu_per_query_ratio_min']:.3f}-"
                   f"{e['cpu_per_query_ratio_max']:.3f}) {e['server_cpu_us_per_query_added_median']:>18.2f} "
                   f"{'MET' if e['met'] else 'no':>7}")
+        for c, progs in (ws.get("prog_stats_rounds_median") or {}).items():  # type: ignore[union-attr]
+            print(f"  BPF ns/query, median over rounds (min-max), {c}: " + ", ".join(
+                f"{n.removeprefix('ioattr_')} {v['bpf_ns_per_query']:.0f} ({v['bpf_ns_per_query_min']:.0f}-"
+                f"{v['bpf_ns_per_query_max']:.0f})" for n, v in progs.items() if v["bpf_ns_per_query"] >= 5))
         print()
     result = {
         "benchmark": "sysbench_qps",
