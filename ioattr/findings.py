@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ioattr import explain_math as em
-from ioattr.dimensions import RERUN_FULL, stage_mode
+from ioattr.dimensions import stage_mode
 
 SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
 MINOR_SHARE = 0.03     # below this (with evidence present) a cause is refuted
@@ -130,26 +130,7 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
     title = "Secondary-index queries read the clustered index (non-covering lookups, MVCC visibility)"
     if not e.reads:
         return _f("clustered_lookups", title, "not_applicable", "a read cause; this metric counts writes")
-    # a statement that read a secondary index's pages in either phase (the index may be all cached
-    # in one of them); writes read secondary pages to maintain them, not to look rows up
-    secondary_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
-                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")
-                         and not k[I_INDEX].startswith(("[", "innodb_system.")) and not _is_write_statement(k[I_QUERY])}
-
-    # with --stages statement the stage inside a statement is null: PRIMARY reads are then
-    # tied to the statement (its digest) rather than to its execute/optimize stage
-    stages = ("execute", "optimize") if e.has_stages else (None,)
-    # A secondary index that never missed leaves no page read to tie a query to it (an MVCC
-    # check on a cached secondary index reads only PRIMARY pages). performance_schema says
-    # which index each table's rows were fetched through: PRIMARY reads of a table whose rows
-    # were (nearly) all reached through secondary indexes in the target phase are lookups too.
-    through = _reached_through_secondary(e)
-
-    def pred(k: tuple) -> bool:
-        if not (k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY") and k[I_STAGE] in stages and k[I_QUERY]):
-            return False
-        return k[I_QUERY] in secondary_queries or (k[I_INDEX] in through and not _is_write_statement(k[I_QUERY]))
-
+    pred, secondary_queries, through = _lookups(e)
     share = e.share(pred)
     if not e.has_queries:
         primary = e.share(lambda k: bool(k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY")))
@@ -171,6 +152,32 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
 
 
 REACHED_THROUGH = 0.9   # share of a table's row fetches through secondary indexes to call its PRIMARY reads lookups
+
+
+def _lookups(e: Evidence) -> tuple[Callable[[tuple], bool], set[str], set[str]]:
+    """Which contributors are clustered lookups: (predicate, the queries that read a secondary
+    index, the PRIMARY indexes reached through secondary ones by performance_schema). One
+    definition, used by clustered_lookups and by what working_set leaves to the others."""
+    # a statement that read a secondary index's pages in either phase (the index may be all cached
+    # in one of them); writes read secondary pages to maintain them, not to look rows up
+    secondary_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
+                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")
+                         and not k[I_INDEX].startswith(("[", "innodb_system.")) and not _is_write_statement(k[I_QUERY])}
+    # with --stages statement the stage inside a statement is null: PRIMARY reads are then
+    # tied to the statement (its digest) rather than to its execute/optimize stage
+    stages = ("execute", "optimize") if e.has_stages else (None,)
+    # A secondary index that never missed leaves no page read to tie a query to it (an MVCC
+    # check on a cached secondary index reads only PRIMARY pages). performance_schema says
+    # which index each table's rows were fetched through: PRIMARY reads of a table whose rows
+    # were (nearly) all reached through secondary indexes in the target phase are lookups too.
+    through = _reached_through_secondary(e)
+
+    def pred(k: tuple) -> bool:
+        if not (k[I_INDEX] and k[I_INDEX].endswith(".PRIMARY") and k[I_STAGE] in stages and k[I_QUERY]):
+            return False
+        return k[I_QUERY] in secondary_queries or (k[I_INDEX] in through and not _is_write_statement(k[I_QUERY]))
+
+    return pred, secondary_queries, through
 
 
 def _reached_through_secondary(e: Evidence) -> set[str]:
@@ -285,8 +292,7 @@ def _demand_miss(e: Evidence) -> Callable[[tuple], bool]:
     connections, less what a more specific cause claims (reads by write statements, clustered
     lookups of secondary-index queries, the optimizer's reads: stages estimate and optimize, the
     change-buffer tree). With a buffer pool that holds the data these are ~0."""
-    secondary_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
-                         if k[I_QUERY] and k[I_INDEX] and not k[I_INDEX].endswith(".PRIMARY")}
+    lookup = _lookups(e)[0]
 
     def pred(k: tuple) -> bool:
         index = k[I_INDEX]
@@ -296,7 +302,7 @@ def _demand_miss(e: Evidence) -> Callable[[tuple], bool]:
             return False
         if _is_write_statement(k[I_QUERY]) or k[I_STAGE] in ("optimize", "estimate"):
             return False
-        return not (index.endswith(".PRIMARY") and k[I_QUERY] in secondary_queries)
+        return not lookup(k)
 
     return pred
 

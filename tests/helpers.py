@@ -280,3 +280,30 @@ class Prompted:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def record_marked_phases(db, rec: Path, phases: list, *record_args: str, measure=None,
+                         with_conn: bool = False) -> dict:
+    """Record `db` (ioattr record -o REC --pid PID RECORD_ARGS) while each (name, work) of
+    `phases` runs as a phase started by an SQL marker on one connection: work(cursor), or
+    work(connection) with `with_conn`. Each phase's work starts only once the recorder has named
+    the phase (the previous one is drained), so what follows is all this phase's. measure(),
+    if given, is taken right before and right after each work: {name: (before, after)}, the
+    ground truth the test compares with. The recorder is stopped (a final drain) and must exit 0."""
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), *record_args)
+    truth: dict = {}
+    try:
+        bg.wait_recording()
+        conn = db.connect()
+        with conn.cursor() as cur:
+            for name, work in phases:
+                cur.execute(f"SELECT 'ioattr:phase={name}'")
+                wait_phase(rec, name)
+                before = measure() if measure else None
+                work(conn if with_conn else cur)
+                truth[name] = (before, measure() if measure else None)
+        conn.close()
+    finally:  # stopping drains once more: nothing is lost by stopping right away
+        code, err = bg.stop()
+    assert code == 0, err
+    return truth

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Background, ioattr, wait_phase
+from tests.helpers import Background, ioattr, record_marked_phases, wait_phase
 
 ROWS = 150000
 UNCACHED_QUERIES = 1500
@@ -45,23 +45,9 @@ def _run_phases(db, rec: Path, phases: list[tuple[str, object]], *extra: str) ->
     (SHOW GLOBAL STATUS before and after it): the ground truth for reads per query."""
     db.restart()
     db.query("SELECT id FROM b.t WHERE id = 1")  # open the table before measuring
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.25", *extra)
-    reads: dict[str, int] = {}
-    try:
-        bg.wait_recording()
-        conn = db.connect()
-        with conn.cursor() as cur:
-            for name, work in phases:
-                cur.execute(f"SELECT 'ioattr:phase={name}'")
-                wait_phase(rec, name)  # the previous phase is drained: the work below is all this one's
-                before = db.status("Innodb_data_reads")
-                work(cur)
-                reads[name] = db.status("Innodb_data_reads") - before
-        conn.close()
-    finally:  # stopping drains once more: nothing is lost by stopping right away
-        code, err = bg.stop()
-    assert code == 0, err
-    return reads
+    truth = record_marked_phases(db, rec, phases, "--interval", "0.25", *extra,
+                                 measure=lambda: db.status("Innodb_data_reads"))
+    return {name: after - before for name, (before, after) in truth.items()}
 
 
 def _explain(rec: Path, *args: str) -> dict:

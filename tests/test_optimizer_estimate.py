@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Background, ioattr, wait_phase
+from tests.helpers import ioattr, record_marked_phases
 
 ROWS = 150_000
 IN_VALUES = 50          # equality ranges per query (below the default dive limit of 200)
@@ -76,19 +76,7 @@ def _record(db, rec: Path, phases: list[tuple[str, object]], *extra: str, dive_l
     db.restart()
     db.query(f"SET GLOBAL eq_range_index_dive_limit = {dive_limit}")
     db.query("SELECT id FROM b.t WHERE id = 1")  # open the table before recording
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.25", *extra)
-    try:
-        bg.wait_recording()
-        conn = db.connect()
-        with conn.cursor() as cur:
-            for name, work in phases:
-                cur.execute(f"SELECT 'ioattr:phase={name}'")
-                wait_phase(rec, name)
-                work(cur)
-        conn.close()
-    finally:
-        code, err = bg.stop()
-    assert code == 0, err
+    record_marked_phases(db, rec, phases, "--interval", "0.25", *extra)
 
 
 def _rows(rec: Path, phase: str, by: str) -> list[dict]:
