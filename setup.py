@@ -73,7 +73,11 @@ class BuildWithBpf(build_py):
 
 
 setup(
-    packages=["ioattr", "ioattr.collectors", "ioattr.cli", "ioattr.bpf", "ioattr.examples"],
+    packages=["ioattr", "ioattr.collectors", "ioattr.cli", "ioattr.bpf", "ioattr.examples",
+              # ioattr/'s own folders, lowest layer first: each imports only from those
+              # before it (and ioattr.errors, ioattr.collectors)
+              "ioattr.model", "ioattr.format", "ioattr.live", "ioattr.analysis", "ioattr.output",
+              "ioattr.topview", "ioattr.prometheus", "ioattr.host"],
     package_dir={
         "ioattr": "ioattr",
         "ioattr.collectors": "collectors",

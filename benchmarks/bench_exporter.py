@@ -4,7 +4,7 @@ The exporter's real pieces, without BPF: an ExporterState fed synthetic
 intervals (files x roles x layers x ops, indexes x levels x ops) until it
 holds the series asked for, its IoattrCollector (with prometheus_client's
 process collector appended, as in the exporter), served by the exporter's
-HTTP endpoint (ioattr.metrics_http) on a loopback port, scraped over HTTP
+HTTP endpoint (ioattr.prometheus.metrics_http) on a loopback port, scraped over HTTP
 like Prometheus does.
 
 Two kinds of scrape are timed (wall time at the client, HTTP included):
@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import CollectorRegistry, ProcessCollector  # noqa: E402
 
-from ioattr.exporter import IoattrCollector, SelfStats  # noqa: E402
-from ioattr.metrics_http import MetricsServer  # noqa: E402
-from ioattr.metrics_state import ExporterState  # noqa: E402
-from ioattr.recording import HIST_COLUMNS  # noqa: E402
+from ioattr.format.schema import HIST_COLUMNS  # noqa: E402
+from ioattr.prometheus.exporter import IoattrCollector, SelfStats  # noqa: E402
+from ioattr.prometheus.metrics_http import MetricsServer  # noqa: E402
+from ioattr.prometheus.metrics_state import ExporterState  # noqa: E402
 
 ROLES = ("connection", "page_cleaner", "io", "purge", "log_writer")
 LAYERS = ("syscall", "block")

@@ -51,7 +51,9 @@ sys.path.insert(0, str(HERE))
 from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
 
 # package -> source folder, as setup.py maps them
-PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf"}
+PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
+                **{f"ioattr/{p}": f"ioattr/{p}" for p in ("model", "format", "live", "analysis",
+                                                          "output", "topview", "prometheus", "host")}}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

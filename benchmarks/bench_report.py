@@ -18,7 +18,7 @@ one. Several recordings can
 be given, e.g. the same synthetic day before and after compaction:
 
     .venv/bin/python benchmarks/synthetic_recording.py -o /tmp/day-raw
-    cp -a /tmp/day-raw /tmp/day && .venv/bin/python -m ioattr.compact /tmp/day
+    cp -a /tmp/day-raw /tmp/day && .venv/bin/python -m ioattr.format.compact /tmp/day
     sudo .venv/bin/python benchmarks/bench_report.py raw=/tmp/day-raw compacted=/tmp/day
 
 Writes results/report_speed.json (or --json PATH). The target (issue 4,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sysbench QPS with `ioattr record` attached vs detached, probe set by probe set.
 
-A private MariaDB (ioattr.sandbox.PrivateMariaDB: O_DIRECT, a small buffer
+A private MariaDB (ioattr.host.sandbox.PrivateMariaDB: O_DIRECT, a small buffer
 pool, so queries miss the pool and pread from storage) runs
 oltp_point_select and oltp_read_write (`--workload`) in interleaved rounds:
 each round runs, for each workload, every configuration once — detached and
@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
 
-from ioattr.sandbox import PrivateMariaDB  # noqa: E402
+from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
 
 WORKLOADS = {"point_select": "oltp_point_select", "read_write": "oltp_read_write"}
 FILES_SETS = "syscalls,targets,uring,pagecache"
@@ -82,7 +82,9 @@ IOATTR_ENV: dict[str, str] | None = None
 IOATTR_CWD: str | None = None  # not the repo: '' on sys.path would find the live tree first
 
 # package -> source folder, as setup.py maps them
-PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf"}
+PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
+                **{f"ioattr/{p}": f"ioattr/{p}" for p in ("model", "format", "live", "analysis",
+                                                          "output", "topview", "prometheus", "host")}}
 
 
 def snapshot_ioattr(work: Path) -> dict[str, object]:

@@ -109,10 +109,10 @@ def _num(cell: str) -> float:
 # -- synthetic ---------------------------------------------------------------------------------------
 def synthetic(rows: int) -> dict:
     from ioattr.collectors.targets import TargetSpec
-    from ioattr.recording import HIST_COLUMNS
-    from ioattr.top import VIEWS, Header, Snapshot
-    from ioattr.top_live import TopApp, TopOptions
-    from ioattr.top_render import render_screen
+    from ioattr.format.schema import HIST_COLUMNS
+    from ioattr.topview.top import VIEWS, Header, Snapshot
+    from ioattr.topview.top_live import TopApp, TopOptions
+    from ioattr.topview.top_render import render_screen
 
     rng = np.random.default_rng(3)
     n = rows

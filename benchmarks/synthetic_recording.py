@@ -51,7 +51,8 @@ import pyarrow as pa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # harmless when ioattr is installed (editable)
 
-from ioattr.recording import HIST_COLUMNS, IO_SCHEMA, PAGES_SCHEMA, TABLES, RecordingWriter  # noqa: E402
+from ioattr.format.recording import RecordingWriter  # noqa: E402
+from ioattr.format.schema import HIST_COLUMNS, IO_SCHEMA, PAGES_SCHEMA, TABLES  # noqa: E402
 
 START = 1_704_067_200.0          # 2024-01-01 00:00:00 UTC: fixed, so runs are reproducible
 PID = 4242

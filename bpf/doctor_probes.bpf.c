@@ -13,7 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-/* slots of doctor_hits; mirrored in ioattr/doctor.py */
+/* slots of doctor_hits; mirrored in ioattr/host/doctor.py */
 enum {
 	HIT_TP = 0,
 	HIT_RAW_TP = 1,
@@ -28,7 +28,7 @@ enum {
 	HIT_SLOTS = 16,
 };
 
-/* the only .rodata variable: ioattr/doctor.py writes the first 4 bytes */
+/* the only .rodata variable: ioattr/host/doctor.py writes the first 4 bytes */
 const volatile __u32 doctor_tgid = 0;
 
 struct {

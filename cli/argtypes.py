@@ -13,7 +13,7 @@ import os
 import stat
 from typing import Callable
 
-from ioattr.control import PHASE_NAME
+from ioattr.format.control import PHASE_NAME
 
 
 def _number(s: str, kind: type) -> float | int:

@@ -1,4 +1,4 @@
-"""`ioattr compact REC`: merge a recording's chunks into segments now (see ioattr.compact).
+"""`ioattr compact REC`: merge a recording's chunks into segments now (see ioattr.format.compact).
 
 The recorder compacts as it records; this is for a recording whose recorder was killed
 or that was copied from elsewhere. Safe on a recording still being written."""
@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioattr.compact import Busy, compact
-    from ioattr.reader import Recording
+    from ioattr.format.compact import Busy, compact
+    from ioattr.format.reader import Recording
 
     rec = Recording(args.recording, warn=lambda m: None)  # the same checks and messages as report
     rec.con.close()

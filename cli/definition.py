@@ -4,7 +4,7 @@ record, top and exporter all attach to servers: they take the same targets, the 
 server connection, the same probe settings and the same map capacity, with the same
 spellings, types (cli/argtypes.py), defaults and help. Each subcommand module declares
 only its own options and composes these groups; `live_options(args)` turns the shared
-ones into the keyword arguments of ioattr.session.SessionOptions, which RecordOptions,
+ones into the keyword arguments of ioattr.live.session.SessionOptions, which RecordOptions,
 TopOptions and ExporterOptions extend.
 
 Spellings follow what users bring from bcc/libbpf-tools and top(1): `-p PID`, `-c COMM`.

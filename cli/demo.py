@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ioattr.demo import (DEFAULT_BUFFER_POOL, DEFAULT_LARGE_TABLE_SIZE, DEFAULT_PHASE_SECONDS, DEFAULT_TABLE_SIZE,
-                         MAX_ROWS_L_I1, RUNS, DemoOptions, default_output, run_demo)
+from ioattr.host.demo import (DEFAULT_BUFFER_POOL, DEFAULT_LARGE_TABLE_SIZE, DEFAULT_PHASE_SECONDS, DEFAULT_TABLE_SIZE,
+                              MAX_ROWS_L_I1, RUNS, DemoOptions, default_output, run_demo)
 from ioattr.cli.record import check_output
 from ioattr.errors import UsageError
 
@@ -50,5 +50,7 @@ def run(args: argparse.Namespace) -> int:
             (out / name).mkdir(mode=0o700)  # the recorder accepts an empty directory
     except OSError as e:
         raise UsageError(f"cannot write the recordings at {out}: {e.strerror}") from None
+    from ioattr.cli.main import main as cli_main  # cli.main imports this module
+
     return run_demo(DemoOptions(output=out, seconds=args.seconds, table_size=args.table_size,
-                                large_table_size=args.large_table_size))
+                                large_table_size=args.large_table_size), cli_main)

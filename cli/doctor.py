@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ioattr.doctor import run_checks, render_checks
+from ioattr.host.doctor import run_checks, render_checks
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

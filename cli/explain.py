@@ -7,11 +7,11 @@ import json
 import os
 from pathlib import Path
 
+from ioattr.analysis.explain import METRICS, explain
+from ioattr.analysis.explain_text import render_text
 from ioattr.errors import UsageError
-from ioattr.explain import METRICS, explain
-from ioattr.explain_text import render_text
-from ioattr.reader import Recording
-from ioattr.render import write_output
+from ioattr.format.reader import Recording
+from ioattr.output.render import write_output
 
 FORMATS = ("text", "json", "html")
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     rec = Recording(args.recording)
     other = Recording(args.against) if args.against else None
-    from ioattr.rec_state import recording_state
+    from ioattr.analysis.rec_state import recording_state
 
     states = {str(r.path): st for r in (rec, other) if r is not None and (st := recording_state(r))}
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(result, indent=2) + "\n"
     elif args.format == "html":
-        from ioattr.html_report import render_html
+        from ioattr.output.html_report import render_html
 
         text = render_html(rec, explanation=result, against=other)
     else:

@@ -7,7 +7,7 @@ from ioattr.cli import argtypes
 from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, examples, \
     live_options
 from ioattr.collectors.targets import DEFAULT_COMMS
-from ioattr.exporter import DEFAULT_LISTEN, Exporter, ExporterOptions, WaitingTargets, parse_listen
+from ioattr.prometheus.exporter import DEFAULT_LISTEN, Exporter, ExporterOptions, WaitingTargets, parse_listen
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ioattr.control import check_phase_name, resolve_recording, send_mark, send_stop
 from ioattr.errors import UsageError
+from ioattr.format.control import check_phase_name, resolve_recording, send_mark, send_stop
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,18 +1,18 @@
-"""`ioattr record`: attach to targets and write a recording (see ioattr.recorder)."""
+"""`ioattr record`: attach to targets and write a recording (see ioattr.live.recorder)."""
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
 
-from ioattr import duck
 from ioattr.cli import argtypes
+from ioattr.format import duck
 from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, examples, \
     live_options
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
-from ioattr.recorder import RecordOptions, Recorder
+from ioattr.live.recorder import RecordOptions, Recorder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -6,11 +6,11 @@ import csv
 import io
 import json
 
-from ioattr.dimensions import DIMENSIONS
+from ioattr.analysis.report import LAYERS, ReportRequest, build_report
 from ioattr.errors import UsageError
-from ioattr.reader import Recording
-from ioattr.report import LAYERS, ReportRequest, build_report
-from ioattr.render import render_table, write_output
+from ioattr.format.reader import Recording
+from ioattr.model.dimensions import DIMENSIONS
+from ioattr.output.render import render_table, write_output
 
 FORMATS = ("table", "json", "csv", "html")
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"ioattr report: WARNING: {report['recording_state']['message']}", file=sys.stderr)
     elif args.format == "html":
-        from ioattr.html_report import render_html
+        from ioattr.output.html_report import render_html
 
         text = render_html(rec, report=report, by=args.by.split(","),
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})

@@ -6,9 +6,9 @@ import argparse
 from ioattr.cli import argtypes
 from ioattr.cli.definition import add_interval_argument, add_live_arguments, examples, live_options
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
-from ioattr.labels import LAYERS
-from ioattr.top import BY_CHOICES
-from ioattr.top_live import TopApp, TopOptions
+from ioattr.model.labels import LAYERS
+from ioattr.topview.top import BY_CHOICES
+from ioattr.topview.top_live import TopApp, TopOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

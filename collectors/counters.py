@@ -1,6 +1,6 @@
 """Engine and host counters: one snapshot per interval, the `counters` table.
 
-Columns (ioattr.recording.COUNTERS_SCHEMA), one row per (snapshot, name):
+Columns (ioattr.format.schema.COUNTERS_SCHEMA), one row per (snapshot, name):
 
     ts      DOUBLE   unix time the source was read
     phase   VARCHAR  the phase the snapshot belongs to

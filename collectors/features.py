@@ -2,7 +2,7 @@
 
 `require_tracing_host()` is the preflight every tracing command runs: it
 turns a missing prerequisite into one clear line and exit code 2. The
-fuller per-feature probes behind `ioattr doctor` live in ioattr.doctor.
+fuller per-feature probes behind `ioattr doctor` live in ioattr.host.doctor.
 """
 from __future__ import annotations
 

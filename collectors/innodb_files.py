@@ -24,7 +24,7 @@ FC_NAMES = {
     FC.DOUBLEWRITE: "doublewrite", FC.TMP: "tmp",
 }
 # files made of InnoDB pages (registered for page classification). Not the definition of
-# storage reads: that is ioattr/storage.py's STORAGE_FILE_CLASSES, which includes these
+# storage reads: that is ioattr/model/storage.py's STORAGE_FILE_CLASSES, which includes these
 PAGE_FILE_CLASSES = (FC.TABLESPACE, FC.SYSTEM_TABLESPACE, FC.UNDO, FC.TMP)
 
 _BINLOG_RE = re.compile(r".*-bin\.\d{6}$|.*/binlog\.\d{6}$")

@@ -26,7 +26,7 @@ It reports, per phase: rows inserted, queries done, inserts and queries per
 second, elapsed time, and the server's own counters (storage reads per query,
 KB read per query, ...), as a table on stdout and with ``--json OUT`` as JSON.
 
-Server: ``--private`` starts a throw-away MariaDB (ioattr.sandbox) with a small
+Server: ``--private`` starts a throw-away MariaDB (ioattr.host.sandbox) with a small
 buffer pool and stops it at the end; otherwise ``--socket`` / ``--defaults-file``
 name an existing server (the table ib.t is only replaced with ``--replace``).
 
@@ -92,7 +92,7 @@ SIZES: dict[str, dict[str, float]] = {
 }
 Q_RATES = (100, 500, 1000)
 
-#: Options for a --private server on top of ioattr.sandbox's. innodb_lru_scan_depth is how
+#: Options for a --private server on top of ioattr.host.sandbox's. innodb_lru_scan_depth is how
 #: many pages the page cleaner tries to keep free; its default (1536) is more than a 16M
 #: pool holds (1014 pages), so the pool would stay mostly empty and even a small table
 #: would be read from storage over and over. 100 is the minimum.
@@ -431,7 +431,7 @@ def _ancestors() -> list[int]:
 def _our_recording() -> Path | None:
     """The recording of an `ioattr record` that runs this benchmark (an ancestor process), if any."""
     try:
-        from ioattr.control import active_recordings
+        from ioattr.format.control import active_recordings
     except ImportError:
         return None
     ancestors = set(_ancestors())
@@ -661,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
         server_pid = None
         if args.private:
             try:
-                from ioattr.sandbox import PrivateMariaDB, SandboxError
+                from ioattr.host.sandbox import PrivateMariaDB, SandboxError
             except ImportError:
                 log("error: --private needs the ioattr package (run with the ioattr venv's python)")
                 return 1

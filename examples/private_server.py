@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run a private, throw-away MariaDB (ioattr.sandbox) for as long as stdin stays open.
+"""Run a private, throw-away MariaDB (ioattr.host.sandbox) for as long as stdin stays open.
 
 For shell scripts (examples/sysbench_example.sh): it prints shell assignments
 
@@ -41,7 +41,7 @@ def main() -> int:
             return 2
         opts[key.strip()] = value.strip() if sep else ""
     try:
-        from ioattr.sandbox import PrivateMariaDB, SandboxError
+        from ioattr.host.sandbox import PrivateMariaDB, SandboxError
     except ImportError:
         print("private_server: error: needs the ioattr package (run with the ioattr venv's python)",
               file=sys.stderr)

@@ -3,7 +3,7 @@
 Loaded from tests/conftest.py (``pytest_plugins``).  Fixtures:
 
 ``mariadb`` (session)
-    One started :class:`ioattr.sandbox.PrivateMariaDB` (32M buffer pool,
+    One started :class:`ioattr.host.sandbox.PrivateMariaDB` (32M buffer pool,
     O_DIRECT, performance_schema file instruments on) shared by the whole run
     and stopped at session end.  Starting a server costs about a second, so
     tests that only need *a* server share this one.  Do not restart or
@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from ioattr.sandbox import PrivateMariaDB, live_servers
+from ioattr.host.sandbox import PrivateMariaDB, live_servers
 from tests.conftest import need_root, need_tool
 
 # Servers meant to outlive a single test (the session fixture's).

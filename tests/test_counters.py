@@ -415,7 +415,7 @@ def test_recording_counters_agree_with_the_server(mariadb_factory, tmp_path: Pat
         assert any("INNODB_METRICS module_buffer_page" in n["text"] and "innodb_monitor_disable" in n["text"]
                    for n in c.meta["notes"]), c.meta["notes"]
     # the recording's reader exposes the table
-    from ioattr.reader import Recording
+    from ioattr.format.reader import Recording
     assert Recording(rec).query("SELECT count(*) FROM counters")[0][0] > 1000
     _assert_no_secret(rec, secret, err)
 

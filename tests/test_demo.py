@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ioattr import demo
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
+from ioattr.host import demo
 from tests.conftest import need_root
 from tests.helpers import assert_no_ioattr_programs, ioattr, recording_phases
 

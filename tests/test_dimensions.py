@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ioattr.dimensions import DIMENSIONS
-from ioattr.reader import Recording
-from ioattr.report import ReportRequest, build_report
+from ioattr.analysis.report import ReportRequest, build_report
+from ioattr.format.reader import Recording
+from ioattr.model.dimensions import DIMENSIONS
 from tests.helpers import Background, assert_no_ioattr_programs
 
 ALL_DIMS = [d for d in DIMENSIONS if d not in ("layer", "op")]
@@ -40,7 +40,7 @@ def _flush(db) -> None:
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory) -> Path:
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     fixtures_mariadb._need_mariadb()

@@ -129,7 +129,7 @@ def test_run_checks_closes_everything_before_returning() -> None:
     """In-process: while this process is still alive, nothing of the doctor's stays loaded."""
     need_root()
     need_tool("bpftool")
-    from ioattr.doctor import run_checks
+    from ioattr.host.doctor import run_checks
 
     before = bpf_fds()
     result = run_checks()
@@ -142,7 +142,7 @@ def test_run_checks_closes_everything_before_returning() -> None:
 
 def test_uprobe_offset_matches_the_loaded_code() -> None:
     """The ELF parser's file offset for getpid holds the bytes libc's getpid runs."""
-    from ioattr.doctor import elf_symbol_offset, libc_path
+    from ioattr.host.doctor import elf_symbol_offset, libc_path
 
     path = libc_path()
     assert path, "no libc in /proc/self/maps"

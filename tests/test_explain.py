@@ -20,7 +20,7 @@ UNCACHED_QUERIES = 1500
 
 @pytest.fixture(scope="module")
 def server():
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     fixtures_mariadb._need_mariadb()

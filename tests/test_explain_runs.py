@@ -3,7 +3,7 @@
 The seed case (../shared/DESIGN.md): the same benchmark with a table that fits in
 the buffer pool and one that does not; storage reads per query jump from ~0 to
 several. Each run gets a fresh private MariaDB with the same 16M buffer pool (the
-demo's settings, ioattr/demo.py), the benchmark under `ioattr record` with no
+demo's settings, ioattr/host/demo.py), the benchmark under `ioattr record` with no
 option but the target, and `ioattr explain SMALL --against LARGE` must name the
 cause first with a share of the gross increase. Its numbers are checked against
 the server's own counters as the benchmark read them itself (SHOW GLOBAL STATUS
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ioattr import demo
-from ioattr.phase_stats import phase_stats
-from ioattr.reader import Recording
+from ioattr.analysis.phase_stats import phase_stats
+from ioattr.format.reader import Recording
+from ioattr.host import demo
 from tests.conftest import need_root
 from tests.helpers import IOATTR, assert_no_ioattr_programs, ioattr
 
@@ -47,7 +47,7 @@ def _boundary_windows(rec: Recording, phase: str) -> float:
 
 def _record(tmp: Path, name: str, rows: int) -> tuple[Path, dict]:
     """One run as the demo makes it, recorded by the CLI with defaults; (recording, the benchmark's JSON)."""
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     rec, out = tmp / name, tmp / f"{name}.json"

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ioattr.recording import HIST_COLUMNS
+from ioattr.format.schema import HIST_COLUMNS
 from tests.conftest import need_root, need_tool
 from tests.helpers import Background, exporter_port, report_json, wait_until
 from tests.test_top import Workload, assert_no_leftover_programs, live_db, synthetic_io, synthetic_pages  # noqa: F401
@@ -38,7 +38,7 @@ def exposition(state, stats=None) -> str:
     """What /metrics serves (without process_*), checked against prometheus_client's own writer."""
     import threading
 
-    from ioattr.exporter import IoattrCollector, SelfStats
+    from ioattr.prometheus.exporter import IoattrCollector, SelfStats
 
     collector = IoattrCollector(state, stats or SelfStats(), threading.Lock())
     text = collector.text()
@@ -60,7 +60,7 @@ def exposition(state, stats=None) -> str:
 # -- the bounded, monotonic counters ----------------------------------------------------------------
 def test_top_n_counters_stay_monotonic_and_add_up() -> None:
     """Files come and go from the top N; every series only grows, sums stay exact, series stay few."""
-    from ioattr.metrics_state import OTHER, ExporterState
+    from ioattr.prometheus.metrics_state import OTHER, ExporterState
 
     st = ExporterState(top_n=3, half_life=5.0, min_dwell=3.0, hysteresis=1.5, retention=20.0, min_frozen=5.0)
     rng = random.Random(1)
@@ -99,9 +99,9 @@ def test_top_n_counters_stay_monotonic_and_add_up() -> None:
 
 
 def test_latency_histogram_buckets_are_exact_slot_sums() -> None:
-    from ioattr.exporter import SelfStats
-    from ioattr.hist import BOUNDS
-    from ioattr.metrics_state import ExporterState
+    from ioattr.model.hist import BOUNDS
+    from ioattr.prometheus.exporter import SelfStats
+    from ioattr.prometheus.metrics_state import ExporterState
 
     h = np.zeros(len(HIST_COLUMNS), dtype=np.int64)
     h[4] = 5    # [768, 1024) ns        -> le 1.024e-06
@@ -121,7 +121,7 @@ def test_latency_histogram_buckets_are_exact_slot_sums() -> None:
 
 
 def test_exposition_of_ten_thousand_series_passes_promtool(tmp_path: Path) -> None:
-    from ioattr.metrics_state import ExporterState
+    from ioattr.prometheus.metrics_state import ExporterState
 
     promtool = need_tool("promtool")
     st = ExporterState(top_n=5000)
@@ -141,7 +141,7 @@ def test_exposition_of_ten_thousand_series_passes_promtool(tmp_path: Path) -> No
 
 def test_listen_addresses() -> None:
     from ioattr.errors import UsageError
-    from ioattr.exporter import parse_listen
+    from ioattr.prometheus.exporter import parse_listen
 
     assert parse_listen("127.0.0.1:9474") == ("127.0.0.1", 9474)
     assert parse_listen("9999") == ("127.0.0.1", 9999)

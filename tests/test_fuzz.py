@@ -247,7 +247,7 @@ def shapes(recording: Path, tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def compacted(recording: Path, tmp_path_factory) -> Path:
     """The same recording with most chunks merged into level-1 segments."""
-    from ioattr.compact import compact
+    from ioattr.format.compact import compact
 
     rec = tmp_path_factory.mktemp("fuzz-compacted") / "rec"
     shutil.copytree(recording, rec)
@@ -607,7 +607,7 @@ def test_part_check_accepts_every_valid_layout(shapes: dict[str, Path], tmp_path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ioattr.partcheck import part_problem
+    from ioattr.format.partcheck import part_problem
 
     for rec in shapes.values():
         for part in corpus.parts(rec):
@@ -636,9 +636,9 @@ def test_part_check_accepts_every_valid_layout(shapes: dict[str, Path], tmp_path
 def test_duckdb_limits_are_set_and_overridable(monkeypatch: pytest.MonkeyPatch, recording: Path) -> None:
     """Every connection ioattr opens has its memory_limit and threads; the environment
     overrides them; a bad value is one line and exit 2 before anything is read."""
-    from ioattr import duck
     from ioattr.errors import UsageError
-    from ioattr.reader import Recording
+    from ioattr.format import duck
+    from ioattr.format.reader import Recording
 
     def settings(con) -> tuple:
         return con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
@@ -660,7 +660,7 @@ def test_duckdb_limits_are_set_and_overridable(monkeypatch: pytest.MonkeyPatch, 
         with pytest.raises(UsageError, match=var):
             Recording(recording, warn=lambda m: None)
         monkeypatch.delenv(var)
-    r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(recording)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(recording)], capture_output=True,
                        text=True, env=dict(os.environ, **{duck.MEMORY_ENV: "12 parsecs"}), cwd=ROOT, timeout=60)
     assert r.returncode == 2 and duck.MEMORY_ENV in r.stderr and _one_line(r.stderr), r.stderr
 
@@ -767,7 +767,7 @@ def test_truncated_compacted_segment(compacted: Path, recording: Path, tmp_path:
     assert seg.name in err
     assert _sums(rep["rows"]) == _sums(report_rows(recording)[1]["rows"])
     # and compaction never deletes chunks on the word of a damaged segment
-    from ioattr.compact import compact
+    from ioattr.format.compact import compact
 
     compact(rec, fanout=(2,), warn=lambda m: None)
     assert _sums(_report_ok(rec)[0]["rows"]) == _sums(report_rows(recording)[1]["rows"])
@@ -781,7 +781,7 @@ def test_junk_segment_name_hides_no_chunks(recording: Path, tmp_path: Path) -> N
     rep, err = _report_ok(rec)
     assert junk.name in err
     assert rep["rows"] == report_rows(recording)[1]["rows"]
-    from ioattr.compact import compact
+    from ioattr.format.compact import compact
 
     compact(rec, fanout=(2,), warn=lambda m: None)
     assert _sums(_report_ok(rec)[0]["rows"]) == _sums(report_rows(recording)[1]["rows"])
@@ -791,7 +791,7 @@ def test_killed_compactor_leaves_nothing_that_blocks_or_miscounts(recording: Pat
     """A compactor killed mid-merge: its locks (flock on REC and on a table directory) die
     with it; it leaves a half-written segment .tmp, and a published segment whose chunks
     were not yet deleted. Reports count every chunk once; the next compaction finishes."""
-    from ioattr.compact import compact
+    from ioattr.format.compact import compact
 
     rec = _copy(recording, tmp_path)
     # what a compactor killed after publishing seg1-000001-000002 but before retiring its chunks
@@ -816,7 +816,7 @@ def test_killed_compactor_leaves_nothing_that_blocks_or_miscounts(recording: Pat
     want = report_rows(recording)[1]["rows"]
     rep, err = _report_ok(rec)
     assert rep["rows"] == want, err        # the published segment counted, its chunks not twice
-    r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(rec)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(rec)], capture_output=True, text=True,
                        timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr     # not "being compacted by another process"
     assert not list((rec / "io").glob("*.tmp"))

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ioattr.html_data import MAX_POINTS
-from ioattr.html_report import render_html
-from ioattr.reader import Recording
-from ioattr.recording import TABLES
-from ioattr.sandbox import PrivateMariaDB
+from ioattr.format.reader import Recording
+from ioattr.format.schema import TABLES
+from ioattr.host.sandbox import PrivateMariaDB
+from ioattr.output.html_data import MAX_POINTS
+from ioattr.output.html_report import render_html
 from tests.conftest import need_root, need_tool
 from tests.helpers import Background, ioattr, wait_phase
 
@@ -350,7 +350,7 @@ def test_untrusted_strings_render_as_text(recording: Path, tmp_path: Path) -> No
     r = ioattr("report", str(evil), "--format", "html", "--by", "file,query,thread", "-o", str(page))
     assert r.returncode == 0, r.stderr
     rec = Recording(evil)
-    from ioattr.explain import explain
+    from ioattr.analysis.explain import explain
 
     result = explain(rec, baseline="cached", target="uncached")
     page2 = tmp_path / "evil-explain.html"

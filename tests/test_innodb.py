@@ -21,7 +21,7 @@ PAGE_METRICS = ("index_leaf", "index_non_leaf", "undo_log", "blob", "system_page
 @pytest.fixture(scope="module")
 def server():
     """A private server with page monitors on and a table bigger than its buffer pool."""
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     fixtures_mariadb._need_mariadb()

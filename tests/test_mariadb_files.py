@@ -32,7 +32,7 @@ def _wait_clean(db, timeout: float = 60) -> None:
 @pytest.fixture(scope="module")
 def sysbench_recording(tmp_path_factory):
     """One recording of an IO-bound sysbench read/write run on a cold buffer pool."""
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests.fixtures_mariadb import _need_mariadb
 
     _need_mariadb()

@@ -33,7 +33,7 @@ PAD = "CHAR(100) NOT NULL DEFAULT 'p'"
 
 @pytest.fixture(scope="module")
 def server():
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     fixtures_mariadb._need_mariadb()

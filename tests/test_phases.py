@@ -297,7 +297,7 @@ def _run_phases(db, rec: Path, how: str) -> dict[str, PhaseTruth]:
 
 def _recorded(rec: Path):
     """Per phase: our page reads and SELECTs, and the recorder's engine-counter deltas."""
-    from ioattr.reader import Recording
+    from ioattr.format.reader import Recording
 
     r = Recording(rec)
     pages = dict(r.query("SELECT phase, sum(pages) FROM pages WHERE op = 'read' GROUP BY phase"))

@@ -1,4 +1,4 @@
-"""Compaction (ioattr/compact.py) at a small scale: the synthetic generator of
+"""Compaction (ioattr/format/compact.py) at a small scale: the synthetic generator of
 benchmarks/synthetic_recording.py writes a few minutes of a MariaDB
 recording as the recorder would (one chunk per second here), and the
 compactor merges it with small fan-outs so that every level is exercised.
@@ -21,9 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ioattr import compact as C
-from ioattr.reader import Recording
-from ioattr.report import ReportRequest, build_report
+from ioattr.analysis.report import ReportRequest, build_report
+from ioattr.format import compact as C
+from ioattr.format.reader import Recording
 from tests.helpers import synthetic_generator
 
 SECONDS = 32                 # one chunk per second
@@ -150,7 +150,7 @@ def test_reader_running_while_compaction_runs(rec: Path, expected: dict[str, str
 
 CRASH = """
 import os, signal, sys
-from ioattr import compact as C
+from ioattr.format import compact as C
 rec, where, k = C.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 calls = {"write": 0, "publish": 0}
 real = {"write": C.write_segment, "publish": C.publish}
@@ -203,7 +203,7 @@ def test_the_writer_compacts_as_it_records(tmp_path: Path, expected: dict[str, s
                                    compact=True, tables=4, connections=3)
     assert files(rec) == ["chunk-000031.parquet", "chunk-000032.parquet", "seg1-000001-000030.parquet"]
     assert reports(rec) == expected     # same data as the uncompacted twin (same seed)
-    r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(rec)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(rec)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("0 merges"), (r.stdout, r.stderr)
 

@@ -275,12 +275,13 @@ def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> N
 
 
 def test_disk_full_in_the_writer_loses_only_the_chunk_being_written(tmp_path: Path) -> None:
-    """ioattr/recording.py alone: a chunk that can't be written raises RecordingWriteError
+    """ioattr/format/recording.py alone: a chunk that can't be written raises RecordingWriteError
     (disk_full) and leaves no temporary file; earlier chunks and meta.json stay intact; the
     writer stays broken (every later write raises the same error) and abandon() says so in
     meta.json once there is room again."""
     need_root()
-    from ioattr.recording import TABLES, RecordingWriteError, RecordingWriter
+    from ioattr.format.recording import RecordingWriteError, RecordingWriter
+    from ioattr.format.schema import TABLES
 
     def interval(i: int) -> dict:
         row = {f.name: [None] for f in TABLES["io"]}
@@ -319,7 +320,7 @@ def test_disk_full_in_the_writer_loses_only_the_chunk_being_written(tmp_path: Pa
 
 
 def test_disk_full_during_compaction_keeps_the_chunks(tmp_path: Path) -> None:
-    """Compaction (ioattr/compact.py) on a full disk: one line, exit 1, its temporary segment
+    """Compaction (ioattr/format/compact.py) on a full disk: one line, exit 1, its temporary segment
     removed, every chunk still there and the report unchanged."""
     need_root()
     import importlib.util
@@ -339,7 +340,7 @@ def test_disk_full_during_compaction_keeps_the_chunks(tmp_path: Path) -> None:
         want = report_json(rec, "--by", "file,op")
         chunks = sorted(rec.glob("*/chunk-*.parquet"))
         _fill(small / "filler")
-        r = subprocess.run([sys.executable, "-m", "ioattr.compact", str(rec)], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(rec)], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 1, r
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

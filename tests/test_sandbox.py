@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ioattr.sandbox import PrivateMariaDB, SandboxError, live_servers
+from ioattr.host.sandbox import PrivateMariaDB, SandboxError, live_servers
 from tests.conftest import need_tool
 from tests.fixtures_mariadb import _descendants, _need_mariadb
 

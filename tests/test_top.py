@@ -20,8 +20,8 @@ from typing import Callable, Iterator
 import numpy as np
 import pytest
 
-from ioattr.hist import percentile_ns
-from ioattr.recording import HIST_COLUMNS
+from ioattr.format.schema import HIST_COLUMNS
+from ioattr.model.hist import percentile_ns
 from tests.conftest import need_root, need_tool
 from tests.helpers import IOATTR, ioattr, loaded_ioattr_programs, wait_until
 
@@ -91,7 +91,7 @@ def _prog_ids_held_by_me() -> list[int]:
 # -- a private server with a workload (shared with the exporter and dashboard tests) -------------
 def start_live_server():
     """A started private MariaDB (8M buffer pool) holding live.hot (~30 MB) and live.cold (~4 MB)."""
-    from ioattr.sandbox import PrivateMariaDB
+    from ioattr.host.sandbox import PrivateMariaDB
     from tests import fixtures_mariadb
 
     fixtures_mariadb._need_mariadb()
@@ -206,7 +206,7 @@ class Workload:
 
 # -- synthetic intervals (no root) ---------------------------------------------------------------
 def synthetic_io(rows: list[dict]) -> dict[str, object]:
-    """io columns (ioattr.recording.IO_SCHEMA names) from a few keyword rows."""
+    """io columns (ioattr.format.schema.IO_SCHEMA names) from a few keyword rows."""
     defaults = {"layer": "syscall", "op": "read", "api": "sync", "kind": "file", "pid": 100, "tid": 101,
                 "process": "mariadbd", "thread": "mariadbd", "role": "connection", "stage": "execute",
                 "digest": None, "query": None, "file_class": "tablespace", "dev": "253:0", "device": "vda",
@@ -250,7 +250,7 @@ def synthetic_pages(rows: list[dict]) -> dict[str, object]:
 
 
 def test_percentiles_match_the_report_implementation() -> None:
-    from ioattr.top import percentiles_ns
+    from ioattr.topview.top import percentiles_ns
 
     rng = np.random.default_rng(7)
     H = rng.integers(0, 50, size=(40, len(HIST_COLUMNS))) * (rng.random((40, len(HIST_COLUMNS))) < 0.2)
@@ -266,7 +266,7 @@ def test_percentiles_match_the_report_implementation() -> None:
 
 
 def _snapshot(n_files: int = 3, seconds: float = 2.0):
-    from ioattr.top import Snapshot
+    from ioattr.topview.top import Snapshot
 
     io_rows = [
         {"file": "/data/db/hot.ibd", "count": 400, "bytes": 400 * 16384, "tid": 11},
@@ -294,7 +294,7 @@ def _snapshot(n_files: int = 3, seconds: float = 2.0):
 
 
 def test_views_aggregate_and_sort() -> None:
-    from ioattr.top import VIEWS, find_column, sort_rows
+    from ioattr.topview.top import VIEWS, find_column, sort_rows
 
     snap = _snapshot()
     files = sort_rows(snap.rows(VIEWS["files"], "syscall"), find_column(VIEWS["files"], "IO/s"))
@@ -338,10 +338,10 @@ def test_views_aggregate_and_sort() -> None:
 
 
 def test_sort_names_and_bad_sort() -> None:
-    from ioattr.top import VIEWS, find_column
-    from ioattr.top_live import TopApp, TopOptions
     from ioattr.collectors.targets import TargetSpec
     from ioattr.errors import UsageError
+    from ioattr.topview.top import VIEWS, find_column
+    from ioattr.topview.top_live import TopApp, TopOptions
 
     for spec, key in (("p99", "p99"), ("RMB/s", "rmb"), ("reads", "r"), ("IO", "iops"), ("file", "name")):
         assert find_column(VIEWS["files"], spec).key == key
@@ -354,8 +354,8 @@ def test_sort_names_and_bad_sort() -> None:
 
 def test_keys_switch_views_sort_and_layer() -> None:
     from ioattr.collectors.targets import TargetSpec
-    from ioattr.top_live import TopApp, TopOptions
-    from ioattr.top_term import parse_keys
+    from ioattr.topview.top_live import TopApp, TopOptions
+    from ioattr.topview.top_term import parse_keys
 
     app = TopApp(TopOptions(targets=TargetSpec(pids=[1])))
     assert app.view.name == "files" and app.view_state().sort.key == "iops"
@@ -392,10 +392,10 @@ def _visible(line: str) -> str:
 
 @pytest.mark.parametrize("view", ["files", "indexes", "threads", "roles", "queries", "devices"])
 def test_screen_fits_80x24(view: str) -> None:
-    from ioattr.top import VIEWS, Header
-    from ioattr.top_live import TopApp, TopOptions
-    from ioattr.top_render import render_screen
     from ioattr.collectors.targets import TargetSpec
+    from ioattr.topview.top import VIEWS, Header
+    from ioattr.topview.top_live import TopApp, TopOptions
+    from ioattr.topview.top_render import render_screen
 
     app = TopApp(TopOptions(targets=TargetSpec(pids=[1])))
     app.view = VIEWS[view]

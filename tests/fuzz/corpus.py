@@ -30,7 +30,7 @@ def wide(out: Path) -> Path:
 
 
 def segments(wide_rec: Path, out: Path) -> Path:
-    from ioattr.compact import compact
+    from ioattr.format.compact import compact
 
     shutil.copytree(wide_rec, out)
     assert compact(out, fanout=(2,), warn=lambda m: None)
@@ -41,7 +41,8 @@ def sparse(out: Path) -> Path:
     """Three chunks of a few io rows each: nulls, long and non-ASCII names, odd sizes."""
     import pyarrow as pa
 
-    from ioattr.recording import TABLES, RecordingWriter
+    from ioattr.format.recording import RecordingWriter
+    from ioattr.format.schema import TABLES
 
     w = RecordingWriter.create(out, targets=["fuzz"], interval=1.0, phase="load", probe_sets=["syscalls"],
                                degraded={})

@@ -7,7 +7,7 @@ with a part: complete_parquet and partcheck.part_problem (compact.py's
 part_damage: the magic at both ends, then every size in the footer and the
 page headers checked before DuckDB is trusted with them), then, for those
 that pass, damaged_part (reader.py: DuckDB decodes every value) and DuckDB's
-footer reader (parquet_schema), on a connection made by ioattr.duck (its
+footer reader (parquet_schema), on a connection made by ioattr.format.duck (its
 memory_limit and threads). Buffers: random bytes; random bytes framed by
 the Parquet magic (so the footer parsers see them); real parts (PART...)
 with bytes flipped, zeroed or cut, padded or not; real parts with a huge
@@ -32,9 +32,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ioattr import duck
-from ioattr.compact import part_damage, parse_part
-from ioattr.reader import DUCKDB_ERRORS, _lit, damaged_part
+from ioattr.format import duck
+from ioattr.format.compact import part_damage, parse_part
+from ioattr.format.reader import DUCKDB_ERRORS, _lit, damaged_part
 
 SIZE = 16384
 MAX_RSS_KB = 1 << 20       # 1 GiB

@@ -1,7 +1,7 @@
 """rows._block_roles: a block row takes its syscalls' role when that is one role."""
 from __future__ import annotations
 
-from ioattr.rows import _block_roles
+from ioattr.live.rows import _block_roles
 
 S, B = 0, 1  # abi.Layer.SYSCALL, abi.Layer.BLOCK
 

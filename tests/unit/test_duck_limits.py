@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ioattr import duck
 from ioattr.errors import UsageError
+from ioattr.format import duck
 
 
 def test_defaults(monkeypatch) -> None:

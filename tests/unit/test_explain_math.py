@@ -1,10 +1,10 @@
-"""explain's arithmetic (ioattr/explain_math.py), pure: shares over the gross change, the noise
+"""explain's arithmetic (ioattr/analysis/explain_math.py), pure: shares over the gross change, the noise
 guard, and the choice of comparable phases. No root, no server; runs in milliseconds."""
 from __future__ import annotations
 
 import pytest
 
-from ioattr import explain_math as em
+from ioattr.analysis import explain_math as em
 
 
 def test_shares_are_over_the_gross_increase() -> None:
@@ -107,7 +107,7 @@ class _Rec:
 
 
 def test_probe_differences_fold_what_one_side_lacks() -> None:
-    from ioattr.explain import _fold, probe_differences
+    from ioattr.analysis.explain import _fold, probe_differences
 
     full = _Rec("A", stages="full", probe_sets=["syscalls", "stage", "block"])
     stmt = _Rec("B", stages="statement", probe_sets=["syscalls", "stage"])

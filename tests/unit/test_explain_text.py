@@ -4,14 +4,14 @@ Pure Python (the unit tier): no recording, server or kernel needed.
 """
 from __future__ import annotations
 
-from ioattr.explain_text import NEXT_STEPS, advice, render_text
-from ioattr.findings import FINDINGS
+from ioattr.analysis.explain_text import NEXT_STEPS, advice, render_text
+from ioattr.analysis.findings import FINDINGS
 
 
 def test_every_finding_has_a_mechanism_and_a_next_step() -> None:
     ids = {f.__name__ for f in FINDINGS}  # a finding's id is its function's name
     missing = ids - set(NEXT_STEPS)
-    assert not missing, f"add these finding ids to ioattr/explain_text.py NEXT_STEPS: {sorted(missing)}"
+    assert not missing, f"add these finding ids to ioattr/analysis/explain_text.py NEXT_STEPS: {sorted(missing)}"
     for fid, (mechanism, step) in NEXT_STEPS.items():
         assert mechanism and step, fid
 

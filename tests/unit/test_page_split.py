@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ioattr.page_split import apportion, split_key
+from ioattr.analysis.page_split import apportion, split_key
 
 
 def test_apportion_sums_exactly() -> None:

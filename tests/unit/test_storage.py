@@ -1,17 +1,17 @@
-"""One meaning per number: the shared definitions in ioattr/storage.py and their consumers."""
+"""One meaning per number: the shared definitions in ioattr/model/storage.py and their consumers."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ioattr import storage
-from ioattr.phase_stats import PhaseStats
+from ioattr.analysis.phase_stats import PhaseStats
+from ioattr.model import storage
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_storage_classes_are_one_list() -> None:
-    import ioattr.top as top
+    import ioattr.topview.top as top
 
     assert storage.is_storage("syscall", "redo_log") and storage.is_storage("syscall", "tablespace")
     assert not storage.is_storage("block", "tablespace") and not storage.is_storage("syscall", "other")

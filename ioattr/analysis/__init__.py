@@ -1,0 +1,1 @@
+"""Answers from a recording: reports, per-phase terms, completeness, explain's findings and words."""

@@ -1,0 +1,303 @@
+"""`ioattr explain`: why a per-operation IO metric changed between two phases.
+
+1. The metric (default reads_per_query: storage reads / Com_select) is
+   computed for the baseline and the target phase (of one recording, or of
+   two with --against).
+2. Its change is decomposed over the attribution dimensions (index x level
+   x stage x role x file_class x query): each contributor's per-operation
+   value in target minus baseline, over the gross change (ioattr/analysis/explain_math:
+   the sum of the contributors' increases for an increase, of their decreases
+   for a decrease), so no share exceeds 100% and those that moved with the
+   change sum to 100%. The biggest movers are listed, the rest folded into
+   one `other` row. A change within noise (few operations or IOs, a few
+   percent) is said as "no significant change" and supports no cause.
+   Run-vs-run: the positional recording is the baseline, --against the target.
+3. Findings test the known causes (ioattr.analysis.findings), each with a verdict
+   computed from the evidence: supported, refuted, inconclusive when
+   evidence is missing, not_applicable when the cause can't move this metric.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ioattr.analysis import explain_math as em
+from ioattr.analysis.explain_text import advice
+from ioattr.analysis.findings import Evidence, run_findings
+from ioattr.analysis.phase_stats import PhaseStats, phase_stats, pick_phase
+from ioattr.errors import UsageError
+from ioattr.format.reader import Recording
+from ioattr.model import storage
+from ioattr.model.dimensions import RERUN_FULL, stage_mode
+
+DIMS = ("index", "level", "stage", "role", "file_class", "query")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    op: str            # read | write
+    measure: str       # ops | bytes
+    per: str           # query | insert
+    help: str
+
+
+METRICS = {m.name: m for m in (
+    Metric("reads_per_query", "read", "ops", "query", "storage reads per query (Com_select)"),
+    Metric("read_bytes_per_query", "read", "bytes", "query", "bytes read from storage per query"),
+    Metric("writes_per_insert", "write", "ops", "insert", "storage writes per inserted row"),
+    Metric("write_bytes_per_insert", "write", "bytes", "insert", "bytes written to storage per inserted row"),
+)}
+
+
+@dataclass
+class Side:
+    rec: Recording
+    phase: str
+    stats: PhaseStats
+    denominator: float | None   # queries or inserts in the phase; None when no counters
+    unit: str                   # "query" / "insert", or "second" as the fallback
+    ops: float | None = None    # the phase's queries / inserts (None: not counted), whatever the unit
+
+
+def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, float]:
+    """Numerator of the metric per (index, level, stage, role, file_class, query): the phase's
+    storage IO (ioattr/model/storage.py) split by page dimensions the way `report` splits it, so the
+    contributors add up to exactly the numerator of the metric (PhaseStats reads/writes)."""
+    from ioattr.analysis.report import ReportRequest, build_report
+
+    rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall"))
+    out: dict[tuple, float] = {}
+    for r in rep["rows"]:
+        if r["op"] != metric.op or not storage.is_storage(r["layer"], r["file_class"]):
+            continue
+        key = tuple(r[d] for d in DIMS)
+        out[key] = out.get(key, 0.0) + float(r["count"] if metric.measure == "ops" else r["bytes"])
+    return out
+
+
+def _ops(st: PhaseStats, metric: Metric) -> float | None:
+    return st.queries if metric.per == "query" else st.inserts
+
+
+def _side(rec: Recording, phase: str, metric: Metric) -> Side:
+    st = phase_stats(rec, phase)
+    denom = _ops(st, metric)
+    if denom:
+        return Side(rec, phase, st, denom, metric.per, denom)
+    return Side(rec, phase, st, st.seconds, "second", denom)
+
+
+def server_settings(rec: Recording) -> dict[str, Any]:
+    """What the server told the recorder about itself (meta.json "settings", per server pid):
+    the connected server's, or the first one's when several were traced; {} when not connected."""
+    per_pid = rec.meta.get("settings") or {}
+    if not isinstance(per_pid, dict) or not per_pid:
+        return {}
+    connected = [str(s.get("pid")) for s in rec.meta.get("servers") or [] if isinstance(s, dict) and s.get("connected")]
+    for pid in connected + sorted(per_pid):
+        if isinstance(per_pid.get(pid), dict):
+            return dict(per_pid[pid])
+    return {}
+
+
+def _phase_counts(rec: Recording, metric: Metric) -> list[em.PhaseCounts]:
+    out = []
+    for name in rec.phase_names():
+        st = phase_stats(rec, name)
+        out.append(em.PhaseCounts(name, _ops(st, metric), st.reads if metric.op == "read" else st.writes))
+    return out
+
+
+def _pick_one(rec: Recording, metric: Metric, baseline: str | None, target: str | None) -> tuple[str, str, str | None]:
+    """Baseline and target phases of one recording: the named ones, else comparable ones."""
+    if baseline is not None and target is not None:
+        return pick_phase(rec, baseline, 0), pick_phase(rec, target, -1), None
+    for name in (baseline, target):
+        if name is not None:
+            pick_phase(rec, name, 0)  # an unknown phase is bad usage, said first
+    counts = _phase_counts(rec, metric)
+    chosen = em.choose_phases(counts, metric.per, baseline, target)
+    if chosen is not None:
+        return chosen
+    if all(p.denominator is None for p in counts):
+        # no operation counts at all (no server connection): first and last phase, per second
+        return pick_phase(rec, baseline, 0), pick_phase(rec, target, -1), None
+    have = "; ".join(em.why_not(p, metric.per) for p in counts)
+    raise UsageError(f"{rec.path}: no two phases with {em.plural(metric.per)} to compare for {metric.name} ({have}); "
+                     f"name them with --baseline/--target, or choose another --metric")
+
+
+def _last_comparable(rec: Recording, metric: Metric, prefer: str | None = None) -> str:
+    counts = _phase_counts(rec, metric)
+    names = [p.name for p in counts if em.usable(p, em.MIN_OPS)] or [p.name for p in counts if em.usable(p, 1)]
+    if prefer is not None and prefer in names:
+        return prefer
+    return names[-1] if names else rec.phase_names()[-1]
+
+
+def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str]]:
+    """How two recordings' probe settings differ, and which dimensions are comparable on both.
+
+    Returns (differences in words, dimensions to fold to null on both sides)."""
+    diffs: list[str] = []
+    fold: set[str] = set()
+    ma, mb = stage_mode(a.meta), stage_mode(b.meta)
+    if ma != mb:
+        diffs.append(f"stages {ma or 'off'} vs {mb or 'off'}")
+        fold.add("stage")  # the finer mode's stages can't be compared with the other's nulls
+        if ma is None or mb is None:
+            fold.add("query")
+    sa, sb = set(a.meta.get("probe_sets") or []), set(b.meta.get("probe_sets") or [])
+    if sa != sb:
+        only = [f"{', '.join(sorted(x - y))} only in {r.path}" for x, y, r in ((sa, sb, a), (sb, sa, b)) if x - y]
+        diffs.append("probe sets: " + "; ".join(only))
+    return diffs, fold
+
+
+def _fold(c: dict[tuple, float], fold: set[str], keep_stages: tuple[str, ...] = ()) -> dict[tuple, float]:
+    """Set the folded dimensions to null, except the stages both recordings traced alike
+    (keep_stages: `estimate`, the index dives, which every mode since it exists traces)."""
+    if not fold:
+        return c
+    idx = [DIMS.index(d) for d in fold]
+    stage = DIMS.index("stage")
+    out: dict[tuple, float] = {}
+    for k, v in c.items():
+        k2 = tuple(None if i in idx and not (i == stage and x in keep_stages) else x for i, x in enumerate(k))
+        out[k2] = out.get(k2, 0.0) + v
+    return out
+
+
+def explain(rec: Recording, *, baseline: str | None, target: str | None, against: Recording | None = None,
+            metric: str = "reads_per_query", top: int = 8) -> dict[str, Any]:
+    """Baseline is `rec` (its phase `baseline`); target is `against` (or `rec` again) at `target`."""
+    if metric not in METRICS:
+        raise UsageError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+    m = METRICS[metric]
+    other = against or rec
+    notes: list[str] = []
+    warnings: list[str] = []
+    if against is None:
+        if len(rec.phase_names()) < 2 and (baseline is None or target is None):
+            raise UsageError(f"{rec.path} has one phase ({rec.phase_names()[0]}); "
+                             "mark phases while recording, or compare runs with --against")
+        b_name, t_name, why = _pick_one(rec, m, baseline, target)
+        if b_name == t_name:
+            raise UsageError(f"baseline and target are the same phase ({b_name}); pick two different ones")
+        if why:
+            notes.append(why)
+    else:
+        b_name = pick_phase(rec, baseline, -1) if baseline is not None else _last_comparable(rec, m)
+        if target is not None:
+            t_name = pick_phase(other, target, -1)
+        else:
+            t_name = _last_comparable(other, m, prefer=b_name)
+        if baseline is None or target is None:
+            notes.append(f"phases picked: baseline {b_name} of {rec.path}, target {t_name} of {other.path} "
+                         f"(the same name when both have it with {em.plural(m.per)}, else each one's last phase with "
+                         f"{em.plural(m.per)})")
+    base = _side(rec, b_name, m)
+    targ = _side(other, t_name, m)
+    unit = m.per
+    if base.unit != targ.unit or base.unit == "second":
+        unit = "second"
+        base.denominator, targ.denominator = base.stats.seconds, targ.stats.seconds
+        for s in (base, targ):
+            if s.ops is None:
+                why = ("no counter snapshot in it" if _has_engine_counters(s.rec)
+                       else "engine counters missing: recorded without a server connection")
+                notes.append(f"phase {s.phase} of {s.rec.path}: no {m.per} counts ({why}): "
+                             f"the metric is per second instead")
+            elif not s.ops:
+                notes.append(f"phase {s.phase} has no {em.plural(m.per)}: {m.name} is undefined there, "
+                             f"so the metric is per second instead")
+    name = m.name if unit == m.per else m.name.replace(f"_per_{m.per}", "_per_second")
+
+    diffs, fold = probe_differences(rec, other) if against is not None else ([], set())
+    # the optimizer's index dives are stage estimate in both --stages modes: comparable when both
+    # recordings traced them, even where the other stages are folded
+    keep = ("estimate",) if all(r.meta.get("estimate_stage") for r in (rec, other)) else ()
+    if diffs:
+        warnings.append("the recordings were made with different probe settings (" + "; ".join(diffs) + "): "
+                        "compared only on what both have"
+                        + (f" ({', '.join(sorted(fold))} folded to null on both sides"
+                           + (", stage estimate kept: both traced it" if keep and "stage" in fold else "") + ")"
+                           if fold else ""))
+    cb = _fold(contributors(rec, b_name, m), fold, keep)
+    ct = _fold(contributors(other, t_name, m), fold, keep)
+    vb = sum(cb.values()) / base.denominator
+    vt = sum(ct.values()) / targ.denominator
+    change = vt - vb
+    rows = []
+    for key in set(cb) | set(ct):
+        pb = cb.get(key, 0.0) / base.denominator
+        pt = ct.get(key, 0.0) / targ.denominator
+        rows.append((key, pb, pt, pt - pb))
+    gross = em.gross_change([r[3] for r in rows])
+    rows.sort(key=lambda r: abs(r[3]), reverse=True)
+    shown, rest = rows[:top], rows[top:]
+    out_rows = []
+    for key, pb, pt, d in shown:
+        out_rows.append({"dims": dict(zip(DIMS, key)), "baseline_per_op": _r(pb), "target_per_op": _r(pt),
+                         "share_of_change": _r(em.share(d, gross) or 0.0)})
+    if rest or not out_rows:
+        pb = sum(r[1] for r in rest)
+        pt = sum(r[2] for r in rest)
+        out_rows.append({"dims": {"other": True}, "baseline_per_op": _r(pb), "target_per_op": _r(pt),
+                         "share_of_change": _r(em.share(pt - pb, gross) or 0.0)})
+
+    counts = [em.SideCounts(s.phase, s.ops, s.stats.reads if m.op == "read" else s.stats.writes,
+                            s.stats.seconds) for s in (base, targ)]
+    noise = em.noise_reason(counts[0], counts[1], vb, vt, metric=name, per=m.per, per_second=unit == "second")
+    settings = {"baseline": server_settings(rec), "target": server_settings(other)}
+    ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change,
+                  gross=gross, settings_base=settings["baseline"], settings_target=settings["target"])
+    findings = run_findings(ev, noise=noise)
+    for f in findings:  # what it means and what to try next: one table, ioattr/analysis/explain_text.NEXT_STEPS
+        f.update(advice(f, settings["target"]))
+    missing = []
+    if not (_has_engine_counters(rec) and _has_engine_counters(other)):
+        missing.append("engine counters (recorded without a server connection)")
+    modes = {stage_mode(r.meta) for r in (rec, other)}
+    if None in modes:
+        missing.append("query/stage attribution (stage probes were not attached)")
+    elif "statement" in modes:
+        dives = all(r.meta.get("estimate_stage") for r in (rec, other))
+        missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed"
+                       + (", and the optimizer's index dives as stage estimate)" if dives else ")"))
+    return {
+        "metric": name,
+        "unit": f"per {unit}",
+        "baseline": {"recording": str(rec.path), "phase": b_name, "value": _r(vb), "ops": _ops_out(base),
+                     "storage_ios": int(counts[0].ios), "seconds": round(base.stats.seconds, 3)},
+        "target": {"recording": str(other.path), "phase": t_name, "value": _r(vt), "ops": _ops_out(targ),
+                   "storage_ios": int(counts[1].ios), "seconds": round(targ.stats.seconds, 3)},
+        "change": _r(change),
+        "gross_change": _r(gross),
+        "share_basis": em.basis_label(gross, unit),
+        "significant": noise is None,
+        "no_significant_change": noise,
+        "contributors": out_rows,
+        "findings": findings,
+        "settings": settings,
+        "missing": missing,
+        "notes": notes,
+        "warnings": warnings,
+    }
+
+
+def _ops_out(s: Side) -> float | None:
+    """The phase's queries / inserts (whatever the metric's unit ended up being); None: not counted."""
+    return None if s.ops is None else _r(s.ops)
+
+
+def _has_engine_counters(rec: Recording) -> bool:
+    """Whether the server's own counters (SHOW GLOBAL STATUS) were recorded, not just host ones."""
+    if not rec.has_table("counters"):
+        return False
+    return bool(rec.query("SELECT 1 FROM counters WHERE source = 'status' LIMIT 1"))
+
+
+def _r(v: float) -> float:
+    return round(float(v), 6)

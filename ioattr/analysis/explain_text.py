@@ -1,0 +1,162 @@
+"""The readable form of an explanation."""
+from __future__ import annotations
+
+from typing import Any
+
+from ioattr.analysis.explain_math import plural
+
+VERDICT_MARK = {"supported": "SUPPORTED", "refuted": "refuted", "inconclusive": "inconclusive",
+                "not_applicable": "n/a"}
+
+#: What each finding means in a benchmarker's terms, and the one thing to try next, keyed by
+#: finding id (ioattr.analysis.findings). The one place this text lives: the text output prints it under
+#: supported findings, and explain() puts it in every finding of the JSON ("mechanism",
+#: "next_step"). {name} fields are filled from the finding's evidence and the target server's
+#: settings (meta.json "settings"); a field that is unknown is left out with its sentence part.
+NEXT_STEPS: dict[str, tuple[str, str]] = {
+    "working_set": (
+        "the tables and indexes the statements touch no longer fit in the buffer pool, so index "
+        "lookups that used to hit memory now wait for storage reads",
+        "raise innodb_buffer_pool_size{pool} above {data}, or shrink that working set (fewer or "
+        "narrower secondary indexes, older rows partitioned away)"),
+    "write_statement_reads": (
+        "every insert reads the leaf page of each secondary index it changes (read before write) "
+        "unless the change buffer takes the change, so more rows inserted means more reads",
+        "compare innodb_change_buffering{buffering} with 'inserts' or 'all' (MariaDB 10.11 defaults to "
+        "none; the change buffer is gone from 11.0 on), or drop the secondary indexes the queries do not use"),
+    "clustered_lookups": (
+        "queries on a secondary index also read the clustered (PRIMARY) index: for columns the index "
+        "does not hold, or to check row visibility (MVCC) on pages changed after the reader's snapshot",
+        "make the index covering (add the selected columns to it) so the query never visits PRIMARY, "
+        "and keep transactions short so visibility checks stay in the secondary index"),
+    "change_buffer_merges": (
+        "buffered secondary-index changes are merged into their leaf pages, which first have to be "
+        "read, by background threads and by the queries that need those pages",
+        "try innodb_change_buffering=none{buffering_was} and compare reads per query and per insert"),
+    "change_buffer_memory": (
+        "the change buffer occupies buffer pool pages that the secondary indexes then miss",
+        "lower innodb_change_buffer_max_size{max_size} (percent of the buffer pool), or turn "
+        "innodb_change_buffering off"),
+    "log_rereads": (
+        "the redo log or binlog is read back from storage (buffered log IO whose pages the page "
+        "cache dropped, or binlog readers)",
+        "write the redo log with O_DIRECT: innodb_log_file_buffering=OFF (MariaDB 10.11), or "
+        "innodb_flush_method=O_DIRECT; check what reads the binlog"),
+    "readahead_waste": (
+        "read-ahead brings in pages that are evicted before anyone uses them",
+        "raise innodb_read_ahead_threshold{threshold} (fewer linear read-aheads) and keep "
+        "innodb_random_read_ahead=OFF"),
+    "purge_reads": (
+        "purge reads undo logs and the index pages of deleted or updated rows; the larger the "
+        "history list, the more it has to read back",
+        "keep transactions short so the history list stays small, and give purge more threads "
+        "(innodb_purge_threads) if it lags behind"),
+    "write_amplification": (
+        "each page write is written twice (doublewrite buffer) and every commit writes the binlog",
+        "measure with innodb_doublewrite=OFF on a test run (only where the storage has atomic page "
+        "writes), and check sync_binlog / binlog_format"),
+    "flush_storms": (
+        "the checkpoint age nears the redo capacity, so the page cleaner flushes in bursts and "
+        "statements wait for it",
+        "raise the redo capacity (innodb_log_file_size{log_size}) and innodb_io_capacity to what the "
+        "storage sustains"),
+    "optimizer_reads": (
+        "before a query runs, the optimizer estimates how many rows each range of each candidate "
+        "index holds (index dives: records_in_range), reading the pages at both ends of every range "
+        "and up to 10 pages between them where the two paths part; with a cold buffer pool those are "
+        "storage reads the query itself may never need",
+        "see which index and how many dives per query above, then bound them: eq_range_index_dive_limit"
+        "{dive_limit} for IN lists (statistics instead of dives), fewer candidate indexes (FORCE INDEX "
+        "or dropping unused ones); open ranges (col >= ?) are always dived, so keep the upper levels "
+        "and range starts of that index cached (innodb_buffer_pool_size)"),
+    "random_access": (
+        "reads that were sequential (read ahead in large asynchronous batches) became random "
+        "single-page reads: fragmented indexes or lost read-ahead",
+        "rebuild the fragmented table (OPTIMIZE TABLE / ALTER TABLE ... FORCE) and check "
+        "innodb_read_ahead_threshold"),
+}
+
+
+def _mib(v: Any) -> str | None:
+    return f"{v / 2**20:.0f} MiB" if isinstance(v, (int, float)) and v > 0 else None
+
+
+def _fields(f: dict[str, Any], settings: dict[str, Any]) -> dict[str, str]:
+    """The {name} fields of NEXT_STEPS: ' (now X)' where X is known, else ''."""
+    ev = f.get("evidence") or {}
+
+    def now(v: Any, prefix: str = " (now ", suffix: str = ")") -> str:
+        return "" if v is None else f"{prefix}{v}{suffix}"
+
+    buffering = ev.get("innodb_change_buffering") or settings.get("innodb_change_buffering")
+    return {
+        "pool": now(_mib(ev.get("innodb_buffer_pool_size") or settings.get("innodb_buffer_pool_size"))),
+        "buffering": now(buffering),
+        "buffering_was": now(buffering, " (it is ", ")"),
+        "max_size": now(ev.get("innodb_change_buffer_max_size_pct") or settings.get("innodb_change_buffer_max_size"),
+                        " (now ", "%)"),
+        "threshold": now(ev.get("innodb_read_ahead_threshold") or settings.get("innodb_read_ahead_threshold")),
+        "log_size": now(_mib(settings.get("innodb_redo_log_capacity") or settings.get("innodb_log_file_size"))),
+        "dive_limit": now(ev.get("eq_range_index_dive_limit") or settings.get("eq_range_index_dive_limit")),
+        "data": "the size of the data and indexes the statements read" if _mib(ev.get("data_bytes")) is None
+                else f"the {_mib(ev.get('data_bytes'))} the tables read take on disk ({ev.get('tables_read')})",
+    }
+
+
+def advice(f: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """{"mechanism", "next_step"} of a finding (None for a finding without an entry)."""
+    entry = NEXT_STEPS.get(f.get("id", ""))
+    if entry is None:
+        return {"mechanism": None, "next_step": None}
+    fields = _fields(f, settings or {})
+    mechanism, step = entry
+    return {"mechanism": mechanism.format_map(fields), "next_step": step.format_map(fields)}
+
+
+def _dims(d: dict[str, Any]) -> str:
+    if d.get("other"):
+        return "(everything else)"
+    parts = [f"{k}={v}" for k, v in d.items() if v is not None]
+    return " ".join(parts) if parts else "(unattributed)"
+
+
+def _side(label: str, s: dict[str, Any], unit: str) -> str:
+    ops = s.get("ops")
+    what = [] if ops is None else [f"{ops:.0f} {plural(unit.removeprefix('per '), ops)}" if unit != "per second"
+                                   else f"{ops:.0f} ops"]
+    if s.get("storage_ios") is not None:
+        what.append(f"{s['storage_ios']} storage IOs")
+    if s.get("seconds") is not None:
+        what.append(f"{s['seconds']:.3g} s")
+    return f"{label}: {s['recording']} ({s['phase']}) = {s['value']:.4g}" + (f"  [{', '.join(what)}]" if what else "")
+
+
+def render_text(r: dict[str, Any]) -> str:
+    b, t = r["baseline"], r["target"]
+    lines = [f"WARNING: {w}" for w in r.get("warnings") or []]
+    lines += [f"{r['metric']} ({r['unit']}): {b['value']:.4g} -> {t['value']:.4g}",
+              "  " + _side("baseline", b, r["unit"]), "  " + _side("target", t, r["unit"])]
+    if r.get("no_significant_change"):
+        lines.append(f"  {r['no_significant_change']}")
+    lines.append("")
+    basis = r.get("share_basis") or "share of the change"
+    lines.append(f"What changed, by contributor (per op, baseline -> target, {basis}):")
+    for c in r["contributors"]:
+        lines.append(f"  {100 * c['share_of_change']:6.1f}%  {c['baseline_per_op']:10.4g} -> "
+                     f"{c['target_per_op']:<10.4g}  {_dims(c['dims'])}")
+    lines.append("")
+    lines.append("Findings (most explained first):")
+    for f in r["findings"]:
+        lines.append(f"  [{VERDICT_MARK[f['verdict']]}] {f['title']}")
+        lines.append(f"      {f['evidence'].get('summary', '')}")
+        if f["verdict"] == "supported":
+            tip = f if "next_step" in f else {**f, **advice(f)}
+            if tip.get("mechanism"):
+                lines.append(f"      why: {tip['mechanism']}")
+            if tip.get("next_step"):
+                lines.append(f"      try: {tip['next_step']}")
+    for m in r.get("missing") or []:
+        lines.append(f"  missing: {m}")
+    for n in r.get("notes") or []:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,185 @@
+"""Per-phase numbers of a recording: engine-counter deltas, attributed IO,
+and the insert benchmark's per-operation metrics.
+
+Counter deltas use the snapshots taken at each interval (the recorder also
+snapshots at every phase switch), so a phase's delta is its last snapshot
+minus the one at its start. Attributed reads and writes are storage reads
+and writes as ioattr/model/storage.py defines them (the one definition top,
+explain, the HTML report and the dashboards share). A phase still open (a
+recording being written, or one whose recorder died) is rated by its
+elapsed time up to the last data recorded in it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ioattr.errors import UsageError
+from ioattr.format.reader import Recording
+from ioattr.model import storage
+
+EPS = 1e-3
+
+
+@dataclass
+class PhaseStats:
+    name: str
+    start: float
+    end: float
+    counters: dict[str, float] = field(default_factory=dict)   # "source:name" -> delta
+    reads: float = 0.0          # storage read operations (pages + non-page file reads)
+    read_bytes: float = 0.0
+    writes: float = 0.0         # storage write operations (pages incl. doublewrite + non-page writes)
+    write_bytes: float = 0.0
+    io_ops: float = 0.0         # every syscall-layer op of the targets, for "has this phase any IO"
+    open: bool = False          # the phase had not ended when the recording was read
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end - self.start, EPS)
+
+    def counter(self, *names: str) -> float | None:
+        """The first of names present (e.g. 'status:Com_select'), else None."""
+        for n in names:
+            if n in self.counters:
+                return self.counters[n]
+        return None
+
+    statement_counts: dict[str, float] = field(default_factory=dict)  # kind -> statements (stage probes)
+
+    @property
+    def queries(self) -> float | None:
+        """The workload's SELECTs (storage.queries)."""
+        return storage.queries(self.counters, self.statement_counts)
+
+    @property
+    def inserts(self) -> float | None:
+        """Rows inserted (storage.rows_inserted): the benchmark's unit for inserts."""
+        return storage.rows_inserted(self.counters)[0]
+
+    @property
+    def insert_statements(self) -> float | None:
+        return storage.insert_statements(self.counters, self.statement_counts)
+
+    def per(self, numerator: float | None, denominator: float | None) -> float | None:
+        return storage.per(numerator, denominator)
+
+    def summary(self) -> dict[str, Any]:
+        """The insert benchmark's terms for this phase (null where a counter is missing)."""
+        q, i = self.queries, self.inserts
+        stmts = self.insert_statements
+        cpu_user, cpu_sys = self.counter("proc:cpu:user"), self.counter("proc:cpu:sys")
+        cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
+        cs = self.counter("proc:ctxt")
+        engine_reads = self.counter(storage.ENGINE_READS)
+        return {
+            "phase": self.name,
+            "seconds": round(self.seconds, 3),
+            "open": self.open,
+            "qps": None if q is None else round(q / self.seconds, 2),
+            "ips": None if i is None else round(i / self.seconds, 2),   # rows inserted per second
+            "ips_source": storage.rows_inserted(self.counters)[1],
+            "insert_stmts_ps": None if stmts is None else round(stmts / self.seconds, 2),
+            "reads_per_query": _r(self.per(self.reads, q)),
+            "engine_reads_per_query": _r(self.per(engine_reads, q)),
+            "kb_read_per_query": _r(self.per(self.read_bytes / 1024, q)),
+            "writes_per_insert": _r(self.per(self.writes, i)),
+            "kb_written_per_insert": _r(self.per(self.write_bytes / 1024, i)),
+            "cpu_us_per_query": _r(self.per(None if cpu is None else cpu * 1e6, q)),
+            "context_switches_per_query": _r(self.per(cs, q)),
+            "rows_inserted": None if i is None else int(i),
+            "insert_statements": None if stmts is None else int(stmts),
+            "storage_reads": int(self.reads),
+            "storage_writes": int(self.writes),
+        }
+
+
+def _r(v: float | None) -> float | None:
+    """Per-operation terms keep 4 significant digits in JSON (tables show 3)."""
+    return storage.sig(v, 4)
+
+
+def counter_deltas(rec: Recording, phase: str) -> dict[str, float]:
+    """Per counter: its last value in the phase minus its last value before the phase.
+
+    The recorder snapshots at every phase switch (tagged with the phase that
+    ends) and every interval, so this is exact at phase boundaries. For the
+    first phase the baseline is its first snapshot. Gauges also get
+    `<source>_last:<name>` (value at the phase's end) and `<source>_max:<name>`.
+    Servers and host keys are summed (one benchmark, one server is the norm)."""
+    if not rec.has_table("counters"):
+        return {}
+    names = rec.phase_names()
+    prev = names[: names.index(phase)]
+    rows = rec.query(
+        "WITH c AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
+        "           WHERE value IS NOT NULL), "
+        "cur AS (SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
+        "               max(value) AS max_v FROM c WHERE phase = ? GROUP BY ALL), "
+        "before AS (SELECT source, name, pid, arg_max(value, ts) AS prev_v FROM c "
+        "           WHERE list_contains(?, phase) GROUP BY ALL) "
+        "SELECT cur.source, cur.name, sum(cur.last_v - coalesce(before.prev_v, cur.first_v)), "
+        "       sum(cur.last_v), sum(cur.max_v) "
+        "FROM cur LEFT JOIN before USING (source, name, pid) GROUP BY ALL",
+        [phase, prev])
+    out: dict[str, float] = {}
+    for src, name, delta, last, mx in rows:
+        out[f"{src}:{name}"] = float(delta)     # cumulative counters: what the phase added
+        out[f"{src}_last:{name}"] = float(last)  # gauges: the value at the phase's end
+        out[f"{src}_max:{name}"] = float(mx)     # gauges: the phase's peak
+    return out
+
+
+def last_data_time(rec: Recording, phase: str | None = None) -> float | None:
+    """The end of the last interval recorded (in `phase`, if given): how far an open phase got."""
+    parts = []
+    for table, col in (("io", "ts_end"), ("pages", "ts_end"), ("statements", "ts_end"), ("counters", "ts")):
+        if rec.has_table(table):
+            parts.append(f"SELECT max({col}) AS t FROM {table}" + (" WHERE phase = ?" if phase is not None else ""))
+    if not parts:
+        return None
+    params = [phase] * len(parts) if phase is not None else []
+    v = rec.query(f"SELECT max(t) FROM ({' UNION ALL '.join(parts)})", params)[0][0]
+    return None if v is None else float(v)
+
+
+def phase_stats(rec: Recording, phase: str) -> PhaseStats:
+    rec.require_phase(phase)
+    p = next(x for x in rec.phases() if x["name"] == phase)
+    start = float(p["start"])
+    is_open = p["end"] is None
+    if not is_open:
+        end = float(p["end"])
+    else:
+        # still open (being recorded, or the recorder died): rated by its elapsed time up to
+        # the last data seen, never by a zero-length span
+        last = last_data_time(rec, phase)
+        end = max(start, last if last is not None else float(rec.meta.get("ended") or start))
+    st = PhaseStats(phase, start, end, counter_deltas(rec, phase))
+    st.open = is_open
+    for op, n, b in rec.query(
+            f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "
+            "AND op IN ('read', 'write') GROUP BY op", [phase]):
+        if op == "read":
+            st.reads, st.read_bytes = float(n or 0), float(b or 0)
+        else:
+            st.writes, st.write_bytes = float(n or 0), float(b or 0)
+    if rec.has_table("statements"):
+        st.statement_counts = {k: float(v) for k, v in rec.query(
+            "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
+    st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
+                                [phase])[0][0])
+    return st
+
+
+def all_phase_summaries(rec: Recording) -> list[dict[str, Any]]:
+    return [phase_stats(rec, name).summary() for name in rec.phase_names()]
+
+
+def pick_phase(rec: Recording, name: str | None, default_index: int) -> str:
+    names = rec.phase_names()
+    if name is None:
+        return names[default_index]
+    if name not in names:
+        raise UsageError(f"unknown phase {name!r} in {rec.path}; it has: {', '.join(names)}")
+    return name

@@ -1,0 +1,367 @@
+"""Open a recording for reading: its meta.json and its IO chunks as a DuckDB view.
+
+Works on a recording that is still being written (chunks appear
+atomically), and on one whose writer was killed (meta.json then says
+"recording" and the last chunk in progress is simply absent).
+Chunks merged into segments (compact.py) are read from their segment,
+also while a compaction is going on: never both, never neither (listing and
+each query hold shared locks on the table directories).
+
+Damage is never fatal to the rest: a part that is not a complete Parquet
+file, one whose footer or page headers claim sizes it can't have (checked
+before DuckDB sees the file: partcheck.py), one DuckDB fails on (found when
+a query fails, by reading each part whole), a segment whose footer is not that segment's, or another table's
+file is left out with a warning naming it, and the chunks a damaged segment
+stands for are read instead while they are still there. A meta.json that
+can't be used at all is one line and exit 2; an optional value of the wrong
+type in it is ignored with a warning. (tests/test_fuzz.py fuzzes all this.)
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+
+from ioattr.errors import RuntimeFailure, UsageError
+from ioattr.format import duck
+from ioattr.format.compact import dir_lock, snapshot
+from ioattr.format.schema import FORMAT, TABLES, duck_type
+
+
+def _meta_problem(meta: Any) -> str | None:
+    """What is wrong with a meta.json's shape (None: usable). Checked once, so a damaged
+    or foreign file is one clear line instead of an error deep inside a report."""
+    if not isinstance(meta, dict):
+        return "not an object"
+    phases = meta.get("phases")
+    if not isinstance(phases, list) or not phases:
+        return "no phases"
+    for p in phases:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) \
+                or not isinstance(p.get("start"), (int, float)) \
+                or not isinstance(p.get("end"), (int, float, type(None))):
+            return "a phase without name and start time"
+    dropped = meta.get("dropped")
+    if dropped is not None and (not isinstance(dropped, dict)
+                                or not all(isinstance(v, int) for v in dropped.values())):
+        return "dropped is not a map of counts"
+    for key in ("queries", "indexes"):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            return f"{key} is not a map"
+    return None
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _str_map(v: Any, value_ok) -> bool:
+    return isinstance(v, dict) and all(value_ok(x) for x in v.values())
+
+
+# meta.json's optional keys and what their values must be; a value that isn't is left out
+# with a warning (the recording's data stays reportable without it)
+OPTIONAL_META = {
+    "started": _number,
+    "ended": lambda v: v is None or _number(v),
+    "interval": _number,
+    "chunks": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "host": lambda v: isinstance(v, str),
+    "kernel": lambda v: isinstance(v, str),
+    "status": lambda v: isinstance(v, str),
+    "stages": lambda v: v is None or isinstance(v, str),
+    "servers": lambda v: isinstance(v, list) and all(
+        isinstance(s, dict) and isinstance(s.get("datadir", ""), (str, type(None))) for s in v),
+    "max_entries": lambda v: _str_map(v, lambda x: isinstance(x, int) and not isinstance(x, bool)),
+    "settings": lambda v: isinstance(v, dict),
+    "degraded": lambda v: isinstance(v, dict),
+    "notes": lambda v: isinstance(v, list),
+    "targets": lambda v: isinstance(v, list),
+    "probe_sets": lambda v: isinstance(v, list),
+}
+
+
+def _check_format(meta: dict, path: Path) -> None:
+    """meta.json's "format" (absent in hand-made recordings: accepted): one this reader
+    knows, else one clear line rather than a misreading."""
+    if "format" not in meta:
+        return
+    fmt = meta["format"]
+    m = re.fullmatch(r"ioattr-recording/(\d{1,9})", fmt) if isinstance(fmt, str) else None
+    if m is None:
+        raise UsageError(f"not an ioattr recording (format {str(fmt)[:40]!r}): {path}")
+    if int(m.group(1)) > FORMAT_VERSION:
+        raise UsageError(f"{path} is in format {fmt}, newer than this ioattr reads "
+                         f"(ioattr-recording/{FORMAT_VERSION}): upgrade ioattr to read it")
+
+
+def _drop_bad_optional_meta(meta: dict, path: Path, warn) -> None:
+    for key, ok in OPTIONAL_META.items():
+        if key in meta and not ok(meta[key]):
+            warn(f"{path}: ignoring {key!r}: unexpected value {str(meta[key])[:60]!r}")
+            del meta[key]
+
+
+# Columns every writer of each table wrote: a file without them is not that table's.
+REQUIRED_COLUMNS = {
+    "io": ("ts_start", "ts_end", "phase", "layer", "op", "count", "bytes"),
+    "pages": ("ts_start", "ts_end", "phase", "op", "pages", "bytes"),
+    "statements": ("ts_start", "ts_end", "phase", "count"),
+    "counters": ("ts", "phase", "source", "name", "value"),
+}
+
+
+FORMAT_VERSION = int(FORMAT.rsplit("/", 1)[1])
+
+# What DuckDB raises on a damaged file: its own errors, and (duckdb 2's bindings) a
+# RuntimeError when a damaged file's bytes can't even be turned into a message.
+DUCKDB_ERRORS = (duckdb.Error, RuntimeError)
+
+
+def _lit(v: object) -> str:
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def _first_line(e: BaseException) -> str:
+    line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return line if len(line) <= 240 else line[:237] + "..."
+
+
+CHECK_BATCH_ROWS = 65_536
+
+
+def damaged_part(con: "duckdb.DuckDBPyConnection", path: Path) -> str | None:
+    """Why `path` can't be read whole as Parquet (one line), None if it can: its sizes
+    checked (partcheck.py) before DuckDB sees it, then every column of every row group
+    decoded, a batch at a time (memory: one batch, whatever the file's size)."""
+    from ioattr.format.partcheck import part_problem
+
+    why = part_problem(path)
+    if why is not None:
+        return why
+    try:
+        rel = con.sql(f"SELECT * FROM read_parquet({_lit(path)})")
+        # duckdb 2: to_arrow_reader, 1: fetch_record_batch
+        reader = (getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch)(CHECK_BATCH_ROWS)
+        for batch in reader:
+            batch.validate(full=True)       # strings: valid UTF-8, as a query's results must be
+    except Exception as e:                  # whatever reading it raised: it can't be read
+        return _first_line(e)
+    return None
+
+
+class Recording:
+    def __init__(self, path: str | Path, warn=lambda m: print(f"ioattr: warning: {m}", file=sys.stderr)) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "meta.json"
+        try:
+            if not self.path.exists():
+                raise UsageError(f"no such recording: {self.path}")
+            if not self.path.is_dir():
+                raise UsageError(f"not an ioattr recording (not a directory): {self.path}")
+            if not meta_path.exists():
+                raise UsageError(f"not an ioattr recording (no meta.json): {self.path}")
+        except PermissionError:
+            raise UsageError(f"cannot read recording {self.path}: permission denied "
+                             "(recordings are private to their owner; run as root)") from None
+        try:
+            self.meta: dict[str, Any] = json.loads(meta_path.read_text())
+        except PermissionError:
+            raise UsageError(f"cannot read recording {self.path}: permission denied "
+                             "(recordings are private to their owner; run as root)") from None
+        except (OSError, ValueError) as e:
+            raise UsageError(f"unreadable recording metadata {meta_path}: {e}") from e
+        bad = _meta_problem(self.meta)
+        if bad:
+            raise UsageError(f"not an ioattr recording (bad meta.json: {bad}): {self.path}")
+        _check_format(self.meta, self.path)
+        _drop_bad_optional_meta(self.meta, meta_path, warn)
+        self.con = duck.connect()            # memory_limit and threads bounded (duck.py)
+        self.chunk_counts: dict[str, int] = {}
+        self._files: dict[str, list[Path]] = {}
+        self._kinds: dict[str, str] = {}
+        self._bad: set[Path] = set()        # damaged parts, left out
+        self._verified: set[Path] = set()   # parts read whole without error
+        warned: set[str] = set()
+
+        def warn_once(msg: str) -> None:
+            if msg not in warned:
+                warned.add(msg)
+                warn(msg)
+
+        self._warn = warn_once
+        try:
+            with self._locked():
+                self._open_tables()
+        except OSError as e:
+            what = "permission denied" if isinstance(e, PermissionError) else (e.strerror or str(e))
+            raise UsageError(f"cannot read recording {self.path}: {e.filename or self.path}: {what}") from None
+        self.chunk_count = self.chunk_counts.get("io", 0)
+        self.con.execute("CREATE TABLE query_texts (digest UBIGINT, text VARCHAR)")
+        texts = []
+        for hexd, text in (self.meta.get("queries") or {}).items():
+            try:
+                texts.append((int(hexd, 16), str(text)))
+            except (TypeError, ValueError):
+                continue
+        if texts:
+            self.con.executemany("INSERT INTO query_texts VALUES (?, ?)", texts)
+        self.con.execute("CREATE TABLE index_names (index_id UBIGINT, name VARCHAR)")
+        names = []
+        for iid, name in (self.meta.get("indexes") or {}).items():
+            try:
+                names.append((int(iid), str(name)))
+            except (TypeError, ValueError):
+                continue
+        if names:
+            self.con.executemany("INSERT INTO index_names VALUES (?, ?)", names)
+
+    def has_table(self, table: str) -> bool:
+        """Whether the recording has any chunk of this table."""
+        return self.chunk_counts.get(table, 0) > 0
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
+        with self._locked():
+            # a compaction may have replaced files since we listed them: their rows are now
+            # in a segment, so list again (no file goes away while we hold the locks)
+            if self._stale():
+                self._open_tables()
+            while True:
+                try:
+                    return self.con.execute(sql, params or []).fetchall()
+                except DUCKDB_ERRORS as e:
+                    # a file that is damaged inside (its footer was fine): find it, leave it
+                    # out and ask again; an error no file explains is raised as it is
+                    used = [(t, fs) for t, fs in self._files.items() if re.search(rf"\b{t}\b", sql)]
+                    if not any([self._find_damaged(t, fs, self._warn) for t, fs in used]):
+                        if isinstance(e, duckdb.OutOfMemoryException):
+                            limit = self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+                            raise RuntimeFailure(
+                                f"{self.path}: this query needs more memory than DuckDB's limit ({limit}); "
+                                f"set {duck.MEMORY_ENV} higher (e.g. 2GB)") from None
+                        raise
+                    self._open_tables()
+
+    def _stale(self) -> bool:
+        """Whether a file we listed is gone (one directory read per table)."""
+        for table, files in self._files.items():
+            if files:
+                try:
+                    names = set(os.listdir(self.path / table))
+                except OSError:
+                    return True
+                if any(f.name not in names for f in files):
+                    return True
+        return False
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Shared locks on the table directories: a compactor renames or deletes only under
+        an exclusive one (compact.py), so what we listed stays there while DuckDB reads it."""
+        with contextlib.ExitStack() as stack:
+            for table in TABLES:
+                stack.enter_context(dir_lock(self.path / table, fcntl.LOCK_SH))
+            yield
+
+    def _open_tables(self, warn=None) -> None:
+        """A view per table over its live parts: chunks and the segments that replaced
+        chunks (compact.py), each chunk's rows counted once. Damaged parts are left out
+        with a warning, and the chunks a damaged segment covers are read instead if they
+        are still there: whatever happened to one file, the others are reported."""
+        warn = warn or self._warn
+        for table, schema in TABLES.items():
+            tdir = self.path / table
+            if tdir.exists() and not tdir.is_dir():
+                warn(f"skipping {tdir}: not a directory")
+            if table in self._kinds:
+                self.con.execute(f"DROP {self._kinds.pop(table)} {table}")
+            while True:
+                good = snapshot(tdir, warn, locked=True, exclude=self._bad)
+                if not good or self._create_view(table, schema, good, warn):
+                    break
+            self.chunk_counts[table] = len(good)
+            self._files[table] = good
+            if not good:
+                cols = ", ".join(f'"{f.name}" {duck_type(f.type)}' for f in schema)
+                self.con.execute(f"CREATE TABLE {table} ({cols})")
+                self._kinds[table] = "TABLE"
+
+    def _create_view(self, table: str, schema, files: list[Path], warn) -> bool:
+        """The view over `files`; False when some of them turned out damaged (now in
+        self._bad, warned about): the caller lists again without them."""
+        lits = ", ".join(_lit(c) for c in files)
+        try:
+            self.con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{lits}], union_by_name = true)")
+        except DUCKDB_ERRORS:
+            if not self._find_damaged(table, files, warn):
+                raise
+            return False
+        self._kinds[table] = "VIEW"
+        try:
+            cols = {r[0] for r in self.con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()}
+        except DUCKDB_ERRORS:       # a damaged footer's column name (invalid UTF-8, ...)
+            cols = {""}
+        if cols - set(schema.names):
+            # columns this table does not have: a newer writer's, another table's file put
+            # here, or a damaged name; only then look at each file's own columns (footers only)
+            foreign = []
+            for f in files:
+                try:
+                    have = {r[0] for r in self.con.execute(
+                        f"SELECT name FROM parquet_schema({_lit(f)})").fetchall()}
+                except DUCKDB_ERRORS as e:
+                    foreign.append(f)
+                    self._mark_bad(f, _first_line(e), warn)
+                    continue
+                missing = [c for c in REQUIRED_COLUMNS.get(table, ()) if c not in have]
+                if missing:
+                    foreign.append(f)
+                    self._mark_bad(f, f"not a {table} file (no column {missing[0]})", warn)
+            if foreign:
+                self.con.execute(f"DROP VIEW {table}")
+                self._kinds.pop(table)
+                return False
+        return True
+
+    def _mark_bad(self, f: Path, why: str, warn) -> None:
+        self._bad.add(f)
+        kind = "chunk" if f.name.startswith("chunk-") else "segment"
+        warn(f"skipping damaged {kind} {f}: {why}")
+
+    def _find_damaged(self, table: str, files: list[Path], warn) -> bool:
+        """Read each file whole (only after a query failed): those DuckDB can't read are
+        damaged. Whether any was found."""
+        found = False
+        for f in files:
+            if f in self._verified or f in self._bad:
+                continue
+            why = damaged_part(self.con, f)
+            if why:
+                self._mark_bad(f, why, warn)
+                found = True
+            else:
+                self._verified.add(f)
+        return found
+
+    def phases(self) -> list[dict[str, Any]]:
+        return [{"name": p["name"], "start": p["start"], "end": p.get("end")} for p in self.meta["phases"]]
+
+    def phase_names(self) -> list[str]:
+        return [p["name"] for p in self.meta["phases"]]
+
+    def require_phase(self, name: str) -> None:
+        if name not in self.phase_names():
+            raise UsageError(f"unknown phase {name!r}; this recording has: {', '.join(self.phase_names())}")
+
+    def dropped_total(self) -> int:
+        return int(sum(int(v) for v in (self.meta.get("dropped") or {}).values()))
+

@@ -1,0 +1,518 @@
+"""`ioattr record`: a LiveSession whose intervals are written to a recording.
+
+The loop wakes at once when a phase starts (a SQL marker's ring-buffer
+event, a mark's FIFO poke, a matching output line), else every 100 ms, and
+drains every interval. Chunks are flushed every `chunk_seconds`. Stopping
+(signal, --duration, the wrapped command exiting) always ends with a final
+drain and a complete meta.json, so nothing already counted is lost.
+
+Phases come from --phase (the first), `ioattr mark NAME`, a regex over the
+wrapped command's output (--phase-pattern), statements containing
+`ioattr:phase=NAME` seen by the stage probes, and --auto-phases. Each starts
+in the kernel the moment it is seen (ioattr/live/session.py: the phase number every
+key carries), so IO is charged to the phase in force when it was issued,
+whatever the interval. At a phase start the recorder snapshots the engine and
+host counters first (tagged with the phase that ended: the boundary), then
+drains. A mark is acknowledged only after that snapshot.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import re
+import select
+import shutil
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ioattr.collectors.counters import CounterCollector
+from ioattr.collectors.targets import pid_alive
+from ioattr.errors import RuntimeFailure, UsageError
+from ioattr.format import control
+from ioattr.format.recording import RecordingWriteError, RecordingWriter
+from ioattr.live.auto_phases import AutoPhaser
+from ioattr.live.session import Interval, LiveSession, PhaseStart, SessionOptions
+from ioattr.model.labels import drops_line
+
+
+@dataclass(kw_only=True)
+class RecordOptions(SessionOptions):
+    """`ioattr record`: the live session's options (targets, probes, connection) and these."""
+
+    output: Path
+    interval: float = 1.0
+    duration: float | None = None
+    phase: str = "main"
+    chunk_seconds: float = 10.0
+    discard_command_output: bool = False
+    phase_pattern: str | None = None
+    auto_phases: bool = False
+    marker_wait: bool = True  # SQL markers wait (bounded) for the boundary's counters snapshot
+
+
+# how long a SQL marker statement waits for its boundary snapshot (bpf/stage.bpf.c MARKER_WAIT_NS)
+MARKER_WAIT_SECONDS = 2.0
+
+
+def compile_phase_pattern(pattern: str) -> re.Pattern:
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(f"--phase-pattern is not a valid regular expression: {e}") from e
+    return rx
+
+
+def phase_from_match(m: re.Match) -> str:
+    """The phase a matching output line names: group 'phase', else group 1, else the match."""
+    if "phase" in m.re.groupindex and m.group("phase"):
+        return m.group("phase")
+    if m.re.groups and m.group(1):
+        return m.group(1)
+    return m.group(0)
+
+
+class Recorder:
+    def __init__(self, opts: RecordOptions) -> None:
+        self.opts = opts
+        self.stop_reason: str | None = None
+        self.child_pid: int | None = None
+        self.child_status: int | None = None
+        self.phase_queue: "queue.Queue[PhaseStart]" = queue.Queue()
+        self.session: LiveSession | None = None  # set while recording (the output thread starts phases)
+        self._wake_r, self._wake_w = os.pipe()  # "look now" from the output thread
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
+        self.auto = AutoPhaser() if opts.auto_phases else None
+
+    # -- the wrapped command ---------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.stop_reason = signal.Signals(signum).name
+
+    def _spawn_command(self) -> tuple[int, int]:
+        """Fork the wrapped command, held at a barrier until it is a target."""
+        cmd = self.opts.targets.command
+        if shutil.which(cmd[0]) is None and not os.path.exists(cmd[0]):
+            raise UsageError(f"command not found: {cmd[0]}")
+        r, w = os.pipe()
+        out_r = out_w = None
+        if self._pattern is not None:
+            out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                os.close(w)
+                go = os.read(r, 1)
+                os.close(r)
+                if go != b"g":
+                    os._exit(127)  # ioattr failed before tracing began: don't run it untraced
+                if out_w is not None:
+                    os.dup2(out_w, 1)
+                    os.dup2(out_w, 2)
+                    os.close(out_w)
+                    os.close(out_r)
+                elif self.opts.discard_command_output:
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, 1)
+                    os.close(null)
+                os.execvp(cmd[0], cmd)
+            except OSError as e:
+                print(f"ioattr: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
+            os._exit(127)
+        os.close(r)
+        if out_r is not None:
+            os.close(out_w)
+            threading.Thread(target=self._watch_output, args=(out_r,), daemon=True).start()
+        return pid, w
+
+    def _watch_output(self, fd: int) -> None:
+        """Tee the command's output to ours and turn matching lines into phase changes."""
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            for raw in iter(f.readline, b""):
+                if not self.opts.discard_command_output:
+                    sys.stdout.buffer.write(raw)
+                    sys.stdout.flush()
+                m = self._pattern.search(raw.decode(errors="replace")) if self._pattern else None
+                if m and self.session is not None:
+                    name = phase_from_match(m)
+                    try:
+                        # start it in the kernel now, from this thread: what the command does after
+                        # printing the line is the new phase's (the main loop names and snapshots it)
+                        start = self.session.begin_phase(name, "output")
+                    except Exception:  # the session is closing
+                        start = PhaseStart(time.time(), name, 0, "output")
+                    self.phase_queue.put(start)
+                    try:
+                        os.write(self._wake_w, b"p")
+                    except OSError:
+                        pass
+
+    # -- the run ---------------------------------------------------------------------
+    def run(self) -> int:
+        o = self.opts
+        # a wrapped command's children are followed (it starts the workload)
+        session = LiveSession(dataclasses.replace(o, follow_forks=bool(o.targets.command)))
+        barrier_fd = None
+        failure: RecordingWriteError | None = None
+        prev_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with session:
+                writer = RecordingWriter.create(
+                    o.output, targets=o.targets.describe(), interval=o.interval, phase=o.phase,
+                    probe_sets=session.active_sets, degraded=session.degraded)
+                writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
+                                   phase_pattern=o.phase_pattern, max_entries={"io_stats": o.max_stats},
+                                   syscall_hook=session.probes.syscall_hook if session.probes else None)
+                session.name_phase(o.phase)
+                self.session = session
+                if o.targets.command:
+                    self.child_pid, barrier_fd = self._spawn_command()
+                    o.targets.pids.append(self.child_pid)
+                session.start(skip_pid=self.child_pid)
+                self._describe(session, writer)
+                # engine and host counters: the baseline snapshot (collectors/counters.py)
+                self.counters = CounterCollector(note=lambda text: self._counters_note(writer, text))
+                self._counters(session, writer, force=True)
+                ctl = control.register(o.output)
+                if barrier_fd is not None:
+                    os.write(barrier_fd, b"g")
+                    os.close(barrier_fd)
+                    barrier_fd = None
+                try:
+                    try:
+                        if o.marker_wait:
+                            session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
+                        # announced only now: a workload started on this line has its first marker
+                        # held for the boundary snapshot like every later one
+                        o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
+                              f"(interval {o.interval:g}s; Ctrl-C to stop)")
+                        self._loop(session, writer, ctl)
+                    finally:
+                        session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
+                        if writer.broken is None:  # after a write error nothing more is written
+                            self._write(writer, session.tick())
+                            self._counters(session, writer, force=True)  # engine and host counters, last
+                            writer.flush(session.drops())
+                            warn = drops_line(writer.meta.get("dropped"), writer.meta.get("max_entries"))
+                            if warn:
+                                o.log(warn)  # never silent: also in meta.json and every report
+                            self._describe(session, writer, final=True)
+                            writer.close("complete")
+                except RecordingWriteError as e:
+                    failure = e
+                    writer.abandon(e)
+                finally:
+                    ctl.unregister()
+                    self.session = None
+            # the session is closed: nothing of ours is attached any more
+            if failure is not None:
+                self._after_write_failure(failure)
+        finally:
+            for s, h in prev_handlers.items():
+                signal.signal(s, h)
+            if barrier_fd is not None:
+                os.close(barrier_fd)
+            for fd in (self._wake_r, self._wake_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return self._exit_code()
+
+    def _after_write_failure(self, failure: RecordingWriteError) -> None:
+        """The recording can't be written (disk full...): tracing has stopped. A wrapped
+        command is left alone to finish its work (waited for, so it is not orphaned; a
+        SIGINT/SIGTERM to ioattr meanwhile is passed on to it). Then exit 1 with one line."""
+        o = self.opts
+        chunks = f"{o.output} keeps the {self._chunks_written(failure)} chunks written before"
+        if self.child_pid is not None and self.child_status is None:
+            o.log(f"{failure.reason}: recording stopped; waiting for the command "
+                  f"(pid {self.child_pid}) to finish")
+            self._wait_child()
+            msg = f"the command exited with status {self.child_status}"
+            chunks += f"; {msg}"
+        raise RuntimeFailure(f"{failure}; recording stopped; {chunks}") from None
+
+    @staticmethod
+    def _chunks_written(failure: RecordingWriteError) -> int:
+        try:
+            meta = json.loads((failure.rec / "meta.json").read_text())
+            return int(meta.get("chunks") or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _wait_child(self) -> None:
+        """Wait for the command; a SIGINT/SIGTERM that reaches ioattr meanwhile goes on to it."""
+        self.stop_reason = None        # what stopped the recording is not for the command
+        while True:
+            if self.stop_reason:
+                self.stop_reason = None
+                try:
+                    os.kill(self.child_pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            try:
+                pid, status = os.waitpid(self.child_pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.child_status = os.waitstatus_to_exitcode(status)
+                return
+            time.sleep(0.1)
+
+    def _counters_note(self, writer: RecordingWriter, text: str) -> None:
+        writer.note(text)
+        # a refused login was said once already (LiveSession: "cannot connect ... engine counters
+        # will be missing"); the note stays in meta.json, stderr gets one line per problem
+        if "no engine counters (cannot connect" not in text:
+            self.opts.log(text)
+
+    def _exit_code(self) -> int:
+        if self.child_status is not None and self.child_status != 0:
+            self.opts.log(f"the command exited with status {self.child_status}; the recording is complete")
+            return 1
+        return 0
+
+    @staticmethod
+    def _tablespace_sizes(session: LiveSession, writer: RecordingWriter) -> None:
+        """meta.json "tablespace_sizes": {server pid: {schema.table: file bytes}} at the end of the
+        recording, so explain can compare the data read with the buffer pool. One query of InnoDB's
+        dictionary per connected server; a server that can't answer is left out (unknown, never 0)."""
+        from ioattr.collectors.engine import EngineError
+        from ioattr.collectors.innodb_names import tablespace_sizes
+
+        sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
+        for pid, ctx in session.naming.servers.items():
+            if ctx.engine is None:
+                continue
+            try:
+                sizes[str(pid)] = tablespace_sizes(ctx.engine)
+            except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
+                continue
+        if sizes:
+            writer.meta["tablespace_sizes"] = sizes
+
+    @staticmethod
+    def _describe(session: LiveSession, writer: RecordingWriter, final: bool = False) -> None:
+        writer.meta["servers"] = session.servers()
+        writer.meta["stage_probes"] = session.naming.stage_probes
+        # "statement" (digests; stage null inside statements), "full" (+ parse/optimize/execute/
+        # commit) or null (no stage probes attached); recordings without the key are "full"
+        writer.meta["stages"] = session.naming.stages
+        # the optimizer's index dives are stage "estimate" in both modes (collectors/stage_probes.py)
+        writer.meta["estimate_stage"] = bool(session.stage.available and session.stage.estimating)
+        # every statement digest's text (literals stripped unless --keep-literals): rows drained
+        # before their text arrived get it at report time
+        writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
+        # the latest name of every index id: a name read mid-CREATE INDEX (MariaDB's temporary
+        # "\xffname") or before a RENAME is corrected at report time. The last one always
+        # re-reads: a table created less than a refresh period before the end (a short
+        # recording with DDL) would otherwise keep its pages unnamed.
+        names: dict[str, str] = {}
+        for ctx in session.naming.servers.values():
+            ctx.names.refresh_if_stale(0.0 if final else 10.0)
+            names.update({str(i): n for i, n in ctx.names.names.items()})
+        writer.meta["indexes"] = names
+        if final:
+            Recorder._tablespace_sizes(session, writer)
+        # the recorder's name tables (bounded: collectors/names.py), to see they don't grow forever
+        writer.meta["name_tables"] = {"files": len(session.naming.files.names),
+                                      "processes": len(session.naming.tasks.procs),
+                                      "threads": len(session.naming.tasks.threads)}
+        writer.write_meta()
+
+    @staticmethod
+    def _write(writer: RecordingWriter, iv: Interval) -> None:
+        if iv.io is not None:
+            writer.add_columns(iv.io, "io")
+        if iv.pages is not None:
+            writer.add_columns(iv.pages, "pages")
+        if iv.statements is not None:
+            writer.add_columns(iv.statements, "statements")
+
+    # -- engine and host counters (collectors/counters.py) ---------------------------
+    def _counters(self, session: LiveSession, writer: RecordingWriter, force: bool = False,
+                  phase: str | None = None) -> None:
+        """One counters snapshot right after a drain (or at a phase boundary, tagged with the
+        phase that ended: `phase`); the settings snapshot into meta.json."""
+        cols = self.counters.collect(session.naming.servers, list(session.tracker.current),
+                                     session.phase if phase is None else phase, force=force)
+        if cols is not None:
+            writer.add_columns(cols, "counters")
+        if self.counters.settings != writer.meta.get("settings"):
+            writer.meta["settings"] = dict(self.counters.settings)
+            writer.write_meta()
+    # -- end engine and host counters ----------------------------------------------
+
+    def _auto_phase(self, session: LiveSession, writer: RecordingWriter, iv: Interval) -> None:
+        """--auto-phases: an interval whose statement mix differs starts a phase, itself included.
+
+        The phase starts where that interval started (the previous drain, where the last
+        counters snapshot was taken: the boundary), so the interval's rows of the phase in
+        force are relabelled, and the session renames that phase from here on."""
+        if self.auto is None:
+            return
+        name = self.auto.observe(iv.statements, iv.io)
+        if name is None:
+            return
+        old = writer.current_phase
+        for cols in (iv.io, iv.pages, iv.statements):
+            if cols is not None:
+                cols["phase"] = [name if p == old else p for p in cols["phase"]]
+        start = max(iv.start, float(writer.meta["phases"][-1]["start"]))
+        writer.start_phase(name, start, source="auto")
+        session.name_phase(name)
+        self.opts.log(f"phase {name} (auto)")
+
+    def _child_exited(self) -> bool:
+        if self.child_pid is None:
+            return False
+        pid, status = os.waitpid(self.child_pid, os.WNOHANG)
+        if pid == 0:
+            return False
+        self.child_status = os.waitstatus_to_exitcode(status)
+        return True
+
+    def _phase_changes(self, session: LiveSession, ctl: "control.Control") -> tuple[list[PhaseStart], list]:
+        """Every phase started since the last look, in the order the kernel saw them, and the
+        mark requests to acknowledge once their boundary snapshot is taken."""
+        out = session.take_phase_starts()  # SQL markers: started by the probe
+        marks = ctl.take_marks()
+        out += [session.begin_phase(m.name, "mark") for m in marks]
+        while not self.phase_queue.empty():
+            out.append(self.phase_queue.get_nowait())
+        return sorted(out, key=lambda p: (p.seq or 1 << 62, p.at)), marks
+
+    def _boundary(self, session: LiveSession, writer: RecordingWriter, starts: list[PhaseStart],
+                  marks: list["control.Mark"]) -> None:
+        """Phases started: snapshot the counters at once (they close the phase that ended),
+        then release the SQL markers and acknowledge the marks (`ioattr mark` returns), then
+        record the new phases and drain (rows are split by phase anyway)."""
+        changes = []
+        current = writer.current_phase
+        for p in starts:
+            if p.name != current:
+                changes.append(p)
+                current = p.name
+        if changes:
+            # every source (engine status, INNODB_METRICS, P_S, /proc...) while a SQL marker's
+            # statement still waits in its probe and `ioattr mark` has not returned: no IO or
+            # statement of the new phase can be in it
+            snapshot_at = time.time()
+            self._counters(session, writer, force=True, phase=writer.current_phase)
+            self._note_late_boundaries(writer, changes, snapshot_at)
+        if self.opts.marker_wait:
+            session.ack_phases()  # a SQL marker's statement goes on now (stage.bpf.c wait_for_recorder)
+        for m in marks:
+            m.ack()  # `ioattr mark` returns
+        if not changes:
+            return
+        for p in changes:
+            writer.start_phase(p.name, p.at, source=p.source)
+            self.opts.log(f"phase {p.name} ({p.source})")
+        self._write(writer, session.tick())
+
+    def _note_late_boundaries(self, writer: RecordingWriter, changes: list[PhaseStart], snapshot_at: float) -> None:
+        """Say so when a SQL marker had stopped waiting (MARKER_WAIT_SECONDS, stage.bpf.c
+        MARKER_WAIT_NS) before its boundary snapshot began: the statements its connection ran
+        meanwhile are in the engine counters of the phase before (e.g. Com_select), while our
+        own rows stay exact (the kernel tags them). Without this note such a shift looks like
+        a miscount of ioattr's own statements."""
+        if not self.opts.marker_wait:
+            return
+        for p in changes:
+            late = snapshot_at - p.at
+            if p.source == "sql" and late > MARKER_WAIT_SECONDS:
+                text = (f"phase {p.name}: the engine counters at its start were read {late:.2f} s after its "
+                        f"SQL marker, which waits at most {MARKER_WAIT_SECONDS:g} s (the recorder was "
+                        f"busy or waiting for a CPU): statements run meanwhile count in the engine "
+                        f"counters of the phase before it")
+                writer.note(text)
+                self.opts.log(text)
+
+    def _phases(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
+        """Deal with every phase started since the last look (cheap when none did)."""
+        starts, marks = self._phase_changes(session, ctl)
+        if starts:
+            self._boundary(session, writer, starts, marks)
+
+    def _wait(self, session: LiveSession, ctl: "control.Control", timeout: float) -> None:
+        """Sleep until a phase may have started (ring-buffer wakeup, mark FIFO, output line)
+        or `timeout` passes."""
+        fds = [self._wake_r, session.events.epoll_fd()]
+        if ctl.wake_fd is not None:
+            fds.append(ctl.wake_fd)
+        try:
+            ready, _, _ = select.select(fds, [], [], max(0.0, timeout))
+        except (OSError, ValueError):
+            time.sleep(max(0.0, timeout))
+            return
+        if self._wake_r in ready:
+            try:
+                while os.read(self._wake_r, 4096):
+                    pass
+            except OSError:
+                pass
+
+    def _pids_gone(self) -> bool:
+        """Only --pid targets were asked for and none of them runs any more: nothing can be
+        traced again (a restarted server is a new pid; --comm follows restarts), so stop
+        instead of recording nothing until Ctrl-C."""
+        t = self.opts.targets
+        if not t.pids or t.comms or t.command or t.talked_to_servers:
+            return False
+        return not any(pid_alive(p) for p in t.pids)
+
+    def _loop(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
+        o = self.opts
+        start = time.time()
+        next_tick = start + o.interval
+        next_flush = start + o.chunk_seconds
+        while True:
+            self._wait(session, ctl, min(0.1, next_tick - time.time()))
+            session.poll()
+            self._phases(session, writer, ctl)
+            now = time.time()
+            if self._child_exited():
+                self.stop_reason = "command exited"
+            if o.duration is not None and now - start >= o.duration:
+                self.stop_reason = "duration reached"
+            if ctl.stop_requested():
+                self.stop_reason = "ioattr mark --stop"
+            if self.stop_reason:
+                o.log(f"stopping: {self.stop_reason}")
+                return
+            if now < next_tick:
+                continue
+            iv = session.tick(now)
+            self._auto_phase(session, writer, iv)
+            self._write(writer, iv)
+            # a phase that started while draining gets its boundary snapshot first (a SQL marker
+            # waits for it); then the interval's snapshot, in the phase in force now
+            self._phases(session, writer, ctl)
+            self._counters(session, writer)  # engine and host counters, in the interval's phase
+            next_tick += o.interval
+            if next_tick < now:
+                next_tick = now + o.interval
+            changes = session.refresh_targets(skip_pid=self.child_pid)
+            for pid in changes.appeared:
+                if pid != self.child_pid and o.targets.comms:
+                    writer.note(f"target {session.naming.tasks.process(pid)}[{pid}] appeared")
+            for pid in changes.exited:
+                if pid in o.targets.pids or o.targets.comms:
+                    writer.note(f"target {session.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
+            if changes.appeared or changes.exited:
+                self._describe(session, writer)
+            if self._pids_gone():
+                self.stop_reason = "every --pid target exited"  # said at the next turn, then drained
+            if now >= next_flush:
+                self._phases(session, writer, ctl)
+                self._describe(session, writer)
+                writer.flush(session.drops())
+                next_flush = now + o.chunk_seconds

@@ -1,0 +1,405 @@
+"""A live attribution session: attach to targets, then hand out named
+per-interval deltas. `record` writes them to a recording; `top` and the
+exporter show or export them. One implementation, so the three agree.
+
+    with LiveSession(opts) as s:
+        while ...:
+            s.poll()                 # every ~100 ms: event stream, new tablespaces
+            iv = s.tick()            # every interval: drained deltas as named columns
+
+Phases are exact whatever the interval: the kernel keeps the current phase's
+sequence number (map phase_seq) and every aggregation key carries the one in
+force when its IO was issued. A statement with `ioattr:phase=NAME` bumps it in
+BPF at the statement's start; begin_phase() bumps it for marks and output
+patterns. The session names each number and labels every drained row with the
+phase of its key, so an interval that spans a phase change is split exactly.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ioattr.collectors import abi, features, libbpf
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
+from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, classify_path
+from ioattr.collectors.libbpf import RingBuffer
+from ioattr.collectors.mysqld import ServerContext, is_server
+from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
+from ioattr.collectors.sqltext import normalize, phase_marker
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, StageProbes
+from ioattr.collectors.targets import TargetSpec, TargetTracker
+from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
+
+
+THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
+
+
+@dataclass(kw_only=True)
+class SessionOptions:
+    """What every command that attaches to servers configures (cli/definition.py declares the
+    options once); RecordOptions, TopOptions and ExporterOptions extend it with their own."""
+
+    targets: TargetSpec
+    probe_sets: tuple[str, ...] | None = None
+    innodb_pages: bool = True
+    keep_literals: bool = False
+    follow_forks: bool = False
+    stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; full: + every stage
+    max_stats: int = MAX_STATS_DEFAULT  # io_stats capacity (--max-entries); a full map counts drops
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
+
+
+@dataclass
+class Interval:
+    """One interval's deltas, named, column-wise (see ioattr.format.schema)."""
+
+    start: float
+    end: float
+    io: dict[str, object] | None      # io table columns, None when nothing moved
+    pages: dict[str, object] | None   # pages table columns
+    statements: dict[str, object] | None = None  # statements started (stage probes)
+    io_rows: int = 0
+    page_rows: int = 0
+    drain_seconds: float = 0.0
+    map_entries: int = 0
+
+
+@dataclass
+class PhaseStart:
+    """A phase that started: when, its name, the sequence number its IO carries, and how."""
+
+    at: float      # unix time it started (a SQL marker's: when the BPF probe saw the statement)
+    name: str
+    seq: int
+    source: str    # "sql", "mark", "output", "auto"
+
+
+@dataclass
+class TargetChanges:
+    appeared: list[int]
+    exited: list[int]
+
+
+class LiveSession:
+    def __init__(self, opts: SessionOptions) -> None:
+        self.opts = opts
+        self.naming = Naming()
+        self.io_rows = IoRows(self.naming)
+        self.page_rows = PageRows(self.naming)
+        self.stmt_rows = StatementRows(self.naming)
+        self.stmt_drain = None
+        self.probes: ProbeSession | None = None
+        self.phase_markers: list[PhaseStart] = []  # from `ioattr:phase=NAME` statements
+        self._new_page_file = False
+        self._last_tick = time.time()
+        self._next_thread_scan = 0.0
+        # phase sequence number (low 16 bits, as keys carry it) -> name; begin_phase() runs in
+        # the recorder's output-watching thread too, hence the lock
+        self._phase_lock = threading.Lock()
+        self._seq = abi.PHASE_FIRST
+        self._phase_names: dict[int, str] = {abi.PHASE_FIRST: "main"}
+        self._bump_fd: int | None = None
+        self._ack_fd: int | None = None  # stage.bpf.c phase_ack: SQL markers wait for it
+        self.past_servers: list[dict] = []
+
+    # -- attach / detach ---------------------------------------------------------
+    def __enter__(self) -> "LiveSession":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        o = self.opts
+        features.require_tracing_host()
+        o.targets.validate()
+        self.probes = ProbeSession(o.probe_sets, follow_forks=o.follow_forks, innodb_pages=o.innodb_pages,
+                                   fine_stages=o.stages == "full", max_stats=o.max_stats)
+        self.probes.open()
+        try:
+            for why in self.probes.degraded.values():
+                o.log(f"degraded: {why}")
+            for note in self.probes.notes.values():  # e.g. the syscall hook fell back to raw
+                o.log(note)
+            self.file_map = InnodbFileMap(self.probes.map_fd("innodb_files") if o.innodb_pages else None)
+            self.stage = StageProbes(self.probes)
+            self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
+                                         self.probes.shared_fds.get("target_slots"))
+            self._init_phases()
+            self.events = RingBuffer(self.probes.map_fd("events"), self._on_event)
+            self.io_drain = io_stats_drainer(self.probes.map_fd("io_stats"), self.probes.max_stats)
+            self.page_drain = page_stats_drainer(self.probes.map_fd("page_stats"))
+            if "stmt_stats" in self.probes.shared_fds:
+                self.stmt_drain = stmt_stats_drainer(self.probes.map_fd("stmt_stats"))
+        except Exception:
+            self.probes.close()
+            raise
+
+    def start(self, skip_pid: int | None = None) -> TargetChanges:
+        """Add the targets, take the baseline: what happened before now is not counted."""
+        new, _ = self.tracker.refresh()
+        self.welcome(new, skip_pid)
+        self.io_drain.drain()
+        self.page_drain.drain()
+        if self.stmt_drain is not None:
+            self.stmt_drain.drain()
+        self._last_tick = time.time()
+        return TargetChanges(new, [])
+
+    def close(self) -> None:
+        if self.probes is None:
+            return
+        try:
+            self.events.consume()
+        except Exception:
+            pass
+        self.events.free()
+        self.stage.close()
+        for ctx in self.naming.servers.values():
+            ctx.close()
+        self.probes.close()
+        self.probes = None
+
+    # -- what we know ------------------------------------------------------------
+    @property
+    def active_sets(self) -> list[str]:
+        return self.probes.active_sets if self.probes else []
+
+    @property
+    def degraded(self) -> dict[str, str]:
+        return self.probes.degraded if self.probes else {}
+
+    def drops(self) -> dict[str, int]:
+        return read_drops(self.probes.map_fd("drops")) if self.probes else {}
+
+    def servers(self) -> list[dict]:
+        """Every server traced so far: exited ones (with "exited": time) first."""
+        return self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
+
+    def welcome(self, pids: list[int], skip_pid: int | None = None) -> None:
+        """Learn what we can about new targets while they are alive."""
+        for pid in pids:
+            if pid == skip_pid:
+                continue  # a command not exec'd yet: its names would be ours
+            self.naming.files.scan_process(pid)
+            self.naming.tasks.remember_threads(pid)
+            if is_server(pid) and pid not in self.naming.servers:
+                self._attach_server(pid)
+
+    def _attach_server(self, pid: int) -> None:
+        ctx = ServerContext(pid, self.opts.engine, self.file_map)
+        ctx.connect()
+        if ctx.engine_error:
+            self.opts.log(f"server {pid}: {ctx.engine_error}; index names, thread roles and engine counters "
+                          "will be missing, file-level attribution continues")
+        ctx.refresh()
+        if self.stage.available:
+            ctx.stage_status = self.stage.attach(pid)
+            if not ctx.stage_status.startswith("attached"):
+                self.opts.log(f"server {pid}: {ctx.stage_status}")
+            self.naming.stage_probes = self.stage.attached
+            self.naming.stages = self.stage.mode if self.stage.attached else None
+        for err in (ctx.names.error, ctx.roles.error):
+            if err:
+                self.opts.log(f"server {pid}: {err}")
+        self.naming.servers[pid] = ctx
+
+    # -- the event stream -----------------------------------------------------------
+    def _on_event(self, data: bytes) -> None:
+        """One record of the rare event stream: an open, a statement sample, a thread name."""
+        kind = int.from_bytes(data[:4], "little")
+        if kind == abi.EV_OPEN and len(data) >= ctypes.sizeof(abi.OpenEvent):
+            ev = abi.OpenEvent.from_buffer_copy(data)
+            self.naming.files.on_open(ev)
+            name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
+            if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
+                self._new_page_file = True
+        elif kind == abi.EV_QUERY and len(data) >= ctypes.sizeof(abi.QueryEvent):
+            ev = abi.QueryEvent.from_buffer_copy(data)
+            text = ev.text[: min(int(ev.len), abi.QUERY_MAX)].decode(errors="replace")
+            if ev.marker:
+                self._on_marker(ev, text)
+            if int(ev.digest) not in self.naming.queries:
+                self.naming.queries[int(ev.digest)] = text if self.opts.keep_literals else normalize(text)
+        elif kind in (abi.EV_TASK, abi.EV_EXEC) and len(data) >= ctypes.sizeof(abi.TaskEvent):
+            ev = abi.TaskEvent.from_buffer_copy(data)
+            self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
+                                            renamed=kind == abi.EV_EXEC)
+
+    def _refresh_servers(self) -> None:
+        for ctx in list(self.naming.servers.values()):
+            ctx.refresh(new_files=self._new_page_file, unknown_index=True, unknown_thread=True)
+        self._new_page_file = False
+
+    def poll(self) -> None:
+        """Cheap, often (~100 ms): consume events (submitted without wakeups), register new tablespaces."""
+        self.events.consume()
+        if self._new_page_file:
+            self._refresh_servers()
+
+    # -- phases ------------------------------------------------------------------------
+    def _init_phases(self) -> None:
+        """Start the kernel's phase sequence at PHASE_FIRST; find the atomic bump program."""
+        seq = ctypes.c_uint64(abi.PHASE_FIRST)
+        libbpf.map_update(self.probes.map_fd("phase_seq"), ctypes.c_uint32(0), seq)
+        stage = self.probes.loaded_set("stage")
+        if stage is not None:
+            self._bump_fd = next((p.fd for p in stage.obj.programs() if p.name == "ioattr_phase_bump"), None)
+            self._ack_fd = next((m.fd for m in stage.obj.maps() if m.name == "phase_ack"), None)
+
+    def ack_phases(self, seq: int | None = None) -> None:
+        """Say the boundaries up to phase number `seq` (default: the current one) are dealt
+        with: a SQL marker statement waits in its probe (bounded) until its number is acked,
+        so the recorder can read the engine's counters exactly at the boundary. 0 (the
+        default state, and what top and the exporter keep) makes markers not wait at all."""
+        if self._ack_fd is None:
+            return
+        with self._phase_lock:
+            value = self._seq if seq is None else seq
+        libbpf.map_update(self._ack_fd, ctypes.c_uint32(0), ctypes.c_uint64(value))
+
+    def _bump(self) -> int:
+        """The next phase sequence number, in force in the kernel from now on."""
+        if self._bump_fd is not None:
+            # atomic with respect to the SQL-marker probe, which bumps the same counter
+            return libbpf.prog_test_run(self._bump_fd)
+        # no stage probes: nothing else writes the counter
+        fd = self.probes.map_fd("phase_seq")
+        cur = ctypes.c_uint64()
+        libbpf.map_lookup(fd, ctypes.c_uint32(0), cur)
+        nxt = ctypes.c_uint64(cur.value + 1)
+        libbpf.map_update(fd, ctypes.c_uint32(0), nxt)
+        return int(nxt.value)
+
+    @staticmethod
+    def _low(seq: int) -> int:
+        return seq & abi.PHASE_MASK
+
+    @property
+    def phase(self) -> str:
+        """The name of the phase in force now."""
+        with self._phase_lock:
+            return self._phase_names[self._low(self._seq)]
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        """Start phase `name` now unless it is the current one (top, exporter: after a marker)."""
+        if name != self.phase:
+            self.begin_phase(name, "mark")
+
+    def name_phase(self, name: str) -> None:
+        """Rename the current phase: the first one's name, or an --auto-phases phase that
+        starts where the interval just drained started (so its IO is the new phase's)."""
+        with self._phase_lock:
+            self._phase_names[self._low(self._seq)] = name
+
+    def begin_phase(self, name: str, source: str) -> PhaseStart:
+        """Start phase `name` at once: IO issued from here on is charged to it. Thread-safe."""
+        with self._phase_lock:
+            seq = self._bump()
+            at = time.time()
+            self._seq = max(self._seq, seq)
+            self._phase_names[self._low(seq)] = name
+        return PhaseStart(at, name, seq, source)
+
+    def _on_marker(self, ev: abi.QueryEvent, text: str) -> None:
+        """A statement with `ioattr:phase=`: the probe already started a phase (ev.phase) at
+        ev.ts; name it. A marker without a usable name continues the phase before it."""
+        name = phase_marker(text)
+        seq = int(ev.phase)
+        if not seq:  # the probe could not bump (no phase_seq): a phase from now, as before
+            if name:
+                self.phase_markers.append(self.begin_phase(name, "sql"))
+            return
+        at = time.time() - max(0, time.monotonic_ns() - int(ev.ts)) / 1e9
+        with self._phase_lock:
+            if not name:
+                name = self._phase_names.get(self._low(seq - 1), self._phase_names[self._low(self._seq)])
+            self._phase_names[self._low(seq)] = name
+            self._seq = max(self._seq, seq)
+        self.phase_markers.append(PhaseStart(at, name, seq, "sql"))
+
+    def take_phase_starts(self) -> list[PhaseStart]:
+        """SQL markers seen since the last call (their phases already started in the kernel)."""
+        out, self.phase_markers = self.phase_markers, []
+        return out
+
+    def take_phase_markers(self) -> list[tuple[float, str]]:
+        return [(p.at, p.name) for p in self.take_phase_starts()]
+
+    def _phase_column(self, seqs: np.ndarray) -> list[str]:
+        """Each row's phase name, from the phase number its key carries."""
+        with self._phase_lock:
+            names = dict(self._phase_names)
+            cur = self._low(self._seq)
+        known = sorted(names)
+
+        def name_of(s: int) -> str:
+            if s in names:
+                return names[s]
+            # a number whose marker event is not read yet (or was lost): the phase before it
+            lower = [k for k in known if k < s]
+            return names[lower[-1]] if lower else names[cur]
+        uniq = {int(s): name_of(int(s)) for s in np.unique(seqs)}
+        return [uniq[s] for s in seqs.tolist()]
+
+    def _label(self, cols: dict[str, object] | None, d) -> dict[str, object] | None:
+        if cols is not None:
+            cols["phase"] = self._phase_column(d.keys["phase"])
+        return cols
+
+    def tick(self, now: float | None = None) -> Interval:
+        """Drain both maps: everything since the previous tick, named, each row in the phase
+        its IO was issued in."""
+        now = time.time() if now is None else now
+        self.events.consume()
+        live = self._low(self._seq)
+        d = self.io_drain.drain(live_phase=live)
+        p = self.page_drain.drain(live_phase=live)
+        st = self.stmt_drain.drain(live_phase=live) if self.stmt_drain is not None else None
+        self.events.consume()  # markers whose numbers the drained keys may already carry
+        if len(p):
+            self._refresh_servers()  # names for index ids first seen in this interval
+        t0, self._last_tick = self._last_tick, now
+        phase = self.phase
+        io = self._label(self.io_rows.columns(d, t0, now, phase), d) if len(d) else None
+        self.naming.files.end_interval()  # inode reuse seen so far is this interval's (names.py)
+        return Interval(
+            start=t0, end=now,
+            io=io,
+            pages=self._label(self.page_rows.columns(p, t0, now, phase), p) if len(p) else None,
+            statements=(self._label(self.stmt_rows.columns(st, t0, now, phase), st)
+                        if st is not None and len(st) else None),
+            io_rows=len(d), page_rows=len(p),
+            drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
+
+    def refresh_targets(self, skip_pid: int | None = None) -> TargetChanges:
+        new, gone = self.tracker.refresh()
+        self.welcome(new, skip_pid)
+        for pid in gone:
+            ctx = self.naming.servers.pop(pid, None)
+            if ctx:
+                # an exited server stays described (meta.json "servers"), marked exited
+                self.past_servers.append(dict(ctx.describe(), exited=time.time()))
+                ctx.close()
+                self.stage.detach(pid)
+        for pid, ctx in self.naming.servers.items():
+            if ctx.retry_connect():
+                self.opts.log(f"server {pid}: connected; index names and thread roles are back")
+        # every thread's name, in case it exits unnamed: a backstop (the kernel names a thread at
+        # its first IO, and rows re-read names each interval), so every few seconds, not each
+        # interval -- a server has hundreds of threads
+        if time.monotonic() >= self._next_thread_scan:
+            self._next_thread_scan = time.monotonic() + THREAD_SCAN_SECONDS
+            for pid in self.tracker.current:
+                self.naming.tasks.remember_threads(pid)
+        return TargetChanges(new, gone)

@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: io_stats' names, dimensions, storage terms, latency buckets."""

@@ -1,0 +1,1 @@
+"""Reports as people read them: terminal tables and the self-contained HTML page."""

@@ -1,0 +1,113 @@
+"""Terminal rendering of report rows with rich."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ioattr.model.storage import fmt_sig
+
+
+def write_output(text: str, path: str | None) -> None:
+    """Write a command's output to path, or stdout; an unwritable path is a usage error."""
+    import sys
+
+    from ioattr.errors import UsageError
+
+    if not path:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from e
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    return escape(str(v))  # "[journal]" is data, not rich markup
+
+
+def _rate(v: object) -> str:
+    return "-" if v is None else f"{float(v):,.1f}"  # type: ignore[arg-type]
+
+
+# the per-phase terms (ioattr/analysis/phase_stats.py; their definitions: ioattr/model/storage.py). Rates with one
+# decimal; per-operation ratios with three significant digits, ours next to the engine's.
+SUMMARY_COLUMNS = [("phase", "phase", _fmt), ("seconds", "s", _fmt), ("qps", "qps", _rate),
+                   ("ips", "ips (rows)", _rate), ("insert_stmts_ps", "inserts/s (stmts)", _rate),
+                   ("reads_per_query", "rpq", fmt_sig), ("engine_reads_per_query", "rpq engine", fmt_sig),
+                   ("kb_read_per_query", "KB r/q", fmt_sig), ("kb_written_per_insert", "KB w/i", fmt_sig),
+                   ("cpu_us_per_query", "CPU µs/q", fmt_sig), ("context_switches_per_query", "cs/q", fmt_sig)]
+
+
+def _summary_table(summary: list[dict] | None) -> Table | None:
+    if not summary:
+        return None
+    t = Table(title="per phase", title_justify="left")
+    for _, label, _f in SUMMARY_COLUMNS:
+        t.add_column(label, justify="left" if label == "phase" else "right")
+    for row in summary:
+        cells = [f(row.get(key)) for key, _, f in SUMMARY_COLUMNS]
+        if row.get("open"):
+            cells[0] += " (open)"
+        t.add_row(*cells)
+    return t
+
+
+def state_line(report: dict) -> str | None:
+    """The one line that says a recording is incomplete, crashed or still being written."""
+    st = report.get("recording_state")
+    return None if not st else f"WARNING: {st['message']}"
+
+
+def render_table(report: dict, by: list[str], width: int | None = None) -> str:
+    dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
+    table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
+    for d in dims + ["layer", "op"]:
+        table.add_column(d, overflow="fold")
+    # with page dimensions rows carry InnoDB pages next to the IO operations (count)
+    pages = any("pages" in r for r in report["rows"])
+    for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs"):
+        table.add_column(c, justify="right")
+    for r in report["rows"]:
+        table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"]],
+                      f"{r['count']:,}", *([f"{r.get('pages', 0):,}"] if pages else []), human_bytes(r["bytes"]),
+                      _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
+    buf = io.StringIO()
+    summary_table = _summary_table(report.get("summary"))
+    if width is None:
+        import shutil
+
+        width = max(100, shutil.get_terminal_size((160, 24)).columns)
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    if state_line(report):
+        console.print(escape(state_line(report) or ""))
+    if summary_table is not None:
+        console.print(summary_table)
+    console.print(table)
+    if report.get("dropped"):
+        from ioattr.model.labels import drops_line
+
+        by = {d["reason"]: d["count"] for d in report.get("dropped_by") or []}
+        caps = {d["map"]: d["max_entries"] for d in report.get("dropped_by") or [] if "max_entries" in d}
+        console.print(drops_line(by, caps) if by else
+                      f"WARNING: {report['dropped']:,} IO/events dropped (a BPF map was full; see meta.json)")
+    if report.get("stages") == "statement":
+        console.print("stage: \"-\" inside statements = not traced (recorded with --stages statement; "
+                      "index dives are `estimate`); rerun with --stages full for parse/optimize/execute/commit")
+    return buf.getvalue()

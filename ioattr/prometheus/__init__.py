@@ -1,0 +1,1 @@
+"""`ioattr exporter`: a live session served as Prometheus metrics over HTTP."""

@@ -1,0 +1,549 @@
+"""`ioattr top`: the numbers behind the live view, one interval at a time.
+
+A `Snapshot` holds one interval's deltas (the session's `Interval`: io and
+pages rows, column-wise) and turns them, on demand, into the rows of one
+view: files, indexes, threads (or roles), queries or devices. Only the view
+on screen is computed, so switching views costs one aggregation of the
+interval already held, never a new drain.
+
+Rates are per second over the interval's real length. Latency p50/p99 of a
+row are those of its reads and writes (fsyncs left out: one slow flush would
+hide every read); for an index they are those of the IOs that carried its
+pages (see `_index_latency`). Everything unknown stays None and shows as "-".
+
+Screen layout and terminal handling are in ioattr.topview.top_render and
+ioattr.topview.top_term; the loop that drives the session is ioattr.topview.top_live.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ioattr.format.schema import HIST_COLUMNS
+from ioattr.model.hist import BOUNDS
+from ioattr.model.labels import LAYERS
+from ioattr.model.storage import STORAGE_FILE_CLASSES
+
+# short forms of file_class for an 80-column screen
+CLASS_ABBREV = {
+    "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
+    "binlog": "binlog", "relay_log": "relay", "doublewrite": "dblwr", "tmp": "tmp", "other": "other",
+}
+
+_LOW = np.array([b[0] for b in BOUNDS], dtype=np.float64)
+_HIGH = np.array([b[1] for b in BOUNDS], dtype=np.float64)
+
+
+def percentiles_ns(hist: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of every row of a (rows x slots) histogram matrix, NaN where empty.
+
+    The same interpolation as ioattr.model.hist.percentile_ns, vectorised (and so
+    fine with fractional counts)."""
+    hist = np.asarray(hist, dtype=np.float64)
+    if hist.ndim != 2 or hist.shape[0] == 0:
+        return np.empty(0)
+    total = hist.sum(axis=1)
+    rank = q * total
+    cum = np.cumsum(hist, axis=1)
+    reached = cum >= rank[:, None]
+    slot = np.argmax(reached, axis=1)
+    rows = np.arange(hist.shape[0])
+    n = hist[rows, slot]
+    seen = cum[rows, slot] - n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.clip(np.where(n > 0, (rank - seen) / n, 1.0), 0.0, 1.0)
+    out = _LOW[slot] + (_HIGH[slot] - _LOW[slot]) * frac
+    out = np.where(reached.any(axis=1), out, _HIGH[-1])
+    return np.where(total > 0, out, np.nan)
+
+
+# -- columns and views ----------------------------------------------------------
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    width: int           # characters on screen (the name column takes what is left)
+    numeric: bool = True
+    kind: str = "rate"   # rate | mbps | latency | pct | text | count
+    help: str = ""
+
+
+NAME = "name"
+IO_NUMERIC = (
+    Column("iops", "IO/s", 6, help="reads + writes + fsyncs per second"),
+    Column("r", "R/s", 6, help="reads per second"),
+    Column("w", "W/s", 6, help="writes per second"),
+    Column("rmb", "RMB/s", 6, kind="mbps", help="MB read per second"),
+    Column("wmb", "WMB/s", 6, kind="mbps", help="MB written per second"),
+    Column("p50", "P50", 6, kind="latency", help="median latency of reads and writes"),
+    Column("p99", "P99", 6, kind="latency", help="99th percentile latency of reads and writes"),
+)
+QUERY_NUMERIC = (
+    Column("exec", "EXEC/s", 6, help="executions started per second (stage probes)"),
+    Column("rpe", "R/EXEC", 6, kind="ratio", help="reads per execution"),
+) + tuple(c for c in IO_NUMERIC if c.key not in ("wmb",))
+PAGE_NUMERIC = (
+    Column("pgs", "PG/s", 6, help="InnoDB pages read + written per second"),
+    Column("rpg", "RPG/s", 6, help="pages read per second"),
+    Column("wpg", "WPG/s", 6, help="pages written per second"),
+    Column("rmb", "RMB/s", 6, kind="mbps", help="MB of pages read per second"),
+    Column("wmb", "WMB/s", 6, kind="mbps", help="MB of pages written per second"),
+    Column("leaf", "LEAF%", 5, kind="pct", help="share of the page reads that were B-tree leaves"),
+    Column("p50", "P50", 6, kind="latency", help="median latency of the IOs that carried these pages"),
+    Column("p99", "P99", 6, kind="latency", help="p99 latency of the IOs that carried these pages"),
+)
+
+
+@dataclass(frozen=True)
+class View:
+    key: str              # the key that shows it
+    name: str
+    title: str            # header of the name column
+    extra: Column | None  # a short text column after the name
+    numeric: tuple[Column, ...]
+    default_sort: str
+    table: str            # io | pages
+
+    @property
+    def columns(self) -> list[Column]:
+        cols = [Column(NAME, self.title, 0, numeric=False, kind="text")]
+        if self.extra is not None:
+            cols.append(self.extra)
+        return cols + list(self.numeric)
+
+
+VIEWS: dict[str, View] = {
+    "files": View("f", "files", "FILE", Column("class", "CLASS", 6, numeric=False, kind="text"),
+                  IO_NUMERIC, "iops", "io"),
+    "indexes": View("i", "indexes", "INDEX", None, PAGE_NUMERIC, "pgs", "pages"),
+    "threads": View("t", "threads", "THREAD", Column("role", "ROLE", 13, numeric=False, kind="text"),
+                    IO_NUMERIC, "iops", "io"),
+    "roles": View("t", "roles", "ROLE", Column("threads", "THR", 4, kind="count"),
+                  IO_NUMERIC, "iops", "io"),
+    "queries": View("q", "queries", "QUERY", None, QUERY_NUMERIC, "iops", "io"),
+    "devices": View("d", "devices", "DEVICE", None, IO_NUMERIC, "iops", "io"),
+}
+BY_CHOICES = ("file", "index", "thread", "role", "query", "device")
+BY_TO_VIEW = {"file": "files", "index": "indexes", "thread": "threads", "role": "roles",
+              "query": "queries", "device": "devices"}
+
+
+def find_column(view: View, spec: str) -> Column | None:
+    """A column of the view named by key or header, case-insensitively (p99, RMB/s, name...)."""
+    s = spec.strip().lower()
+    aliases = {"reads": "r", "writes": "w", "io": "iops", "ops": "iops", "pages": "pgs",
+               "file": NAME, "index": NAME, "thread": NAME, "query": NAME, "device": NAME, "role": NAME}
+    if view.name == "roles" and s == "role":
+        s = NAME
+    s = aliases.get(s, s)
+    for c in view.columns:
+        if s in (c.key.lower(), c.header.lower(), c.header.lower().rstrip("/s")):
+            return c
+    return None
+
+
+# -- rows ----------------------------------------------------------------------
+@dataclass
+class Row:
+    name: str
+    extra: str | None
+    values: dict[str, float | None]
+    full: str | None = None  # the untruncated name (a path before shortening)
+
+
+@dataclass
+class Totals:
+    """The header's numbers for one layer: rates per second."""
+
+    reads: float = 0.0
+    writes: float = 0.0
+    fsyncs: float = 0.0
+    read_bytes: float = 0.0
+    write_bytes: float = 0.0
+
+
+def _sum_by(groups: np.ndarray, n_groups: int, values: np.ndarray) -> np.ndarray:
+    return np.bincount(groups, weights=values, minlength=n_groups) if len(groups) else np.zeros(n_groups)
+
+
+def shorten_path(path: str, prefixes: Sequence[str]) -> str:
+    """A path relative to the server's datadir when it lies inside it."""
+    for p in prefixes:
+        if p and path.startswith(p) and len(path) > len(p):
+            return path[len(p):].lstrip("/")
+    return path
+
+
+@dataclass
+class Snapshot:
+    """One interval, ready to be shown in any view."""
+
+    start: float
+    end: float
+    io: dict[str, object] | None
+    pages: dict[str, object] | None
+    statements: dict[str, object] | None = None   # executions started per digest (stage probes)
+    status_delta: dict[str, int] | None = None   # server counters' change (questions, selects...)
+    datadirs: Sequence[str] = ()
+    _hist: np.ndarray | None = field(default=None, repr=False)
+    _cache: dict[tuple, list[Row]] = field(default_factory=dict, repr=False)
+    _threads: dict | None = field(default=None, repr=False)
+    _queries: dict | None = field(default=None, repr=False)
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end - self.start, 1e-6)
+
+    @property
+    def io_rows(self) -> int:
+        return len(self.io["count"]) if self.io else 0  # type: ignore[arg-type]
+
+    @property
+    def page_rows(self) -> int:
+        return len(self.pages["pages"]) if self.pages else 0  # type: ignore[arg-type]
+
+    def hist(self) -> np.ndarray:
+        """The io rows' latency histograms as one (rows x 64) matrix (built once)."""
+        if self._hist is None:
+            if not self.io_rows:
+                self._hist = np.zeros((0, len(HIST_COLUMNS)))
+            else:
+                self._hist = np.column_stack([np.asarray(self.io[c], dtype=np.float64)  # type: ignore[index]
+                                              for c in HIST_COLUMNS])
+        return self._hist
+
+    # -- header ------------------------------------------------------------------
+    def totals(self, layer: str, classes: Sequence[str] | None = None) -> Totals:
+        """Rates of one layer, of every file or only of these file classes."""
+        t = Totals()
+        if not self.io_rows:
+            return t
+        io = self.io
+        count = np.asarray(io["count"], dtype=np.float64)  # type: ignore[index]
+        nbytes = np.asarray(io["bytes"], dtype=np.float64)  # type: ignore[index]
+        fclass = io["file_class"]  # type: ignore[index]
+        for i, (lay, op) in enumerate(zip(io["layer"], io["op"])):  # type: ignore[index]
+            if lay != layer or (classes is not None and fclass[i] not in classes):
+                continue
+            if op == "read":
+                t.reads += count[i]
+                t.read_bytes += nbytes[i]
+            elif op == "write":
+                t.writes += count[i]
+                t.write_bytes += nbytes[i]
+            elif op == "fsync":
+                t.fsyncs += count[i]
+        sec = self.seconds
+        return Totals(t.reads / sec, t.writes / sec, t.fsyncs / sec, t.read_bytes / sec, t.write_bytes / sec)
+
+    def page_reads(self) -> float:
+        if not self.page_rows:
+            return 0.0
+        pages = np.asarray(self.pages["pages"], dtype=np.float64)  # type: ignore[index]
+        ops = np.asarray(self.pages["op"])  # type: ignore[index]
+        return float(pages[ops == "read"].sum())
+
+    def per_query(self) -> dict[str, float] | None:
+        """Questions per second and reads per query, if known: storage reads (ioattr/model/storage.py,
+        the definition report, explain and the dashboards share) and InnoDB pages read, per
+        statement the server answered."""
+        d = self.status_delta
+        if not d or "questions" not in d:
+            return None
+        q = d["questions"]
+        out = {"qps": q / self.seconds, "selects_ps": d.get("selects", 0) / self.seconds}
+        if q > 0:
+            out["reads_per_query"] = self.totals("syscall", STORAGE_FILE_CLASSES).reads * self.seconds / q
+            out["page_reads_per_query"] = self.page_reads() / q
+            if "buffer_pool_reads" in d:
+                out["bp_reads_per_query"] = d["buffer_pool_reads"] / q
+        return out
+
+    # -- views -------------------------------------------------------------------
+    def rows(self, view: View, layer: str = "syscall") -> list[Row]:
+        key = (view.name, layer if view.table == "io" else None)
+        if key not in self._cache:
+            if view.table == "pages":
+                self._cache[key] = self._page_rows()
+            else:
+                self._cache[key] = self._io_rows(view, layer)
+        return self._cache[key]
+
+    def _group_io(self, view: View, layer: str) -> tuple[np.ndarray, list, np.ndarray]:
+        """(row indices of the layer, group labels, group id per selected row)."""
+        io = self.io
+        lay = io["layer"]  # type: ignore[index]
+        sel = [i for i in range(self.io_rows) if lay[i] == layer]
+        keyfn: Callable[[int], object]
+        if view.name == "files":
+            files = io["file"]  # type: ignore[index]
+            keyfn = lambda i: files[i]  # noqa: E731
+        elif view.name == "threads":
+            pids, tids = io["pid"], io["tid"]  # type: ignore[index]
+            keyfn = lambda i: (pids[i], tids[i])  # noqa: E731
+        elif view.name == "roles":
+            roles = io["role"]  # type: ignore[index]
+            keyfn = lambda i: roles[i]  # noqa: E731
+        elif view.name == "queries":
+            digests = io["digest"]  # type: ignore[index]
+            keyfn = lambda i: digests[i]  # noqa: E731
+        elif view.name == "devices":
+            devices, devs = io["device"], io["dev"]  # type: ignore[index]
+            keyfn = lambda i: devices[i] or devs[i]  # noqa: E731
+        else:
+            raise ValueError(view.name)
+        ids: dict[object, int] = {}
+        labels: list = []
+        gid = np.empty(len(sel), dtype=np.int64)
+        for j, i in enumerate(sel):
+            k = keyfn(i)
+            g = ids.get(k)
+            if g is None:
+                g = ids[k] = len(labels)
+                labels.append(k)
+            gid[j] = g
+        return np.asarray(sel, dtype=np.int64), labels, gid
+
+    def _io_rows(self, view: View, layer: str) -> list[Row]:
+        if not self.io_rows:
+            return []
+        io = self.io
+        sel, labels, gid = self._group_io(view, layer)
+        if not len(sel):
+            return []
+        n = len(labels)
+        ops = np.asarray(io["op"], dtype=object)[sel]  # type: ignore[index]
+        count = np.asarray(io["count"], dtype=np.float64)[sel]  # type: ignore[index]
+        nbytes = np.asarray(io["bytes"], dtype=np.float64)[sel]  # type: ignore[index]
+        is_r, is_w = ops == "read", ops == "write"
+        sec = self.seconds
+        r = _sum_by(gid, n, count * is_r) / sec
+        w = _sum_by(gid, n, count * is_w) / sec
+        allops = _sum_by(gid, n, count) / sec
+        rmb = _sum_by(gid, n, nbytes * is_r) / sec / 1e6
+        wmb = _sum_by(gid, n, nbytes * is_w) / sec / 1e6
+        hist = np.zeros((n, len(HIST_COLUMNS)))
+        rw = is_r | is_w
+        np.add.at(hist, gid[rw], self.hist()[sel[rw]])
+        p50 = percentiles_ns(hist, 0.50)
+        p99 = percentiles_ns(hist, 0.99)
+
+        extra: list[str | None] = [None] * n
+        if view.name == "files":
+            classes = io["file_class"]  # type: ignore[index]
+            for j, i in enumerate(sel):
+                if extra[gid[j]] is None and classes[i]:
+                    extra[gid[j]] = CLASS_ABBREV.get(classes[i], classes[i])
+        elif view.name == "threads":
+            roles = io["role"]  # type: ignore[index]
+            for j, i in enumerate(sel):
+                if extra[gid[j]] is None and roles[i]:
+                    extra[gid[j]] = roles[i]
+        elif view.name == "roles":
+            tids = io["tid"]  # type: ignore[index]
+            seen: list[set] = [set() for _ in range(n)]
+            for j, i in enumerate(sel):
+                if tids[i]:
+                    seen[gid[j]].add(tids[i])
+            extra = [str(len(s)) for s in seen]
+
+        names = [self._io_name(view, lab) for lab in labels]
+        execs = self._executions() if view.name == "queries" else {}
+        rows = []
+        for g in range(n):
+            name, full = names[g]
+            values = {
+                "iops": allops[g], "r": r[g], "w": w[g], "rmb": rmb[g], "wmb": wmb[g],
+                "p50": None if np.isnan(p50[g]) else float(p50[g]),
+                "p99": None if np.isnan(p99[g]) else float(p99[g]),
+            }
+            if view.name == "queries":
+                ex = execs.get(labels[g]) if labels[g] else None
+                values["exec"] = ex / sec if ex is not None else None
+                values["rpe"] = (r[g] * sec / ex) if ex else None
+            rows.append(Row(name, extra[g], values, full))
+        if view.name == "queries" and execs:
+            # statements that ran without doing IO in this layer: shown, with no IO
+            seen = set(labels)
+            for digest, ex in execs.items():
+                if digest not in seen and digest >= 256:
+                    name, full = self._io_name(view, digest)
+                    rows.append(Row(name, None, {"exec": ex / sec, "rpe": 0.0, "iops": 0.0, "r": 0.0,
+                                                 "w": 0.0, "rmb": 0.0, "wmb": 0.0, "p50": None,
+                                                 "p99": None}, full))
+        return rows
+
+    def _executions(self) -> dict[int, int]:
+        """Executions started per digest in this interval (empty without the stage probes)."""
+        st = self.statements
+        if not st or not len(st.get("count", ())):  # type: ignore[arg-type]
+            return {}
+        out: dict[int, int] = {}
+        for d, c in zip(st["digest"], st["count"]):  # type: ignore[index]
+            if d is not None:
+                out[int(d)] = out.get(int(d), 0) + int(c)
+        return out
+
+    def _io_name(self, view: View, label: object) -> tuple[str, str | None]:
+        if view.name == "files":
+            if label is None:
+                return "[unnamed file]", None
+            return shorten_path(str(label), self.datadirs), str(label)
+        if view.name == "threads":
+            pid, tid = label  # type: ignore[misc]
+            if not tid:
+                return "[no thread]", None
+            thread = self._thread_name(pid, tid)
+            return f"{thread or '?'}[{tid}]", None
+        if view.name == "roles":
+            return (str(label) if label else "[unknown]"), None
+        if view.name == "queries":
+            if not label:
+                return "[no statement]", None
+            text = self._query_text(label)
+            return (text if text else f"digest:{int(label):016x}"), text  # type: ignore[arg-type]
+        return (str(label) if label else "[unknown]"), None
+
+    def _thread_name(self, pid: object, tid: object) -> str | None:
+        if self._threads is None:
+            io = self.io
+            self._threads = {}
+            for p, t, name in zip(io["pid"], io["tid"], io["thread"]):  # type: ignore[index]
+                if name:
+                    self._threads.setdefault((p, t), name)
+        return self._threads.get((pid, tid))
+
+    def _query_text(self, digest: object) -> str | None:
+        if self._queries is None:
+            self._queries = {}
+            sources = [self.io, self.statements]
+            for cols in sources:
+                if not cols:
+                    continue
+                commands = cols.get("command") or [None] * len(cols["digest"])  # type: ignore[union-attr]
+                for d, text, cmd in zip(cols["digest"], cols["query"], commands):  # type: ignore[index]
+                    if d and (text or cmd):
+                        self._queries.setdefault(d, " ".join(str(text).split()) if text else f"[{cmd}]")
+        return self._queries.get(digest)
+
+    def _page_rows(self) -> list[Row]:
+        if not self.page_rows:
+            return []
+        p = self.pages
+        n_rows = self.page_rows
+        ids: dict[object, int] = {}
+        labels: list[str] = []
+        gid = np.empty(n_rows, dtype=np.int64)
+        index, ptype, iid = p["index"], p["page_type"], p["index_id"]  # type: ignore[index]
+        for i in range(n_rows):
+            if index[i]:
+                lab = index[i]
+            elif iid[i] is not None:
+                lab = f"[index id {iid[i]}]"
+            else:
+                lab = f"[{ptype[i] or 'unknown'}]"
+            g = ids.get(lab)
+            if g is None:
+                g = ids[lab] = len(labels)
+                labels.append(lab)
+            gid[i] = g
+        n = len(labels)
+        ops = np.asarray(p["op"], dtype=object)  # type: ignore[index]
+        pages = np.asarray(p["pages"], dtype=np.float64)  # type: ignore[index]
+        nbytes = np.asarray(p["bytes"], dtype=np.float64)  # type: ignore[index]
+        levels = p["level"]  # type: ignore[index]
+        is_r, is_w = ops == "read", ops == "write"
+        leaf = np.array([lv == 0 for lv in levels], dtype=bool)
+        sec = self.seconds
+        rpg = _sum_by(gid, n, pages * is_r)
+        wpg = _sum_by(gid, n, pages * is_w)
+        leaf_r = _sum_by(gid, n, pages * (is_r & leaf))
+        has_level = _sum_by(gid, n, pages * is_r * np.array([lv is not None for lv in levels], dtype=bool))
+        rmb = _sum_by(gid, n, nbytes * is_r) / sec / 1e6
+        wmb = _sum_by(gid, n, nbytes * is_w) / sec / 1e6
+        hist = self._index_latency(gid, n)
+        p50 = percentiles_ns(hist, 0.50)
+        p99 = percentiles_ns(hist, 0.99)
+        rows = []
+        for g in range(n):
+            rows.append(Row(labels[g], None, {
+                "pgs": (rpg[g] + wpg[g]) / sec, "rpg": rpg[g] / sec, "wpg": wpg[g] / sec,
+                "rmb": rmb[g], "wmb": wmb[g],
+                "leaf": (100.0 * leaf_r[g] / has_level[g]) if has_level[g] > 0 else None,
+                "p50": None if np.isnan(p50[g]) else float(p50[g]),
+                "p99": None if np.isnan(p99[g]) else float(p99[g]),
+            }))
+        return rows
+
+    def _index_latency(self, gid: np.ndarray, n: int) -> np.ndarray:
+        """Latency histograms for page groups, from the syscall-layer IOs that carried the pages.
+
+        A page row and an io row describe the same IO when they share process,
+        thread, file, op, api, stage and statement digest. Each such IO group's
+        histogram is shared out among the page groups it carried, in
+        proportion to their pages: exact when one IO group carries one index
+        (a point select reading its clustered index), a blend otherwise."""
+        hist = np.zeros((n, len(HIST_COLUMNS)))
+        if not self.io_rows:
+            return hist
+        io, p = self.io, self.pages
+        keys = ("pid", "tid", "file", "op", "api", "stage", "digest")
+        io_hist: dict[tuple, np.ndarray] = {}
+        H = self.hist()
+        lay = io["layer"]  # type: ignore[index]
+        cols = [io[k] for k in keys]  # type: ignore[index]
+        for i in range(self.io_rows):
+            if lay[i] != "syscall":
+                continue
+            k = tuple(c[i] for c in cols)
+            if k in io_hist:
+                io_hist[k] = io_hist[k] + H[i]
+            else:
+                io_hist[k] = H[i]
+        pcols = [p[k] for k in keys]  # type: ignore[index]
+        pages = np.asarray(p["pages"], dtype=np.float64)  # type: ignore[index]
+        pkeys = [tuple(c[i] for c in pcols) for i in range(self.page_rows)]
+        group_pages: dict[tuple, float] = {}
+        for i, k in enumerate(pkeys):
+            if k in io_hist:
+                group_pages[k] = group_pages.get(k, 0.0) + pages[i]
+        for i, k in enumerate(pkeys):
+            total = group_pages.get(k)
+            if total:
+                hist[gid[i]] += io_hist[k] * (pages[i] / total)
+        return hist
+
+
+def sort_rows(rows: list[Row], column: Column, reverse: bool = False) -> list[Row]:
+    """Biggest first for numbers (unknowns last), A-Z for text; `reverse` flips either."""
+    if column.key == NAME:
+        out = sorted(rows, key=lambda r: r.name.lower())
+    elif not column.numeric:
+        out = sorted(rows, key=lambda r: (r.extra is None, (r.extra or "").lower(), r.name.lower()))
+    else:
+        def key(r: Row) -> tuple:
+            v = r.values.get(column.key)
+            if column.kind == "count":
+                v = float(r.extra) if r.extra and r.extra.isdigit() else None
+            return (v is None, -(v or 0.0), r.name.lower())
+        out = sorted(rows, key=key)
+    if reverse:
+        out.reverse()
+    return out
+
+
+@dataclass
+class Header:
+    """What the header shows besides the rates: who, where, how healthy."""
+
+    host: str = field(default_factory=lambda: os.uname().nodename)
+    targets: list[str] = field(default_factory=list)
+    phase: str | None = None
+    interval: float = 1.0
+    degraded: list[str] = field(default_factory=list)
+    dropped: int = 0
+    drops: dict[str, int] = field(default_factory=dict)  # reason -> count (the BPF drops map)
+    notes: list[str] = field(default_factory=list)
