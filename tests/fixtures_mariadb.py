@@ -24,6 +24,8 @@ Guard (autouse)
 """
 from __future__ import annotations
 
+import contextlib
+
 import os
 import signal
 import time
@@ -137,6 +139,23 @@ def mariadb() -> Iterator[PrivateMariaDB]:
     finally:
         server.stop()
         _SESSION_SERVERS.remove(server)
+
+
+@contextlib.contextmanager
+def private_server(*setup: str, **options: object) -> Iterator[PrivateMariaDB]:
+    """A started private MariaDB for a module's tests (PrivateMariaDB options), known to the
+    leftover-process check, with its `setup` statements run; stopped at the end."""
+    _need_mariadb()
+    db = PrivateMariaDB(**options)  # type: ignore[arg-type]
+    _SESSION_SERVERS.append(db)
+    try:
+        db.start()
+        for sql in setup:
+            db.query(sql)
+        yield db
+    finally:
+        db.stop()
+        _SESSION_SERVERS.remove(db)
 
 
 @pytest.fixture

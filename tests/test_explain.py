@@ -20,22 +20,14 @@ UNCACHED_QUERIES = 1500
 
 @pytest.fixture(scope="module")
 def server():
-    from ioattr.host.sandbox import PrivateMariaDB
-    from tests import fixtures_mariadb
+    from tests.fixtures_mariadb import private_server
 
-    fixtures_mariadb._need_mariadb()
-    db = PrivateMariaDB(buffer_pool="8M", extra_options={"innodb_stats_persistent": "OFF"})
-    db.start()
-    fixtures_mariadb._SESSION_SERVERS.append(db)
-    try:
-        db.query("CREATE DATABASE b")
-        db.query("CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, KEY k (k)) "
-                 "ENGINE=InnoDB")
-        db.query(f"INSERT INTO b.t SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}")
+    with private_server("CREATE DATABASE b",
+                        "CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, KEY k (k)) "
+                        "ENGINE=InnoDB",
+                        f"INSERT INTO b.t SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}",
+                        buffer_pool="8M", extra_options={"innodb_stats_persistent": "OFF"}) as db:
         yield db
-    finally:
-        db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
 
 
 def _run_phases(db, rec: Path, phases: list[tuple[str, object]], *extra: str) -> dict[str, int]:

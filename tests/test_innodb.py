@@ -21,24 +21,16 @@ PAGE_METRICS = ("index_leaf", "index_non_leaf", "undo_log", "blob", "system_page
 @pytest.fixture(scope="module")
 def server():
     """A private server with page monitors on and a table bigger than its buffer pool."""
-    from ioattr.host.sandbox import PrivateMariaDB
-    from tests import fixtures_mariadb
+    from tests.fixtures_mariadb import private_server
 
-    fixtures_mariadb._need_mariadb()
-    db = PrivateMariaDB(buffer_pool="8M", extra_options={"innodb_monitor_enable": "module_buffer_page",
-                                                         "innodb_stats_persistent": "OFF"})
-    db.start()
-    fixtures_mariadb._SESSION_SERVERS.append(db)
-    try:
-        db.query("CREATE DATABASE bench")
-        db.query("CREATE TABLE bench.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(200) NOT NULL, "
-                 "KEY k (k)) ENGINE=InnoDB")
-        db.query("INSERT INTO bench.t SELECT seq, (seq * 7919) % 100000, REPEAT('x', 200) "
-                 f"FROM bench.seq_1_to_{ROWS}")
+    with private_server("CREATE DATABASE bench",
+                        "CREATE TABLE bench.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(200) NOT NULL, "
+                        "KEY k (k)) ENGINE=InnoDB",
+                        "INSERT INTO bench.t SELECT seq, (seq * 7919) % 100000, REPEAT('x', 200) "
+                        f"FROM bench.seq_1_to_{ROWS}",
+                        buffer_pool="8M", extra_options={"innodb_monitor_enable": "module_buffer_page",
+                                                         "innodb_stats_persistent": "OFF"}) as db:
         yield db
-    finally:
-        db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
 
 
 def metrics(db, prefix: str) -> dict[str, int]:

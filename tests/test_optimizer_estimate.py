@@ -33,23 +33,15 @@ PAD = "CHAR(100) NOT NULL DEFAULT 'p'"
 
 @pytest.fixture(scope="module")
 def server():
-    from ioattr.host.sandbox import PrivateMariaDB
-    from tests import fixtures_mariadb
+    from tests.fixtures_mariadb import private_server
 
-    fixtures_mariadb._need_mariadb()
-    db = PrivateMariaDB(buffer_pool="8M")
-    db.start()
-    fixtures_mariadb._SESSION_SERVERS.append(db)
-    try:
-        db.query("CREATE DATABASE b")
-        db.query(f"CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, pad {PAD}, c CHAR(60) NOT NULL, "
-                 "KEY k (k, pad)) ENGINE=InnoDB")
-        db.query(f"INSERT INTO b.t (id, k, c) SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}")
-        db.query("ANALYZE TABLE b.t")  # rec_per_key for k: what replaces dives past the limit
+    with private_server("CREATE DATABASE b",
+                        f"CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, pad {PAD}, c CHAR(60) NOT NULL, "
+                        "KEY k (k, pad)) ENGINE=InnoDB",
+                        f"INSERT INTO b.t (id, k, c) SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}",
+                        "ANALYZE TABLE b.t",  # rec_per_key for k: what replaces dives past the limit
+                        buffer_pool="8M") as db:
         yield db
-    finally:
-        db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
 
 
 def _in_list(rnd: random.Random) -> str:
