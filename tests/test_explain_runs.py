@@ -208,4 +208,5 @@ def test_explain_names_the_cause_first(runs: dict[str, tuple[Path, dict]]) -> No
     # the HTML report says the same under each supported finding
     html = ioattr("explain", str(small), "--against", str(large), "--format", "html", check=True).stdout
     supported = [f for f in res["findings"] if f["verdict"] == "supported"]
-    assert html.count("<b>Try:</b>") == len(supported) and html.count("<b>Why:</b>") == len(supported), supported
+    assert html.count('<span class="label">Try:</span>') == len(supported) \
+        and html.count('<span class="label">Why:</span>') == len(supported), supported

@@ -114,6 +114,7 @@ details summary { cursor: pointer; color: var(--accent); }
 .finding.refuted { border-left: 6px solid #9ca3af; }
 .finding .title { font-weight: 600; }
 .finding .summary { margin: 4px 0 0; }
+.finding .label { font-weight: 600; }
 .subhead { font-weight: 600; margin: 14px 0 2px; }
 .headline { font-size: 18px; margin: 6px 0; }
 .headline .value { font-weight: 700; font-variant-numeric: tabular-nums; }
@@ -670,7 +671,7 @@ def _advice_html(f: dict) -> str:
         return ""
     out = ""
     if f.get("mechanism"):
-        out += f'<p class="summary"><b>Why:</b> {esc(f["mechanism"])}</p>'
+        out += f'<p class="summary"><span class="label">Why:</span> {esc(f["mechanism"])}</p>'
     if f.get("next_step"):
-        out += f'<p class="summary"><b>Try:</b> {esc(f["next_step"])}</p>'
+        out += f'<p class="summary"><span class="label">Try:</span> {esc(f["next_step"])}</p>'
     return out
