@@ -209,6 +209,21 @@ def unique_comm() -> str:
 
 
 # ---------------------------------------------------------------- running bpftrace
+def script_tracepoints(script: str) -> set[str]:
+    """The tracepoint names a shipped script attaches (its probe lines, comments left out)."""
+    text = re.sub(r"/\*.*?\*/", "", (BPF_DIR / script).read_text(), flags=re.S)
+    return set(re.findall(r"\btracepoint:[a-z0-9_]+:([a-z0-9_]+)", text))
+
+
+def attached_tracepoints(pid: int) -> set[str]:
+    """The tracepoints process `pid` has a BPF program attached to now (bpftool perf list)."""
+    out = subprocess.run([need_tool("bpftool"), "-j", "perf", "list"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return set()
+    return {e.get("tracepoint") for e in json.loads(out.stdout or "[]")
+            if e.get("pid") == pid and e.get("fd_type") == "tracepoint"}
+
+
 def run_bpftrace(script: str, args: list[str], during=None, duration: float = DURATION) -> str:
     """Run bpf/SCRIPT ARGS; once BEGIN has printed call during(); return stdout.
 
@@ -248,6 +263,15 @@ def run_bpftrace(script: str, args: list[str], during=None, duration: float = DU
                     t.join(2)
                 pytest.fail(f"{script} did not start (rc={proc.poll()}):\n{''.join(err)}{''.join(lines)}")
             started.wait(0.05)
+        # bpftrace runs BEGIN before it attaches the other probes: the workload starts only
+        # once every tracepoint of the script is attached (a run on a loaded machine missed
+        # the first 4 of 72 direct reads by starting at BEGIN's line)
+        want = script_tracepoints(script)
+        while not want <= attached_tracepoints(proc.pid):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{script}: tracepoints {sorted(want - attached_tracepoints(proc.pid))} not "
+                            f"attached (rc={proc.poll()}):\n{''.join(err)}{''.join(lines)}")
+            time.sleep(0.05)
         if during is not None:
             during()
         try:
