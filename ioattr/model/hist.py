@@ -24,6 +24,24 @@ def slot_bounds(slot: int) -> tuple[float, float]:
 BOUNDS = [slot_bounds(i) for i in range(HIST_SLOTS)]
 
 
+def slot_of(ns: int) -> int:
+    """The slot a latency of ns nanoseconds is counted in: hist_slot() of bpf/maps.bpf.h, in
+    Python (the last slot also holds everything above its bounds)."""
+    if ns < (1 << HIST_MIN_SHIFT):
+        return 0
+    msb = ns.bit_length() - 1
+    return min((msb - HIST_MIN_SHIFT) * 2 + ((ns >> (msb - 1)) & 1) + 1, HIST_SLOTS - 1)
+
+
+def slot_ending_at(ns: int) -> int:
+    """The slot whose upper bound is exactly ns (a power of two), for cumulative buckets
+    (Prometheus `le`) that are exact sums of slots; ValueError when no slot ends there."""
+    for slot, (_, high) in enumerate(BOUNDS):
+        if high == ns:
+            return slot
+    raise ValueError(f"no histogram slot ends at {ns} ns")
+
+
 def percentile_ns(hist: Sequence[int], q: float) -> float | None:
     """The q-quantile (0..1) of a histogram, or None when it is empty."""
     total = sum(hist)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ioattr.format.schema import HIST_COLUMNS
+from ioattr.model.hist import slot_ending_at
 
 OTHER = "other"
 
@@ -46,7 +47,7 @@ PAGE_LABELS = ("op", "index", "level", "page_type", "file_class", "role")
 # edge of an even slot of the log-linear histogram (see ioattr.model.hist), so counts are exact sums of
 # slots, never interpolated. Slots above the last edge only count in +Inf.
 BUCKET_EXPONENTS = tuple(range(10, 35))
-BUCKET_LAST_SLOT = tuple(2 * (e - 8) for e in BUCKET_EXPONENTS)   # slot 2k ends at 2^(8+k) ns
+BUCKET_LAST_SLOT = tuple(slot_ending_at(1 << e) for e in BUCKET_EXPONENTS)  # slot 2k ends at 2^(8+k) ns
 BUCKET_LE_SECONDS = tuple((1 << e) / 1e9 for e in BUCKET_EXPONENTS)
 
 
