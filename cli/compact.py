@@ -9,11 +9,12 @@ import errno
 import sys
 import time
 
+from ioattr.cli.definition import command_parser
 from ioattr.errors import RuntimeFailure
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compact", help="merge a recording's chunks into segments (faster reports)",
+    p = command_parser(sub, "compact",
                        description="Merge a recording's small chunks into larger segments, as the recorder "
                                    "does while it records; for a crashed or copied recording. Counts, bytes "
                                    "and histograms stay exact; the time resolution inside a segment becomes "

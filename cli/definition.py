@@ -12,12 +12,35 @@ Spellings follow what users bring from bcc/libbpf-tools and top(1): `-p PID`, `-
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ioattr.cli import argtypes
-from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.probes import MAX_STATS_DEFAULT, MAX_STATS_RANGE
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, STAGE_MODES
+
+if TYPE_CHECKING:
+    from ioattr.collectors.engine import EngineOptions
+
+# Every subcommand, its one-line purpose, in the order `ioattr --help` lists them. cli/main.py
+# builds `ioattr --help` from this table alone and imports a subcommand's module (ioattr.cli.NAME:
+# add_parser and run) only when that subcommand is named, so `ioattr --help` and `ioattr doctor
+# --help` load no BPF, numpy, pyarrow or duckdb. Module-level imports here stay light for the same
+# reason: the shared groups import what their defaults come from when a parser uses them.
+COMMANDS: dict[str, str] = {
+    "compact": "merge a recording's chunks into segments (faster reports)",
+    "demo": "the whole story on a private MariaDB, no set-up",
+    "doctor": "check what this host can trace",
+    "explain": "why did the IO change between two phases (or two runs)?",
+    "exporter": "serve live IO attribution as Prometheus metrics",
+    "mark": "start a new phase in a running recording",
+    "record": "attach to mysqld (or a command) and write a recording",
+    "report": "break a recording down by file, thread, op, ...",
+    "top": "live top-style view of IO by file, index, thread, query or device",
+}
+
+
+def command_parser(sub: argparse._SubParsersAction, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The subparser of one command, with its one-line help from COMMANDS (one source for
+    `ioattr --help`, the README synopsis and the man pages)."""
+    return sub.add_parser(name, help=COMMANDS[name], **kwargs)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -63,6 +86,7 @@ def add_duration_argument(p: argparse.ArgumentParser) -> None:
 
 def add_stages_argument(p: argparse.ArgumentParser) -> None:
     """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
+    from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, STAGE_MODES
     p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
                    help="statement (default): statement digests and roles (one uprobe hit per "
                         "statement) and the optimizer's index dives (stage estimate: hit only by "
@@ -73,6 +97,7 @@ def add_stages_argument(p: argparse.ArgumentParser) -> None:
 
 def add_capacity_argument(p: argparse.ArgumentParser) -> None:
     """--max-entries: the io_stats map's capacity (IO of keys that find it full is counted as drops)."""
+    from ioattr.collectors.probes import MAX_STATS_DEFAULT, MAX_STATS_RANGE
     lo, hi = MAX_STATS_RANGE
     p.add_argument("--max-entries", dest="max_entries", type=argtypes.int_range(lo, hi), default=MAX_STATS_DEFAULT,
                    metavar="N",
@@ -104,6 +129,7 @@ def add_live_arguments(p: argparse.ArgumentParser, comm_default: str = "every my
 def engine_options(args: argparse.Namespace) -> EngineOptions:
     """What the user named explicitly was checked by its type (exit 2 if unusable); a server that
     merely refuses the login is a runtime condition (file-level attribution continues)."""
+    from ioattr.collectors.engine import EngineOptions
     return EngineOptions(defaults_file=args.mysql_defaults_file, socket=args.mysql_socket,
                          host=args.mysql_host, port=args.mysql_port, user=args.mysql_user)
 

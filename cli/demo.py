@@ -6,13 +6,13 @@ from pathlib import Path
 
 from ioattr.host.demo import (DEFAULT_BUFFER_POOL, DEFAULT_LARGE_TABLE_SIZE, DEFAULT_PHASE_SECONDS, DEFAULT_TABLE_SIZE,
                               MAX_ROWS_L_I1, RUNS, DemoOptions, default_output, run_demo)
+from ioattr.cli.definition import command_parser
 from ioattr.cli.record import check_output
 from ioattr.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "demo", help="the whole story on a private MariaDB, no set-up",
+    p = command_parser(sub, "demo",
         description="Run the miniature insert benchmark (examples/insert_benchmark.py: l.i0 load, l.x index "
                     "build, l.i1 inserts, then q100, q500, q1000: inserts at 100/500/1000 rows/s with range "
                     "queries) twice, each on a fresh private MariaDB (temp datadir, socket and port; never the "
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             (out / name).mkdir(mode=0o700)  # the recorder accepts an empty directory
     except OSError as e:
         raise UsageError(f"cannot write the recordings at {out}: {e.strerror}") from None
-    from ioattr.cli.main import main as cli_main  # cli.main imports this module
+    from ioattr.cli.main import main as cli_main  # runs each step as its own `ioattr` command
 
     return run_demo(DemoOptions(output=out, seconds=args.seconds, table_size=args.table_size,
                                 large_table_size=args.large_table_size), cli_main)

@@ -5,15 +5,17 @@ import argparse
 import json
 import sys
 
-from ioattr.host.doctor import run_checks, render_checks
+from ioattr.cli.definition import command_parser
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="check what this host can trace")
+    p = command_parser(sub, "doctor")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ioattr.host.doctor import render_checks, run_checks
+
     checks = run_checks()
     if args.json:
         sys.stdout.write(json.dumps(checks, indent=2) + "\n")

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ioattr.analysis.explain import METRICS, explain
+from ioattr.cli.definition import command_parser
 from ioattr.analysis.explain_text import render_text
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
@@ -17,8 +18,7 @@ FORMATS = ("text", "json", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain", help="why did the IO change between two phases (or two runs)?",
+    p = command_parser(sub, "explain",
         description="Like diff: RECORDING is the baseline, --against REC2 the target (the run whose IO "
                     "changed). Shares are of the gross change (the sum of the contributors' increases, or "
                     "decreases); a change within noise is said as 'no significant change'.")

@@ -4,15 +4,14 @@ from __future__ import annotations
 import argparse
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, examples, \
-    live_options
+from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, command_parser, \
+    examples, live_options
 from ioattr.collectors.targets import DEFAULT_COMMS
 from ioattr.prometheus.exporter import DEFAULT_LISTEN, Exporter, ExporterOptions, WaitingTargets, parse_listen
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "exporter", help="serve live IO attribution as Prometheus metrics",
+    p = command_parser(sub, "exporter",
         description="Attach to the targets and serve counters by file, index, role, device and layer on "
                     "/metrics for Prometheus. Listens on loopback unless told otherwise: the metrics "
                     "name files, indexes and tables of this host.",

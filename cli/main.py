@@ -6,6 +6,7 @@ failure, 2 bad usage or unusable host); `--debug` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 from types import ModuleType
@@ -13,20 +14,13 @@ from types import ModuleType
 from ioattr import __version__
 from ioattr.errors import EXIT_RUNTIME, EXIT_USAGE, IoattrError
 
-from ioattr.cli import compact, demo, doctor, explain, exporter, mark, record, report, top
-from ioattr.cli.definition import HelpFormatter
+from ioattr.cli.definition import COMMANDS, HelpFormatter
 
-SUBCOMMANDS: dict[str, ModuleType] = {
-    "compact": compact,
-    "demo": demo,
-    "doctor": doctor,
-    "explain": explain,
-    "exporter": exporter,
-    "mark": mark,
-    "record": record,
-    "report": report,
-    "top": top,
-}
+
+def subcommand(name: str) -> ModuleType:
+    """The module of one subcommand (ioattr.cli.NAME: add_parser and run), imported on first use:
+    what it needs (BPF loading, numpy, pyarrow, duckdb) loads only when that command is named."""
+    return importlib.import_module(f"ioattr.cli.{name}")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -41,14 +35,27 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser (only=None: docs, tests), or one where only the named subcommand has
+    its options and the others are listed with their one-line help (main(): `ioattr --help`
+    imports no subcommand, `ioattr doctor --help` only doctor's)."""
     parser = OneLineParser(prog="ioattr", description="eBPF IO attribution for MySQL/MariaDB")
     parser.add_argument("--version", action="version", version=f"ioattr {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and libbpf logs on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    for name, module in SUBCOMMANDS.items():
-        module.add_parser(sub)
+    for name, help_line in COMMANDS.items():
+        if only is None or name == only:
+            subcommand(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
+
+
+def named_command(argv: list[str]) -> str:
+    """The subcommand argv names ("" if none): the first word that is not an option (ioattr's
+    own options take no value)."""
+    word = next((a for a in argv if not a.startswith("-")), "")
+    return word if word in COMMANDS else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1:]
-    parser = build_parser()
+    parser = build_parser(only=named_command(argv))
     try:
         # a bad value is refused by its type (cli/argtypes.py) here, as one line; the exit
         # code is returned, not raised, so main() called in-process behaves like the command
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(SUBCOMMANDS[args.command].run(args) or 0)
+        return int(subcommand(args.command).run(args) or 0)
     except IoattrError as e:
         print(f"ioattr {args.command}: {e}", file=sys.stderr)
         if args.debug and e.detail:

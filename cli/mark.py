@@ -4,12 +4,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ioattr.cli.definition import command_parser
 from ioattr.errors import UsageError
 from ioattr.format.control import check_phase_name, resolve_recording, send_mark, send_stop
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mark", help="start a new phase in a running recording")
+    p = command_parser(sub, "mark")
     p.add_argument("phase", nargs="?", help="the new phase's name")
     p.add_argument("--recording", help="the recording (default: the only one running)")
     p.add_argument("--stop", action="store_true", help="ask the recorder to stop instead")

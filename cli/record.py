@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ioattr.cli import argtypes
 from ioattr.format import duck
-from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, examples, \
-    live_options
+from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, command_parser, \
+    examples, live_options
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
@@ -16,7 +16,7 @@ from ioattr.live.recorder import RecordOptions, Recorder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="attach to mysqld (or a command) and write a recording",
+    p = command_parser(sub, "record",
                        description="Record IO attribution. Targets: --pid, --comm (default: every "
                                    "mysqld/mariadbd), or '-- CMD ARGS' to run and follow a command.",
                        epilog=examples("ioattr record -o run1                      # every mysqld/mariadbd, until Ctrl-C",

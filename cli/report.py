@@ -7,6 +7,7 @@ import io
 import json
 
 from ioattr.analysis.report import LAYERS, ReportRequest, build_report
+from ioattr.cli.definition import command_parser
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model.dimensions import DIMENSIONS
@@ -16,7 +17,7 @@ FORMATS = ("table", "json", "csv", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="break a recording down by file, thread, op, ...")
+    p = command_parser(sub, "report")
     p.add_argument("recording")
     p.add_argument("--by", default="file", help="dimensions, comma-separated: " + ",".join(DIMENSIONS))
     p.add_argument("--phase", help="only this phase")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_interval_argument, add_live_arguments, examples, live_options
+from ioattr.cli.definition import add_interval_argument, add_live_arguments, command_parser, examples, live_options
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.model.labels import LAYERS
 from ioattr.topview.top import BY_CHOICES
@@ -12,8 +12,7 @@ from ioattr.topview.top_live import TopApp, TopOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "top", help="live top-style view of IO by file, index, thread, query or device",
+    p = command_parser(sub, "top",
         description="A live view of the attributed IO, refreshed every interval. Keys: f files, "
                     "i indexes, t threads (again: roles), q queries, d devices, < > change the sort "
                     "column, r reverse, l layer (syscall/block/pagecache), space refresh now, Q quit.",

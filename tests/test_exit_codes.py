@@ -232,9 +232,9 @@ def test_bad_input_exits_2_with_one_line(paths, command: str, args: list[str], n
 
 
 def test_every_subcommand_is_in_the_sweep() -> None:
-    from ioattr.cli.main import SUBCOMMANDS
+    from ioattr.cli.definition import COMMANDS as DECLARED
 
-    assert set(SUBCOMMANDS) == set(COMMANDS)
+    assert set(DECLARED) == set(COMMANDS)
     assert {c for c, _, _ in CASES} == set(COMMANDS)
 
 
