@@ -77,7 +77,10 @@ setup(
               # ioattr/'s own folders, lowest layer first: each imports only from those
               # before it (and ioattr.errors, ioattr.collectors)
               "ioattr.model", "ioattr.format", "ioattr.live", "ioattr.analysis", "ioattr.output",
-              "ioattr.topview", "ioattr.prometheus", "ioattr.host"],
+              "ioattr.topview", "ioattr.prometheus", "ioattr.host",
+              # storage-engine adapters (use collectors and model; the core reaches them through
+              # ioattr.engines.registry)
+              "ioattr.engines", "ioattr.engines.innodb"],
     package_dir={
         "ioattr": "ioattr",
         "ioattr.collectors": "collectors",

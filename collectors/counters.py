@@ -18,6 +18,9 @@ Sources:
                     read just before SHOW GLOBAL STATUS and summed over reconnects), which
                     Com_select includes: INFORMATION_SCHEMA and performance_schema reads are
                     SELECTs. Subtract it for the workload's own count.
+    <engine>        each of the server's engine adapters adds its own sources
+                    (ioattr/engines/*: EngineAdapter.counter_sources, read in that order
+                    after 'status'). InnoDB's (ioattr/engines/innodb/counters.py):
     innodb_metrics  INFORMATION_SCHEMA.INNODB_METRICS COUNT of every enabled counter, by NAME.
                     When a server is first seen these modules are enabled if they are not
                     (SET GLOBAL innodb_monitor_enable, needs SUPER): module_buffer_page
@@ -28,7 +31,7 @@ Sources:
                     counts): switching them off at the end would pull them from under any
                     other ioattr session on that server (an exporter, a second recording).
                     A note in the recording says what was switched on, and how to undo it.
-    innodb_status   SHOW ENGINE INNODB STATUS parsed: collectors/innodb_status.py lists the
+    innodb_status   SHOW ENGINE INNODB STATUS parsed: ioattr/engines/innodb/status.py lists the
                     names (history_list_length, ibuf_*, file_pending_*, log_*, checkpoint_age,
                     buffer_pool_*, ...). Needs PROCESS.
     ps_file         performance_schema.file_summary_by_instance summed per file:
@@ -89,9 +92,9 @@ from typing import Any, Callable, Iterable
 
 from ioattr.collectors.counters_host import HostCounters, ProcCounters
 from ioattr.collectors.engine import EngineError
-from ioattr.collectors.innodb_status import parse_innodb_status
 
-SOURCES = ("status", "innodb_metrics", "innodb_status", "ps_file", "ps_table", "host", "proc")
+# the server's and the host's sources; the engines' come from their adapters (ServerContext.engines)
+SOURCES = ("status", "ps_file", "ps_table", "host", "proc")
 
 SETTINGS = ("innodb_buffer_pool_size", "innodb_flush_method", "innodb_change_buffering", "innodb_page_size",
             "innodb_io_capacity", "innodb_io_capacity_max", "innodb_log_file_size",
@@ -106,10 +109,6 @@ EXTRA_SETTINGS = ("innodb_buffer_pool_instances", "innodb_adaptive_hash_index", 
                   "eq_range_index_dive_limit", "optimizer_switch", "innodb_stats_persistent",
                   "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
                   "innodb_log_files_in_group")
-
-# INNODB_METRICS module -> its SUBSYSTEM
-MONITOR_MODULES = {"module_buffer_page": "buffer_page_io", "module_ibuf_system": "change_buffer",
-                   "module_purge": "purge", "module_index": "index"}
 
 PS_FILE_COLUMNS = ("COUNT_READ", "SUM_NUMBER_OF_BYTES_READ", "SUM_TIMER_READ", "COUNT_WRITE",
                    "SUM_NUMBER_OF_BYTES_WRITE", "SUM_TIMER_WRITE", "COUNT_MISC", "SUM_TIMER_MISC")
@@ -141,7 +140,8 @@ def _value(v: Any) -> tuple[float | None, str | None]:
         return None, str(v)
 
 
-def _setting(v: Any) -> Any:
+def setting_value(v: Any) -> Any:
+    """A server variable's value as meta.json's settings keep it: integers as int, else text."""
     if v is None:
         return None
     s = v.decode(errors="replace") if isinstance(v, bytes) else str(v)
@@ -154,7 +154,7 @@ class _Server:
     flavor: str = "mariadb"
     seen: bool = False              # settings and monitors done
     ps_on: bool = True
-    enabled_by_us: list[str] = field(default_factory=list)  # INNODB_METRICS modules this collector switched on
+    sources: list = field(default_factory=list)  # the engines' CounterSources (ioattr.engines.base)
     own_base: float = 0.0           # session Com_select of earlier connections
     own_last: float = 0.0
     next_reconnect: float = 0.0
@@ -258,7 +258,8 @@ class CounterCollector:
             return []
         st = self._servers.get(pid)
         if st is None:
-            st = self._servers[pid] = _Server(pid)
+            st = self._servers[pid] = _Server(pid, sources=[src for adapter in getattr(ctx, "engines", ())
+                                                           for src in adapter.counter_sources()])
         if not self._connected(st, eng):
             return []
         if not st.seen:
@@ -277,8 +278,8 @@ class CounterCollector:
 
         own = self._safe("status", pid, self._own_selects, st, eng)
         run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
-        run("innodb_metrics", lambda: self._metrics(st, eng))
-        run("innodb_status", lambda: self._innodb_status(eng))
+        for src in st.sources:
+            run(src.source, lambda src=src: src.read(eng))
         if ps_due and st.ps_on:
             run("ps_file", lambda: self._ps_file(eng))
             run("ps_table", lambda: self._ps_table(eng))
@@ -311,7 +312,7 @@ class CounterCollector:
         try:
             in_list = ", ".join(f"'{n}'" for n in names)
             for name, value in eng.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({in_list})"):
-                values[str(name).lower()] = _setting(value)
+                values[str(name).lower()] = setting_value(value)
         except EngineError as e:
             self._note_once((st.pid, "settings"), f"counters: server {st.pid}: settings unknown ({e})")
         snap = {n: values.get(n) for n in SETTINGS}
@@ -324,49 +325,10 @@ class CounterCollector:
             self._note_once((st.pid, "ps_off"), f"counters: server {st.pid}: performance_schema is off; "
                                                 "no ps_file/ps_table counters (per-file and per-table "
                                                 "IO summaries)")
-        self._enable_monitors(st, eng)
-        if values:
-            self._sizes_in_pages(st, eng, self.settings[str(st.pid)])
-
-    def _sizes_in_pages(self, st: _Server, eng: Any, snap: dict[str, Any]) -> None:
-        """The change buffer's size in pages (INNODB_METRICS ibuf_size, a gauge: the value when
-        the server was first seen; its course per phase is in the counters) and the pool's."""
-        try:
-            for name, count in eng.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS "
-                                         "WHERE NAME = 'ibuf_size'"):
-                snap["change_buffer_size_pages"] = _setting(count)
-        except EngineError as e:
-            self._note_once((st.pid, "ibuf_size"), f"counters: server {st.pid}: change-buffer size unknown ({e})")
-        pool, page = snap.get("innodb_buffer_pool_size"), snap.get("innodb_page_size")
-        if isinstance(pool, int) and isinstance(page, int) and page > 0:
-            snap["buffer_pool_pages"] = pool // page
-
-    def _enable_monitors(self, st: _Server, eng: Any) -> None:
-        subsystems = ", ".join(f"'{s}'" for s in MONITOR_MODULES.values())
-        on = "ENABLED" if st.flavor == "mariadb" else "STATUS = 'enabled'"
-        try:
-            rows = eng.query(f"SELECT NAME, SUBSYSTEM, {on} FROM INFORMATION_SCHEMA.INNODB_METRICS "
-                             f"WHERE SUBSYSTEM IN ({subsystems})")
-        except EngineError as e:
-            self._note_once((st.pid, "monitors"), f"counters: server {st.pid}: INNODB_METRICS unreadable ({e})")
-            return
-        off = {subsystem for _, subsystem, enabled in rows if not int(enabled or 0)}
-        for module, subsystem in MONITOR_MODULES.items():
-            if subsystem not in off:
-                continue
-            try:
-                eng.query(f"SET GLOBAL innodb_monitor_enable = '{module}'")
-            except EngineError as e:
-                self._note_once((st.pid, "monitor", module),
-                                f"counters: server {st.pid}: cannot enable INNODB_METRICS {module} ({e}); "
-                                f"its counters ({subsystem}) are missing")
-                continue
-            st.enabled_by_us.append(module)
-        if st.enabled_by_us:
-            undo = "; ".join(f"SET GLOBAL innodb_monitor_disable = '{m}'" for m in st.enabled_by_us)
-            self._note_once((st.pid, "monitors_on"),
-                            f"counters: server {st.pid}: switched on INNODB_METRICS "
-                            f"{', '.join(st.enabled_by_us)}; they stay on (to undo: {undo})")
+        for src in st.sources:
+            def note(key: tuple, text: str) -> None:
+                self._note_once((st.pid, *key), f"counters: server {st.pid}: {text}")
+            src.first_sight(eng, self.settings[str(st.pid)] if values else None, note)
 
     # -- the sources -------------------------------------------------------------------
     @staticmethod
@@ -387,23 +349,6 @@ class CounterCollector:
             v, t = _value(value)
             out.append((str(name), v, t if v is None else None))
         return out
-
-    @staticmethod
-    def _metrics(st: _Server, eng: Any) -> list[tuple[str, float | None, str | None]]:
-        on = "ENABLED = 1" if st.flavor == "mariadb" else "STATUS = 'enabled'"
-        return [(str(n), float(c), None)
-                for n, c in eng.query(f"SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE {on}")
-                if c is not None]
-
-    @staticmethod
-    def _innodb_status(eng: Any) -> list[tuple[str, float | None, str | None]]:
-        rows = eng.query("SHOW ENGINE INNODB STATUS")
-        if not rows:
-            raise EngineError("SHOW ENGINE INNODB STATUS returned nothing")
-        text = rows[0][-1]
-        if isinstance(text, bytes):
-            text = text.decode(errors="replace")
-        return parse_innodb_status(str(text or ""))
 
     @staticmethod
     def _ps_file(eng: Any) -> list[tuple[str, float | None, str | None]]:

@@ -1,8 +1,9 @@
 """What ioattr knows about each traced MySQL/MariaDB server.
 
-One ServerContext per server process: its InnoDB files (registered for
-page classification), index names, thread roles and the engine connection
-they come from. Everything here is refreshed off the hot path, at most once
+One ServerContext per server process: its storage engines' adapters
+(ioattr/engines/, handed in by the session: this module does not know
+which engines exist), the page files registered for page classification,
+object (index) names, thread roles and the connection they come from. Everything here is refreshed off the hot path, at most once
 per interval, and only as often as something can have changed. When the
 connection fails, page classification still works (ids instead of names)
 and so does file-level attribution; the reason is kept for meta.json.
@@ -12,10 +13,9 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ioattr.collectors.engine import EngineConnection, EngineError, EngineOptions
-from ioattr.collectors.innodb_files import InnodbFileMap
-from ioattr.collectors.innodb_names import IndexNames
 from ioattr.collectors.targets import process_comm
 from ioattr.collectors.thread_roles import ThreadRoles
 
@@ -36,11 +36,16 @@ def is_server(pid: int) -> bool:
 
 @dataclass
 class ServerContext:
+    """pid's server. engines: its ioattr.engines adapters, the page-classifying one first;
+    files: that engine's page-file registry (shared by the session's servers: one BPF map);
+    names: that engine's object names (index id -> schema.table.INDEX)."""
+
     pid: int
     engine_opts: EngineOptions
-    files: InnodbFileMap
-    names: IndexNames = field(default_factory=IndexNames)
-    roles: ThreadRoles = field(default_factory=ThreadRoles)
+    files: Any
+    engines: tuple = ()
+    names: Any = None
+    roles: ThreadRoles = None  # type: ignore[assignment]  # built from the engines' roles
     engine: EngineConnection | None = None
     engine_error: str | None = None
     stage_status: str | None = None
@@ -50,6 +55,13 @@ class ServerContext:
     _next_files: float = 0.0
     _next_connect: float = 0.0
     _connect_delay: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.names is None and self.engines:
+            self.names = self.engines[0].object_names()
+        if self.roles is None:
+            engine_roles = {k: v for e in self.engines for k, v in e.instrument_roles.items()}
+            self.roles = ThreadRoles(engine_roles, [e.role_of_comm for e in self.engines])
 
     def connect(self) -> None:
         try:
@@ -67,17 +79,14 @@ class ServerContext:
             return
         self.engine = eng
         self.engine_error = None
+        variables = ["datadir"] + [v for e in self.engines for v in e.directory_variables]
         try:
-            row = eng.query("SELECT @@datadir, @@innodb_data_home_dir, @@innodb_undo_directory")[0]
+            row = eng.query("SELECT " + ", ".join(f"@@{v}" for v in variables))[0]
             self.directories += [str(d) for d in row if d]
         except (EngineError, IndexError):
             pass
-        try:
-            rows = eng.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
-                             "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
-            self.files.mark_encrypted({int(r[0]) for r in rows})
-        except EngineError:
-            pass  # MySQL 8 has no such table; encryption then shows as unreadable page headers
+        for e in self.engines:
+            e.on_connect(eng, self.files)
 
     def retry_connect(self) -> bool:
         """A server found while it was starting (a restart under --comm) did not accept
@@ -99,7 +108,7 @@ class ServerContext:
             "version": self.engine.version if self.engine else None,
             "flavor": self.engine.flavor if self.engine else None,
             "error": self.engine_error,
-            "names_error": self.names.error,
+            "names_error": self.names.error if self.names is not None else None,
             "roles_error": self.roles.error,
             "stage_probes": self.stage_status,
         }
@@ -118,7 +127,7 @@ class ServerContext:
             self._next_files = now + (1.0 if self.files.pending else 10.0)
         if self.engine is None:
             return
-        if unknown_index and now >= self._next_names or self._next_names == 0.0:
+        if self.names is not None and (unknown_index and now >= self._next_names or self._next_names == 0.0):
             self.names.refresh(self.engine)
             self._next_names = now + 5.0
         if unknown_thread and now >= self._next_roles or self._next_roles == 0.0:

@@ -2,13 +2,18 @@
 
 From performance_schema.threads (THREAD_OS_ID -> instrument NAME) when
 the server has it; otherwise from the thread's comm, which on MariaDB says
-little (every thread is "mariadbd") except for io_uring workers.
+little (every thread is "mariadbd") except for io_uring workers. The SQL
+layer's instruments are named here; each storage engine adapter names its
+own (ioattr/engines/*: EngineAdapter.instrument_roles, role_of_comm), and
+ServerContext hands them to ThreadRoles.
 """
 from __future__ import annotations
 
+from typing import Callable, Mapping, Sequence
+
 from ioattr.collectors.engine import EngineConnection, EngineError
 
-# instrument name suffix -> role (MariaDB and MySQL 8 names)
+# the SQL layer's instrument names -> role (MariaDB and MySQL 8 names)
 ROLE_BY_INSTRUMENT = {
     "thread/sql/one_connection": "connection",
     "thread/sql/main": "main",
@@ -18,24 +23,16 @@ ROLE_BY_INSTRUMENT = {
     "thread/sql/slave_io": "replication_io",
     "thread/sql/slave_sql": "replication_sql",
     "thread/sql/slave_worker": "replication_worker",
-    "thread/innodb/page_cleaner_thread": "page_cleaner",
-    "thread/innodb/thread_pool_thread": "innodb_worker",
-    "thread/innodb/srv_purge_thread": "purge",
-    "thread/innodb/srv_worker_thread": "purge",
-    "thread/innodb/io_read_thread": "io",
-    "thread/innodb/io_write_thread": "io",
-    "thread/innodb/io_ibuf_thread": "io",
-    "thread/innodb/io_log_thread": "io",
-    "thread/innodb/log_writer_thread": "log_writer",
-    "thread/innodb/log_flusher_thread": "log_writer",
-    "thread/innodb/buf_dump_thread": "buf_dump",
-    "thread/innodb/srv_master_thread": "master",
 }
 
 
-def role_of_instrument(name: str) -> str:
+def role_of_instrument(name: str, engine_roles: Mapping[str, str] | None = None) -> str:
+    """A thread's role from its performance_schema instrument (the SQL layer's, then the
+    engines'; otherwise the instrument's last part without "_thread")."""
     if name in ROLE_BY_INSTRUMENT:
         return ROLE_BY_INSTRUMENT[name]
+    if engine_roles and name in engine_roles:
+        return engine_roles[name]
     tail = name.rsplit("/", 1)[-1]
     return tail.removesuffix("_thread") or "other"
 
@@ -51,9 +48,15 @@ def role_of_comm(comm: str | None) -> str | None:
 
 
 class ThreadRoles:
-    def __init__(self) -> None:
+    """tid -> role of one server's threads; engine_roles: its engines' instrument names ->
+    role, comm_roles: its engines' roles by thread name (both from the engine adapters)."""
+
+    def __init__(self, engine_roles: Mapping[str, str] | None = None,
+                 comm_roles: Sequence[Callable[[str], str | None]] = ()) -> None:
         self.roles: dict[int, str] = {}
         self.error: str | None = None
+        self.engine_roles: dict[str, str] = dict(engine_roles or {})
+        self.comm_roles = tuple(comm_roles)
 
     def refresh(self, engine: EngineConnection) -> bool:
         try:
@@ -63,7 +66,7 @@ class ThreadRoles:
             self.error = f"thread roles from performance_schema unavailable: {e}"
             return False
         for tid, name in rows:
-            self.roles[int(tid)] = role_of_instrument(str(name))
+            self.roles[int(tid)] = role_of_instrument(str(name), self.engine_roles)
         if not rows:
             self.error = "performance_schema.threads is empty (performance_schema off?)"
             return False
@@ -71,4 +74,13 @@ class ThreadRoles:
         return True
 
     def lookup(self, tid: int, comm: str | None = None) -> str | None:
-        return self.roles.get(tid) or role_of_comm(comm)
+        return self.roles.get(tid) or role_of_comm(comm) or self._engine_comm_role(comm)
+
+    def _engine_comm_role(self, comm: str | None) -> str | None:
+        if comm is None:
+            return None
+        for fn in self.comm_roles:
+            role = fn(comm)
+            if role is not None:
+                return role
+        return None

@@ -24,7 +24,8 @@ import pytest
 from ioattr.collectors.counters import SETTINGS, CounterCollector
 from ioattr.collectors.counters_host import HostCounters, ProcCounters
 from ioattr.collectors.engine import EngineConnection, EngineOptions
-from ioattr.collectors.innodb_status import as_dict, parse_innodb_status
+from ioattr.engines.innodb.status import as_dict, parse_innodb_status
+from ioattr.engines.registry import engines_for
 from tests.helpers import Background, ioattr, wait_phase, wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -474,7 +475,7 @@ def test_collector_degrades_per_source_and_follows_a_restart(mariadb_factory) ->
             eng.connect()
         finally:
             os.environ.pop("MYSQL_PWD", None)
-        return SimpleNamespace(engine=eng, engine_error=None)
+        return SimpleNamespace(engine=eng, engine_error=None, engines=engines_for(eng))
 
     notes: list[str] = []
     c = CounterCollector(note=notes.append)
@@ -536,7 +537,7 @@ def test_snapshot_cost(mariadb_factory, capsys) -> None:
     db.sysbench("oltp_read_only", "prepare", table_size=10000)
     eng = EngineConnection(EngineOptions(socket=str(db.socket)), target_pid=db.pid)
     eng.connect()
-    ctx = SimpleNamespace(engine=eng, engine_error=None)
+    ctx = SimpleNamespace(engine=eng, engine_error=None, engines=engines_for(eng))
     c = CounterCollector(ps_every=10 ** 6)  # performance_schema only when forced
     try:
         c.collect({db.pid: ctx}, [db.pid], "p", force=True)

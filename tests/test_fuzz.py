@@ -94,7 +94,7 @@ def run_harness(tmp: Path, seed: int, iterations: int, corpus: Path | None = Non
 
 def compare_samples(samples: Path, seed: int) -> int:
     """Every sampled classification agrees with the reference decoder; returns how many."""
-    from ioattr.collectors.innodb_names import page_type_name
+    from ioattr.engines.innodb.pages import page_type_name
 
     checked = 0
     for line in samples.read_text().splitlines():

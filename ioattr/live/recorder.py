@@ -283,16 +283,16 @@ class Recorder:
     def _tablespace_sizes(session: LiveSession, writer: RecordingWriter) -> None:
         """meta.json "tablespace_sizes": {server pid: {schema.table: file bytes}} at the end of the
         recording, so explain can compare the data read with the buffer pool. One query of InnoDB's
-        dictionary per connected server; a server that can't answer is left out (unknown, never 0)."""
+        dictionary per connected server (its engine adapters' object_sizes); a server that can't
+        answer is left out (unknown, never 0)."""
         from ioattr.collectors.engine import EngineError
-        from ioattr.collectors.innodb_names import tablespace_sizes
 
         sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
         for pid, ctx in session.naming.servers.items():
             if ctx.engine is None:
                 continue
             try:
-                sizes[str(pid)] = tablespace_sizes(ctx.engine)
+                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}
             except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
                 continue
         if sizes:

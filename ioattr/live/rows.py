@@ -13,13 +13,15 @@ import numpy as np
 
 from ioattr.collectors import abi
 from ioattr.collectors.drain import Deltas
-from ioattr.collectors.innodb_files import FC_NAMES, classify_path
-from ioattr.collectors.innodb_names import INDEX_PAGE_TYPES, page_type_name
 from ioattr.collectors.mysqld import ServerContext
 from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
 from ioattr.collectors.thread_roles import role_of_comm
+from ioattr.engines import registry as engines
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
+from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
+
+PAGE_ENGINE = engines.page_engine()  # the engine whose page kinds the BPF classifier counts (page_stats)
 
 STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
 STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
@@ -150,7 +152,7 @@ class IoRows:
             "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
             "digest": [x or None for x in digest_l],
             "query": _by_value(n.query, digest_l),
-            "file_class": _by_value(lambda f: FC_NAMES[classify_path(f)] if f and not f.startswith("[") else None,
+            "file_class": _by_value(lambda f: engines.file_class_name(f) if f and not f.startswith("[") else None,
                                     files),
             "dev": _by_value(lambda x: "%d:%d" % abi.dev_major_minor(x), dev_l),
             "device": _by_value(n.devices.lookup, dev_l),
@@ -276,8 +278,8 @@ class PageRows:
                 index_names.append(None)
                 levels.append(None)
             else:
-                page_types.append(page_type_name(pt, flavor))
-                is_index = pt in INDEX_PAGE_TYPES and not (flavor == "mysql" and pt == 18)
+                page_types.append(PAGE_ENGINE.page_type_name(pt, flavor))
+                is_index = PAGE_ENGINE.is_index_page(pt, flavor)
                 iid = int(k["index_id"][i]) if is_index else None
                 index_ids.append(iid)
                 index_names.append(ctx.names.lookup(iid) if (ctx and iid is not None) else None)

@@ -28,13 +28,13 @@ import numpy as np
 from ioattr.collectors import abi, features, libbpf
 from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
 from ioattr.collectors.engine import EngineOptions
-from ioattr.collectors.innodb_files import PAGE_FILE_CLASSES, InnodbFileMap, classify_path
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
+from ioattr.engines import registry as engines
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 
 
@@ -130,7 +130,8 @@ class LiveSession:
                 o.log(f"degraded: {why}")
             for note in self.probes.notes.values():  # e.g. the syscall hook fell back to raw
                 o.log(note)
-            self.file_map = InnodbFileMap(self.probes.map_fd("innodb_files") if o.innodb_pages else None)
+            pages = engines.page_engine()
+            self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes)
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
                                          self.probes.shared_fds.get("target_slots"))
@@ -196,7 +197,7 @@ class LiveSession:
                 self._attach_server(pid)
 
     def _attach_server(self, pid: int) -> None:
-        ctx = ServerContext(pid, self.opts.engine, self.file_map)
+        ctx = ServerContext(pid, self.opts.engine, self.file_map, engines=engines.engines_for(None))
         ctx.connect()
         if ctx.engine_error:
             self.opts.log(f"server {pid}: {ctx.engine_error}; index names, thread roles and engine counters "
@@ -221,7 +222,7 @@ class LiveSession:
             ev = abi.OpenEvent.from_buffer_copy(data)
             self.naming.files.on_open(ev)
             name = self.naming.files.names.get((int(ev.dev), int(ev.ino)))
-            if int(ev.tgid) in self.naming.servers and name and classify_path(name) in PAGE_FILE_CLASSES:
+            if int(ev.tgid) in self.naming.servers and name and engines.is_page_file(name):
                 self._new_page_file = True
         elif kind == abi.EV_QUERY and len(data) >= ctypes.sizeof(abi.QueryEvent):
             ev = abi.QueryEvent.from_buffer_copy(data)

@@ -1,7 +1,7 @@
 """Names for the numbers in io_stats keys, as recordings and reports show them."""
 from __future__ import annotations
 
-from ioattr.collectors.abi import Api, Kind, Layer, Op
+from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op
 
 LAYER_NAMES = {int(v): v.name.lower() for v in Layer}
 LAYERS = tuple(LAYER_NAMES[int(v)] for v in Layer)  # syscall, block, pagecache: --layer's choices
@@ -18,6 +18,9 @@ API_NAMES = {
     int(Api.OTHER): "other",
 }
 KIND_NAMES = {int(v): v.name.lower() for v in Kind}
+# the file_class dimension (bpf/ioattr.h enum ioattr_file_class): every engine's files are
+# named in this one vocabulary (ioattr/engines/ decide which class a file has)
+FILE_CLASS_NAMES = {v: v.name.lower() for v in FileClass}
 
 # What the `file` column says for block IO that is not a tracked file's data.
 KIND_FILE_LABELS = {

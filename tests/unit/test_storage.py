@@ -18,7 +18,8 @@ def test_storage_classes_are_one_list() -> None:
     assert not storage.is_storage("syscall", None)
     assert top.STORAGE_FILE_CLASSES is storage.STORAGE_FILE_CLASSES
     # the files with InnoDB pages are all storage files
-    from ioattr.collectors.innodb_files import FC_NAMES, PAGE_FILE_CLASSES
+    from ioattr.engines.innodb.files import PAGE_FILE_CLASSES
+    from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
     assert {FC_NAMES[c] for c in PAGE_FILE_CLASSES} <= set(storage.STORAGE_FILE_CLASSES)
     assert set(storage.STORAGE_FILE_CLASSES) == set(FC_NAMES.values()) - {"other"}

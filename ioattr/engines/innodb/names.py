@@ -1,4 +1,5 @@
-"""Names for InnoDB ids: index id -> schema.table.INDEX, page type -> name.
+"""Names for InnoDB's objects: index id -> schema.table.INDEX (the InnoDB adapter's "objects";
+page type names are in pages.py).
 
 MariaDB lists indexes in INFORMATION_SCHEMA.INNODB_SYS_INDEXES/_TABLES,
 MySQL 8 in INNODB_INDEXES/INNODB_TABLES; both give a table as
@@ -28,20 +29,6 @@ MYSQL8_QUERY = (
 MARIADB_SIZES_QUERY = "SELECT NAME, FILE_SIZE FROM INFORMATION_SCHEMA.INNODB_SYS_TABLESPACES"
 MYSQL8_SIZES_QUERY = "SELECT NAME, FILE_SIZE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES"
 
-COMMON_PAGE_TYPES = {
-    0: "allocated", 2: "undo_log", 3: "inode", 4: "ibuf_free_list", 5: "ibuf_bitmap", 6: "system",
-    7: "trx_system", 8: "fsp_hdr", 9: "xdes", 10: "blob", 11: "zblob", 12: "zblob2",
-    17855: "index", 17854: "rtree",
-}
-MARIADB_PAGE_TYPES = {18: "instant", 34354: "page_compressed", 37401: "page_compressed_encrypted"}
-MYSQL8_PAGE_TYPES = {
-    14: "compressed", 15: "encrypted", 16: "compressed_encrypted", 17: "encrypted_rtree",
-    18: "sdi_blob", 19: "sdi_zblob", 20: "legacy_doublewrite", 21: "rseg_array", 22: "lob_index",
-    23: "lob_data", 24: "lob_first", 25: "zlob_first", 26: "zlob_data", 27: "zlob_index",
-    28: "zlob_frag", 29: "zlob_frag_entry", 17853: "sdi",
-}
-INDEX_PAGE_TYPES = {17855, 17854, 18}  # 18 = MariaDB's instant-ALTER root, an index page too
-
 _ENC = re.compile(r"@([0-9a-fA-F]{4})")
 
 
@@ -62,13 +49,6 @@ def index_display_name(table: str, index: str) -> str:
     if len(parts) > 1:
         part = "#" + decode_name(re.sub(r"#[Ss][Pp]#", "/", parts[1]))
     return f"{decode_name(schema)}.{decode_name(parts[0])}{part}.{decode_name(index)}"
-
-
-def page_type_name(page_type: int, flavor: str = "mariadb") -> str:
-    if page_type in COMMON_PAGE_TYPES:
-        return COMMON_PAGE_TYPES[page_type]
-    extra = MYSQL8_PAGE_TYPES if flavor == "mysql" else MARIADB_PAGE_TYPES
-    return extra.get(page_type, f"type_{page_type}")
 
 
 def table_display_name(table: str) -> str:

@@ -1,4 +1,5 @@
-"""InnoDB's files of a running server: what each one is, and its page geometry.
+"""InnoDB's files of a running server: what each one is, and its page geometry
+(the InnoDB adapter's "files"; the BPF map `innodb_files` is fed from here).
 
 Every file the server has open (/proc/PID/fd) gets a file_class from its
 name; page files (tablespaces, the system tablespace, undo and temporary
@@ -16,13 +17,10 @@ import struct
 from dataclasses import dataclass
 
 from ioattr.collectors import abi, libbpf
+from ioattr.engines.innodb.pages import FIL_PAGE_TYPE_FSP_HDR
+from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
 FC = abi.FileClass
-FC_NAMES = {
-    FC.OTHER: "other", FC.TABLESPACE: "tablespace", FC.SYSTEM_TABLESPACE: "system_tablespace",
-    FC.UNDO: "undo", FC.REDO_LOG: "redo_log", FC.BINLOG: "binlog", FC.RELAY_LOG: "relay_log",
-    FC.DOUBLEWRITE: "doublewrite", FC.TMP: "tmp",
-}
 # files made of InnoDB pages (registered for page classification). Not the definition of
 # storage reads: that is ioattr/model/storage.py's STORAGE_FILE_CLASSES, which includes these
 PAGE_FILE_CLASSES = (FC.TABLESPACE, FC.SYSTEM_TABLESPACE, FC.UNDO, FC.TMP)
@@ -91,9 +89,6 @@ def _no_readahead(f) -> None:
         os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
     except (OSError, AttributeError):
         pass
-
-
-FIL_PAGE_TYPE_FSP_HDR = 8
 
 
 def read_page_geometry(path: str) -> tuple[int, int] | None:

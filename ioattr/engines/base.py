@@ -1,0 +1,177 @@
+"""The interface a storage engine implements, and all the rest of ioattr knows about engines.
+
+ioattr's model is engine-neutral: file -> object inside it (index, relation, SST) -> page or
+block kind -> thread role -> statement and stage -> phase. What only an engine knows sits
+behind `EngineAdapter`:
+
+    files       which of a server's files are the engine's, and their file_class
+                (the vocabulary is ioattr.model.labels.FILE_CLASS_NAMES, shared by all engines)
+    objects     naming the objects inside those files from the server (ObjectNames)
+    pages       the page/block kinds it classifies: the userspace half of a BPF classifier,
+                with the table of kinds defined once (a unit test checks it against the
+                BPF header it mirrors)
+    roles       thread/process roles (performance_schema instruments, thread names)
+    statements  the uprobe symbols its statement probes need (a description: attaching is
+                collectors/stage_probes.py's job)
+    counters    its counter sources for the counters table (CounterSource)
+    findings    the explain findings only it can test
+
+The core (ioattr.live, ioattr.analysis, topview, prometheus) uses adapters through this
+interface and ioattr.engines.registry, never an engine's modules by name, so adding MyRocks or
+PostgreSQL is one new package under ioattr/engines/ plus one line in the registry.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence
+
+from ioattr.collectors import abi
+
+#: one counters-table row from a source: (name, value, text) -- text only for non-numbers
+CounterRow = tuple[str, "float | None", "str | None"]
+#: a finding: explain's evidence -> {"id", "title", "verdict", "evidence"} (ioattr.analysis.findings)
+Finding = Callable[[Any], dict[str, Any]]
+
+
+class Connection(Protocol):
+    """What an adapter needs of a server connection (collectors.engine.EngineConnection)."""
+
+    flavor: str
+
+    def query(self, sql: str) -> list[tuple]: ...
+
+
+class ObjectNames(Protocol):
+    """Names of the objects inside an engine's files (index id -> schema.table.INDEX, ...).
+
+    Unknown ids stay unknown (None), never guessed; `error` says why names are missing."""
+
+    error: str | None
+
+    def refresh(self, conn: Connection) -> bool: ...
+
+    def lookup(self, object_id: int) -> str | None: ...
+
+
+class FileRegistry(Protocol):
+    """Keeps the engine's BPF file map equal to the page files a server has open."""
+
+    pending: bool
+
+    def sync(self, pid: int, directories: list[str] | None = None) -> list: ...
+
+
+@dataclass(frozen=True)
+class StatementProbe:
+    """One uprobe symbol an engine's statement/stage attribution relies on (a description)."""
+
+    symbol: str    # as exported by the server binary (C++ names mangled or not, as elf.py finds them)
+    stage: str     # the stage it marks: parse, optimize, execute, commit, estimate, background
+    why: str       # what the probe tells ioattr
+
+
+class CounterSource(ABC):
+    """One engine counter source of one server: a `source` of the counters table.
+
+    Instances are per server (they may keep state, e.g. monitors they switched on)."""
+
+    source: ClassVar[str]
+
+    def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
+                    note: Callable[[tuple, str], None]) -> None:
+        """Once per server process (and after a reconnect): switch on what the source needs,
+        add derived settings to `settings` (meta.json; None when the server's settings could
+        not be read). note(key, text) says, once per key, what went wrong or what was changed
+        on the server. Default: nothing to do."""
+
+    @abstractmethod
+    def read(self, conn: Connection) -> list[CounterRow]:
+        """The source's rows now. Raises collectors.engine.EngineError when unreadable."""
+
+
+class EngineAdapter(ABC):
+    """A storage engine as ioattr sees it. One stateless instance per engine (the registry's);
+    per-server and per-session state lives in the objects its factory methods return."""
+
+    #: the engine's name as servers say it (information_schema.ENGINES, lower case)
+    name: ClassVar[str]
+    #: the BPF map its page files are registered in (None: no page classification in BPF)
+    file_map_name: ClassVar[str | None] = None
+
+    # -- files -------------------------------------------------------------------------
+    @abstractmethod
+    def classify_path(self, path: str) -> abi.FileClass | None:
+        """The file_class of a file of this engine, None if the file is not the engine's."""
+
+    @abstractmethod
+    def is_page_file(self, path: str) -> bool:
+        """Whether the file holds pages this engine classifies (registered in file_map_name)."""
+
+    def file_registry(self, map_fd: int | None) -> FileRegistry | None:
+        """The session's registrar of page files into the BPF map (None: nothing to register)."""
+        return None
+
+    #: server variables naming directories where the engine keeps files besides the datadir
+    #: (read with @@datadir in one query when a server is connected)
+    directory_variables: ClassVar[Sequence[str]] = ()
+
+    def on_connect(self, conn: Connection, files: FileRegistry | None) -> None:
+        """A server was just connected: learn what the file registry needs from it (e.g. which
+        spaces are encrypted). Must not raise for a server that lacks what it asks."""
+
+    # -- objects -----------------------------------------------------------------------
+    @abstractmethod
+    def object_names(self) -> ObjectNames:
+        """A fresh per-server name cache of the objects inside the engine's files."""
+
+    def object_sizes(self, conn: Connection) -> dict[str, int]:
+        """Bytes on disk per table (schema.table), for explain's working-set finding.
+        Raises collectors.engine.EngineError. Default: unknown (empty)."""
+        return {}
+
+    # -- pages / blocks ------------------------------------------------------------------
+    def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
+        """The name of a page/block kind number the BPF classifier counted."""
+        return f"type_{page_type}"
+
+    def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
+        """Whether the kind belongs to an index (has an index id and a level)."""
+        return False
+
+    # -- roles -----------------------------------------------------------------------------
+    #: performance_schema instrument NAME -> role, for the engine's own threads
+    instrument_roles: ClassVar[Mapping[str, str]] = {}
+
+    def role_of_comm(self, comm: str) -> str | None:
+        """A role from a thread's name (comm) where the engine names its threads."""
+        return None
+
+    # -- statements -------------------------------------------------------------------------
+    #: the uprobes the engine's statement attribution needs (collectors/stage_probes.py attaches)
+    statement_probes: ClassVar[Sequence[StatementProbe]] = ()
+
+    # -- counters ------------------------------------------------------------------------------
+    def counter_sources(self) -> list[CounterSource]:
+        """Fresh per-server counter sources, in the order they are read."""
+        return []
+
+    # -- findings ---------------------------------------------------------------------------------
+    #: explain findings only this engine can test (ioattr.analysis.findings runs them)
+    findings: ClassVar[Sequence[Finding]] = ()
+
+    def claims(self, conn: Connection | None) -> bool:
+        """Whether a server (through its connection; None: not connected) uses this engine."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"
+
+
+def first_class(adapters: Iterable[EngineAdapter], path: str) -> abi.FileClass:
+    """The file_class the first adapter that owns `path` gives it ('other' if none does)."""
+    for a in adapters:
+        fc = a.classify_path(path)
+        if fc is not None:
+            return fc
+    return abi.FileClass.OTHER

@@ -1,0 +1,77 @@
+"""The InnoDB adapter: InnoDB's files, index names, page types, thread roles, counters and findings behind ioattr.engines.base.EngineAdapter."""
+from __future__ import annotations
+
+from typing import ClassVar, Mapping, Sequence
+
+from ioattr.collectors import abi
+from ioattr.collectors.engine import EngineError
+from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatementProbe
+from ioattr.engines.innodb import files, names, pages
+from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
+from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
+
+
+class InnodbAdapter(EngineAdapter):
+    """InnoDB (MariaDB 10.x/11.x and MySQL 8 flavors): pages classified in BPF
+    (bpf/innodb.bpf.h, map innodb_files) and named here."""
+
+    name = "innodb"
+    file_map_name = "innodb_files"
+    instrument_roles: ClassVar[Mapping[str, str]] = INSTRUMENT_ROLES
+    # what InnoDB's statement attribution rides on: MariaDB exports no InnoDB internals, so these
+    # are SQL-layer symbols (demangled here; collectors/stage_probes.py lists the mangled
+    # candidates per server version and attaches them)
+    statement_probes: ClassVar[Sequence[StatementProbe]] = (
+        StatementProbe("dispatch_command", "statement", "a client statement starts: its text and digest"),
+        StatementProbe("mysql_execute_command", "execute", "the statement executes (--stages full)"),
+        StatementProbe("JOIN::optimize", "optimize", "the optimizer runs (--stages full)"),
+        StatementProbe("JOIN::exec", "execute", "the joined rows are read (--stages full)"),
+        StatementProbe("ha_commit_trans", "commit", "the transaction commits: redo, binlog (--stages full)"),
+        StatementProbe("handler::multi_range_read_info_const", "estimate",
+                       "an index dive: InnoDB's records_in_range reads index pages for the optimizer"),
+        StatementProbe("thd_attach_thd", "background", "InnoDB's purge task takes a THD (purge IO)"),
+        StatementProbe("thd_detach_thd", "background", "the purge task gives it back"),
+    )
+
+    # -- files ----------------------------------------------------------------------------
+    def classify_path(self, path: str) -> abi.FileClass | None:
+        # binlog/relay log names are recognised here too: they are InnoDB's co-travellers on every
+        # MariaDB/MySQL server, and the only server files ioattr classifies today
+        fc = files.classify_path(path)
+        return None if fc == abi.FileClass.OTHER else fc
+
+    def is_page_file(self, path: str) -> bool:
+        return files.classify_path(path) in files.PAGE_FILE_CLASSES
+
+    def file_registry(self, map_fd: int | None) -> files.InnodbFileMap:
+        return files.InnodbFileMap(map_fd)
+
+    directory_variables: ClassVar[Sequence[str]] = ("innodb_data_home_dir", "innodb_undo_directory")
+
+    def on_connect(self, conn: Connection, registry: object) -> None:
+        if not isinstance(registry, files.InnodbFileMap):
+            return
+        try:
+            rows = conn.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
+                              "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
+            registry.mark_encrypted({int(r[0]) for r in rows})
+        except EngineError:
+            pass  # MySQL 8 has no such table; encryption then shows as unreadable page headers
+
+    # -- objects ---------------------------------------------------------------------------
+    def object_names(self) -> names.IndexNames:
+        return names.IndexNames()
+
+    def object_sizes(self, conn: Connection) -> dict[str, int]:
+        return names.tablespace_sizes(conn)  # type: ignore[arg-type]
+
+    # -- pages -----------------------------------------------------------------------------
+    def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
+        return pages.page_type_name(page_type, flavor)
+
+    def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
+        return pages.is_index_page(page_type, flavor)
+
+    # -- counters --------------------------------------------------------------------------
+    def counter_sources(self) -> list[CounterSource]:
+        return [InnodbMetrics(), InnodbStatus()]

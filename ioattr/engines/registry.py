@@ -1,0 +1,49 @@
+"""Which engine adapters a traced server gets, and the engine-wide questions the core asks.
+
+ENGINES lists every adapter ioattr has, in the order they are asked; a new engine is one
+line here. The core never tests an engine's name: it asks the adapters (for a path's
+file_class, a page kind's name, a thread's role) or iterates the ones a server uses.
+"""
+from __future__ import annotations
+
+from ioattr.collectors import abi
+from ioattr.engines.base import Connection, EngineAdapter, first_class
+from ioattr.engines.innodb import InnodbAdapter
+from ioattr.model.labels import FILE_CLASS_NAMES
+
+#: every engine adapter, in the order they are asked
+ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(),)
+
+
+def engines_for(conn: Connection | None) -> tuple[EngineAdapter, ...]:
+    """The adapters of a server (through its connection; None: not connected yet, then every
+    adapter whose files may be there: file classification needs no connection)."""
+    return tuple(e for e in ENGINES if e.claims(conn))
+
+
+def by_name(name: str) -> EngineAdapter:
+    """The adapter called `name` (KeyError if ioattr has none)."""
+    for e in ENGINES:
+        if e.name == name:
+            return e
+    raise KeyError(name)
+
+
+def page_engine() -> EngineAdapter:
+    """The adapter whose page kinds the pages table holds (the one BPF page classifier)."""
+    return next(e for e in ENGINES if e.file_map_name is not None)
+
+
+def classify_path(path: str) -> abi.FileClass:
+    """A server file's file_class by its name, asking every engine ('other' if none owns it)."""
+    return first_class(ENGINES, path)
+
+
+def file_class_name(path: str) -> str:
+    """classify_path as the name the file_class dimension shows."""
+    return FILE_CLASS_NAMES[classify_path(path)]
+
+
+def is_page_file(path: str) -> bool:
+    """Whether some engine classifies the pages of this file (registers it in BPF)."""
+    return any(e.is_page_file(path) for e in ENGINES)

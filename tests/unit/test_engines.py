@@ -1,0 +1,233 @@
+"""The engine adapters' pure parts (no root, no kernel, no server) and the layering rule.
+
+InnoDB's adapter: files classified by path, object names decoded (@NNNN, partitions, indexes
+being built), SHOW ENGINE INNODB STATUS parsed from saved text, the page-kind table checked
+against the BPF header it mirrors. The registry: how a server's engines are chosen. The
+layering: every module imports in a fresh interpreter (no cycles), the core reaches engines
+only through ioattr.engines.registry / base, and engines never import the core.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ioattr.collectors import abi
+from ioattr.collectors.thread_roles import ThreadRoles, role_of_instrument
+from ioattr.engines import registry
+from ioattr.engines.base import EngineAdapter
+from ioattr.engines.innodb import InnodbAdapter, files, names, pages
+from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
+from ioattr.engines.innodb.status import as_dict, parse_innodb_status
+from ioattr.model.labels import FILE_CLASS_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+FC = abi.FileClass
+
+
+# -- files ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("path, expected", [
+    ("/var/lib/mysql/db/t.ibd", FC.TABLESPACE),
+    ("/var/lib/mysql/db/t#P#p0.ibd", FC.TABLESPACE),
+    ("/var/lib/mysql/db/t.ibd (deleted)", FC.TABLESPACE),
+    ("/var/lib/mysql/ibdata1", FC.SYSTEM_TABLESPACE),
+    ("/var/lib/mysql/undo001", FC.UNDO),
+    ("/var/lib/mysql/ib_logfile0", FC.REDO_LOG),
+    ("/var/lib/mysql/#innodb_redo/#ib_redo12", FC.REDO_LOG),
+    ("/var/lib/mysql/ibtmp1", FC.TMP),
+    ("/var/lib/mysql/db/#sql-alter-1a2b-3.ibd", FC.TMP),
+    ("/tmp/#sql_1a2b_0.MAD", FC.TMP),
+    ("[anonymous tmpfile]", FC.TMP),
+    ("/var/lib/mysql/mysql-bin.000001", FC.BINLOG),
+    ("/var/lib/mysql/binlog.000042", FC.BINLOG),
+    ("/var/lib/mysql/host-relay-bin.000003", FC.RELAY_LOG),
+    ("/var/lib/mysql/mysql/user.MAI", FC.OTHER),
+    ("/var/lib/mysql/db/t.frm", FC.OTHER),
+    ("", FC.OTHER),
+])
+def test_innodb_files_by_path(path: str, expected: FC) -> None:
+    assert files.classify_path(path) == expected
+    # the adapter owns every class but "other"; the registry asks it and falls back to other
+    assert InnodbAdapter().classify_path(path) == (None if expected == FC.OTHER else expected)
+    assert registry.classify_path(path) == expected
+    assert registry.file_class_name(path) == FILE_CLASS_NAMES[expected]
+
+
+def test_page_files_are_the_paged_classes() -> None:
+    a = InnodbAdapter()
+    assert a.is_page_file("/d/db/t.ibd") and a.is_page_file("/d/ibdata1") and a.is_page_file("/d/undo002")
+    assert not a.is_page_file("/d/ib_logfile0") and not a.is_page_file("/d/mysql-bin.000001")
+    assert registry.is_page_file("/d/ibtmp1") and not registry.is_page_file("/d/x.MYD")
+
+
+def test_file_class_vocabulary_is_the_abi_enum() -> None:
+    assert set(FILE_CLASS_NAMES) == set(FC)
+    assert FILE_CLASS_NAMES[FC.SYSTEM_TABLESPACE] == "system_tablespace"
+    assert files.FC_NAMES is FILE_CLASS_NAMES  # one vocabulary, not a copy
+
+
+@pytest.mark.parametrize("flags, size", [
+    (0x15, 1 << 14),          # full_crc32, ssize 5: 16 KiB
+    (0x13, 1 << 12),          # full_crc32, ssize 3: 4 KiB
+    (0, 16384),               # classic, no ssize: the default page
+    (4 << 6, 8192),           # classic, ssize 4
+    (3 << 1 | 5 << 6, 4096),  # ROW_FORMAT=COMPRESSED: the zip size wins
+])
+def test_page_size_from_fsp_flags(flags: int, size: int) -> None:
+    assert files.page_size_from_flags(flags) == size
+
+
+def test_page_geometry_from_page_zero(tmp_path: Path) -> None:
+    page = bytearray(16384)
+    page[24:26] = pages.FIL_PAGE_TYPE_FSP_HDR.to_bytes(2, "big")
+    page[38:42] = (7).to_bytes(4, "big")
+    page[54:58] = (0x15).to_bytes(4, "big")
+    f = tmp_path / "t.ibd"
+    f.write_bytes(bytes(page))
+    assert files.read_page_geometry(str(f)) == (7, 16384)
+    f.write_bytes(bytes(16384))  # page 0 not written yet: no guess of space 0
+    assert files.read_page_geometry(str(f)) is None
+
+
+# -- names -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("table, index, shown", [
+    ("db/t", "PRIMARY", "db.t.PRIMARY"),
+    ("db/t#P#p0", "k_1", "db.t#p0.k_1"),
+    ("db/t#p#p1#sp#s0", "k_1", "db.t#p1/s0.k_1"),
+    ("d@0024b/t@00e9", "i@002dx", "d$b.té.i-x"),
+    ("db/t", "\xffk_new", "db.t.k_new (building)"),
+])
+def test_index_names(table: str, index: str, shown: str) -> None:
+    assert names.index_display_name(table, index) == shown
+
+
+def test_index_name_cache() -> None:
+    n = InnodbAdapter().object_names()
+    assert n.lookup(names.IBUF_INDEX_ID) == names.CHANGE_BUFFER
+    n.load_rows([(41, "PRIMARY", "db/t", 5), (42, "k", "db/t#P#p0", 6)])
+    assert n.lookup(41) == "db.t.PRIMARY" and n.lookup(42) == "db.t#p0.k" and n.lookup(43) is None
+    assert n.table_of_space == {5: "db/t", 6: "db/t#P#p0"}
+    assert names.table_display_name("db/t#P#p0") == "db.t#p0"
+
+
+# -- status ----------------------------------------------------------------------------------
+def test_status_parsing_on_saved_text() -> None:
+    text = (ROOT / "tests" / "fixtures" / "innodb_status_mariadb_10.11_load.txt").read_text()
+    d = as_dict(parse_innodb_status(text))
+    assert d["history_list_length"] == 1902 and d["ibuf_merges"] == 12
+    assert d["checkpoint_age"] == 10252126 - 10152342
+    assert parse_innodb_status("") == []
+
+
+# -- pages: one table, checked against the BPF header ------------------------------------------
+def _header_defines() -> dict[str, int]:
+    text = (ROOT / "bpf" / "innodb_page.h").read_text()
+    return {m[1]: int(m[2]) for m in re.finditer(r"^#define\s+(\w+)\s+(\d+)\b", text, re.M)}
+
+
+def test_page_table_matches_bpf_header() -> None:
+    d = _header_defines()
+    for name in ("FIL_PAGE_OFFSET", "FIL_PAGE_TYPE", "FIL_PAGE_SPACE_ID", "PAGE_LEVEL", "PAGE_INDEX_ID",
+                 "FIL_PAGE_INDEX", "FIL_PAGE_RTREE", "FIL_PAGE_TYPE_INSTANT"):
+        assert getattr(pages, name) == d[name], name
+    # the header's ioa_is_index_page() tests exactly INDEX_PAGE_TYPES
+    text = (ROOT / "bpf" / "innodb_page.h").read_text()
+    body = text[text.index("ioa_is_index_page(__u16 page_type)"):]
+    body = body[:body.index("}")]
+    tested = {d[n] for n in re.findall(r"page_type == (\w+)", body)}
+    assert tested == set(pages.INDEX_PAGE_TYPES)
+    assert pages.PAGE_INDEX_ID + 8 == d["PAGE_HDR_BYTES"]
+
+
+def test_page_type_names() -> None:
+    a = InnodbAdapter()
+    assert a.page_type_name(17855) == "index" and a.page_type_name(2) == "undo_log"
+    assert a.page_type_name(18) == "instant" and a.page_type_name(18, "mysql") == "sdi_blob"
+    assert a.page_type_name(999) == "type_999"
+    assert a.is_index_page(18) and not a.is_index_page(18, "mysql") and a.is_index_page(17854, "mysql")
+    assert not a.is_index_page(10)
+
+
+# -- roles -----------------------------------------------------------------------------------
+def test_roles_from_sql_layer_and_engine() -> None:
+    assert role_of_instrument("thread/sql/one_connection") == "connection"
+    assert role_of_instrument("thread/innodb/page_cleaner_thread", INSTRUMENT_ROLES) == "page_cleaner"
+    assert role_of_instrument("thread/innodb/page_cleaner_thread") == "page_cleaner"  # by its name's tail
+    assert role_of_instrument("thread/innodb/srv_worker_thread", INSTRUMENT_ROLES) == "purge"
+    assert role_of_instrument("thread/innodb/srv_worker_thread") == "srv_worker"  # the engine's entry matters
+    roles = ThreadRoles(INSTRUMENT_ROLES, [lambda c: "flush" if c == "rocksdb:high" else None])
+    assert roles.lookup(1, "iou-wrk-7") == "io_uring_worker"
+    assert roles.lookup(1, "rocksdb:high") == "flush" and roles.lookup(1, "mariadbd") is None
+
+
+# -- the registry --------------------------------------------------------------------------------
+def test_registry() -> None:
+    assert [e.name for e in registry.ENGINES] == ["innodb"]
+    assert all(isinstance(e, EngineAdapter) for e in registry.ENGINES)
+    assert registry.by_name("innodb") is registry.page_engine()
+    assert registry.page_engine().file_map_name == "innodb_files"
+    assert registry.engines_for(None) == registry.ENGINES
+    with pytest.raises(KeyError):
+        registry.by_name("tokudb")
+    sources = [s.source for s in registry.page_engine().counter_sources()]
+    assert sources == ["innodb_metrics", "innodb_status"]  # the counters table's source names
+    assert all(p.symbol and p.stage for p in registry.page_engine().statement_probes)
+
+
+# -- layering -----------------------------------------------------------------------------------
+def _modules() -> list[str]:
+    out = []
+    for base, pkg in ((ROOT / "ioattr", "ioattr"), (ROOT / "collectors", "ioattr.collectors"),
+                      (ROOT / "cli", "ioattr.cli")):
+        for f in sorted(base.rglob("*.py")):
+            rel = f.relative_to(base).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out.append(".".join([pkg, *parts]))
+    return out
+
+
+def test_every_module_imports_alone() -> None:
+    """Each module in a fresh interpreter: an import cycle fails whichever module enters it first."""
+    code = ("import importlib, sys\nbad = []\nfor m in sys.argv[1:]:\n"
+            "    import subprocess\n"
+            "    r = subprocess.run([sys.executable, '-c', f'import {m}'], capture_output=True, text=True)\n"
+            "    if r.returncode: bad.append(m + ': ' + r.stderr.strip().splitlines()[-1])\n"
+            "print('\\n'.join(bad))\n")
+    r = subprocess.run([sys.executable, "-c", code, *_modules()], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "", r.stdout + r.stderr
+
+
+def _imports(f: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(f.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_imports_flow_one_way() -> None:
+    """The core reaches engines through the registry and base only; collectors (kernel and
+    connection plumbing, which engines build on) and ioattr.model never import engines; engines
+    never import the core."""
+    core = [ROOT / "ioattr" / d for d in ("live", "analysis", "topview", "prometheus", "output", "format",
+                                          "host")] + [ROOT / "cli"]
+    for d in core:
+        for f in d.rglob("*.py"):
+            bad = {m for m in _imports(f) if m.startswith("ioattr.engines.") and
+                   m.split(".")[2] not in ("registry", "base")}
+            assert not bad, f"{f.relative_to(ROOT)} imports an engine by name: {sorted(bad)}"
+    for d in (ROOT / "collectors", ROOT / "ioattr" / "model"):
+        for f in d.rglob("*.py"):
+            bad = {m for m in _imports(f) if m.startswith("ioattr.engines")}
+            assert not bad, f"{f.relative_to(ROOT)} imports engines: {sorted(bad)}"
+    for f in (ROOT / "ioattr" / "engines").rglob("*.py"):
+        bad = {m for m in _imports(f) if m.startswith("ioattr.") and
+               m.split(".")[1] not in ("engines", "collectors", "model", "errors")}
+        assert not bad, f"{f.relative_to(ROOT)} imports the core: {sorted(bad)}"
