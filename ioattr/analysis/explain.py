@@ -226,17 +226,9 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
                            if fold else ""))
     cb = _fold(contributors(rec, b_name, m), fold, keep)
     ct = _fold(contributors(other, t_name, m), fold, keep)
-    vb = sum(cb.values()) / base.denominator
-    vt = sum(ct.values()) / targ.denominator
-    change = vt - vb
-    rows = []
-    for key in set(cb) | set(ct):
-        pb = cb.get(key, 0.0) / base.denominator
-        pt = ct.get(key, 0.0) / targ.denominator
-        rows.append((key, pb, pt, pt - pb))
-    gross = em.gross_change([r[3] for r in rows])
-    rows.sort(key=lambda r: abs(r[3]), reverse=True)
-    shown, rest = rows[:top], rows[top:]
+    cmp = em.compare(cb, ct, base.denominator, targ.denominator)
+    vb, vt, change, gross = cmp.baseline, cmp.target, cmp.change, cmp.gross
+    shown, rest = cmp.rows[:top], cmp.rows[top:]
     out_rows = []
     for key, pb, pt, d in shown:
         out_rows.append({"dims": dict(zip(DIMS, key)), "baseline_per_op": _r(pb), "target_per_op": _r(pt),

@@ -68,6 +68,36 @@ def basis_label(gross: float, unit: str) -> str:
 
 
 @dataclass
+class Comparison:
+    """Two sides' contributors as per-operation figures: the totals, the change, and one row
+    per contributor key (baseline per op, target per op, change), biggest change first."""
+    baseline: float
+    target: float
+    change: float
+    gross: float
+    rows: list[tuple[tuple, float, float, float]]
+
+
+def compare(base: dict[tuple, float], target: dict[tuple, float], base_ops: float,
+            target_ops: float) -> Comparison:
+    """Per-operation figures of a comparison (phase vs phase or run vs run): each side's
+    storage IO (or bytes) per key over its own operations. A key one side lacks counts 0
+    there (a cause that appeared or vanished is all change). Operations must be > 0: a side
+    without them is compared per second instead (the caller's choice)."""
+    if base_ops <= 0 or target_ops <= 0:
+        raise ValueError(f"per-operation figures need operations on both sides ({base_ops}, {target_ops})")
+    vb = sum(base.values()) / base_ops
+    vt = sum(target.values()) / target_ops
+    rows = []
+    for key in set(base) | set(target):
+        pb = base.get(key, 0.0) / base_ops
+        pt = target.get(key, 0.0) / target_ops
+        rows.append((key, pb, pt, pt - pb))
+    rows.sort(key=lambda r: (-abs(r[3]), repr(r[0])))
+    return Comparison(vb, vt, vt - vb, gross_change([r[3] for r in rows]), rows)
+
+
+@dataclass
 class SideCounts:
     """What one side of a comparison counted."""
     phase: str

@@ -125,3 +125,50 @@ def test_probe_differences_fold_what_one_side_lacks() -> None:
     c[("i", "leaf", "estimate", "connection", "tablespace", "q")] = 7.0
     assert _fold(c, {"stage"}, ("estimate",)) == {("i", "leaf", None, "connection", "tablespace", "q"): 5.0,
                                                   ("i", "leaf", "estimate", "connection", "tablespace", "q"): 7.0}
+
+
+def test_per_operation_figures_and_their_change() -> None:
+    """Each side's IO per key over its own operations; the totals are the sums of the rows."""
+    base = {("k", "leaf"): 300.0, ("PRIMARY", "leaf"): 100.0}
+    targ = {("k", "leaf"): 300.0, ("PRIMARY", "leaf"): 2500.0, ("PRIMARY", "non_leaf"): 50.0}
+    c = em.compare(base, targ, 100.0, 250.0)
+    assert (c.baseline, c.target, c.change) == (4.0, 11.4, 11.4 - 4.0)
+    assert c.rows == [(("PRIMARY", "leaf"), 1.0, 10.0, 9.0),          # biggest change first
+                      (("k", "leaf"), 3.0, 1.2, 1.2 - 3.0),
+                      (("PRIMARY", "non_leaf"), 0.0, 0.2, 0.2)]       # absent in the baseline: 0 there
+    assert c.gross == 9.0 + 0.2
+    assert [round(em.share(r[3], c.gross), 6) for r in c.rows] == [round(9.0 / 9.2, 6), round(-1.8 / 9.2, 6),
+                                                                   round(0.2 / 9.2, 6)]
+
+
+def test_run_vs_run_with_a_zero_baseline() -> None:
+    """A baseline run whose queries read nothing is 0 per query, and all of the change is
+    the target's; nothing moved on either side: no change and no shares."""
+    c = em.compare({}, {("i", "leaf"): 1500.0}, 3000.0, 3000.0)
+    assert (c.baseline, c.target, c.change, c.gross) == (0.0, 0.5, 0.5, 0.5)
+    assert em.share(c.rows[0][3], c.gross) == 1.0
+    none = em.compare({}, {}, 10.0, 20.0)
+    assert (none.baseline, none.target, none.change, none.gross, none.rows) == (0.0, 0.0, 0.0, 0.0, [])
+    assert em.share(0.0, none.gross) is None
+    # zero baseline, significant target: not noise (all of it is change)
+    assert em.noise_reason(_s("a", 3000, 0), _s("b", 3000, 1500), 0.0, 0.5, metric="m", per="query",
+                           per_second=False) is None
+    # both zero: no significant change, said with the numbers
+    assert em.noise_reason(_s("a", 3000, 0), _s("b", 3000, 0), 0.0, 0.0, metric="m", per="query",
+                           per_second=False) == "no significant change: m 0 -> 0; 0 and 0 storage IOs (fewer than 100 on either side)"
+    with pytest.raises(ValueError):
+        em.compare({}, {}, 0.0, 10.0)  # no operations: the caller compares per second instead
+
+
+def test_z_score_is_poisson_counting_noise() -> None:
+    # 400 vs 424 IOs over 1000 ops each: |0.424 - 0.4| / sqrt(400/1e6 + 424/1e6)
+    assert em.z_score(_s("a", 1000, 400), _s("b", 1000, 424)) == pytest.approx(0.024 / (824e-6) ** 0.5)
+    # per second when there is no denominator; none at all without either
+    assert em.z_score(_s("a", None, 100, 10.0), _s("b", None, 400, 10.0)) == pytest.approx(30 / (5.0) ** 0.5)
+    assert em.z_score(_s("a", None, 0, 0.0), _s("b", 10, 5)) is None
+    assert em.z_score(_s("a", 10, 0), _s("b", 10, 0)) is None
+
+
+def test_plural() -> None:
+    assert [em.plural("query"), em.plural("query", 1), em.plural("insert"), em.plural("insert", 2)] == [
+        "queries", "query", "inserts", "inserts"]
