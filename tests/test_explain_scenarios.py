@@ -445,7 +445,7 @@ def test_clustered_lookups_through_a_cached_secondary_index() -> None:
     """A query that read no secondary page (its index stayed cached) reads PRIMARY pages: they
     count as lookups when performance_schema says the table's rows came through the secondary
     index, and not when they came through PRIMARY (point selects by primary key)."""
-    from ioattr.analysis.findings import clustered_lookups
+    from ioattr.engines.innodb.findings import clustered_lookups
 
     primary = ("b.t.PRIMARY", "leaf", None, "connection", "tablespace", Q)
     e = _evidence({}, {primary: 2000.0},
@@ -453,9 +453,9 @@ def test_clustered_lookups_through_a_cached_secondary_index() -> None:
     f = clustered_lookups(e)
     assert f["verdict"] == "supported" and f["evidence"]["share_of_change"] == 1.0, f
     assert f["evidence"]["reached_through_secondary"] == "b.t.PRIMARY", f
-    # the working set leaves what the lookups claim to them (one definition: findings._lookups),
+    # the working set leaves what the lookups claim to them (one definition: engines/innodb/findings._lookups),
     # so the lookups rank first (a fresh run had working_set first when only P_S tied them)
-    from ioattr.analysis.findings import _demand_miss
+    from ioattr.engines.innodb.findings import _demand_miss
 
     assert not _demand_miss(e)(primary)
     e = _evidence({}, {primary: 2000.0},
@@ -471,7 +471,7 @@ def test_clustered_lookups_through_a_cached_secondary_index() -> None:
 def test_change_buffer_memory_needs_other_pages_missing() -> None:
     """A change buffer holding a third of the pool is crowding only when other indexes' pages
     make up the change; when the change is the change buffer's own pages read back, it is not."""
-    from ioattr.analysis.findings import change_buffer_memory
+    from ioattr.engines.innodb.findings import change_buffer_memory
 
     settings = {"innodb_buffer_pool_size": 8 * 2**20, "innodb_page_size": PAGE, "innodb_change_buffering": "all",
                 "innodb_change_buffer_max_size": 50}

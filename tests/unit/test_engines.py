@@ -178,6 +178,17 @@ def test_registry() -> None:
     assert all(p.symbol and p.stage for p in registry.page_engine().statement_probes)
 
 
+def test_findings_are_the_engines_then_the_servers() -> None:
+    from ioattr.analysis.findings import FINDINGS
+    from ioattr.engines.innodb import findings as innodb_findings
+
+    names = [f.__name__ for f in FINDINGS]
+    assert names[:len(innodb_findings.FINDINGS)] == [f.__name__ for f in innodb_findings.FINDINGS]
+    assert names == ["clustered_lookups", "change_buffer_merges", "change_buffer_memory", "working_set",
+                     "log_rereads", "readahead_waste", "purge_reads", "write_amplification", "flush_storms",
+                     "optimizer_reads", "random_access", "write_statement_reads"]  # the order ties keep
+
+
 # -- layering -----------------------------------------------------------------------------------
 def _modules() -> list[str]:
     out = []
@@ -227,7 +238,11 @@ def test_imports_flow_one_way() -> None:
         for f in d.rglob("*.py"):
             bad = {m for m in _imports(f) if m.startswith("ioattr.engines")}
             assert not bad, f"{f.relative_to(ROOT)} imports engines: {sorted(bad)}"
+    # ... except the findings' toolkit (ioattr.analysis.evidence: Evidence and the verdicts), which
+    # an engine's findings are written against and which imports no engine
     for f in (ROOT / "ioattr" / "engines").rglob("*.py"):
         bad = {m for m in _imports(f) if m.startswith("ioattr.") and
-               m.split(".")[1] not in ("engines", "collectors", "model", "errors")}
+               m.split(".")[1] not in ("engines", "collectors", "model", "errors")
+               and not m.startswith("ioattr.analysis.evidence")}
         assert not bad, f"{f.relative_to(ROOT)} imports the core: {sorted(bad)}"
+    assert not {m for m in _imports(ROOT / "ioattr" / "analysis" / "evidence.py") if m.startswith("ioattr.engines")}

@@ -5,8 +5,9 @@ from typing import ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
-from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatementProbe
+from ioattr.engines.base import Connection, CounterSource, EngineAdapter, Finding, StatementProbe
 from ioattr.engines.innodb import files, names, pages
+from ioattr.engines.innodb import findings as innodb_findings
 from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
 from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
 
@@ -71,6 +72,8 @@ class InnodbAdapter(EngineAdapter):
 
     def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
         return pages.is_index_page(page_type, flavor)
+
+    findings: ClassVar[Sequence[Finding]] = innodb_findings.FINDINGS
 
     # -- counters --------------------------------------------------------------------------
     def counter_sources(self) -> list[CounterSource]:
