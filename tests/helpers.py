@@ -31,6 +31,29 @@ def ioattr(*args: str, timeout: float = 120, check: bool = False, **kw) -> subpr
     return r
 
 
+def cli_in_process(args: list[str]) -> tuple[int, str, str]:
+    """`ioattr ARGS` in this process (no interpreter start-up per run): (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from ioattr.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(args))
+        except SystemExit as e:           # argparse
+            rc = e.code if isinstance(e.code, int) else 2
+    return rc, out.getvalue(), err.getvalue()
+
+
+def fake_tracefs(root: Path, events: list[str]) -> Path:
+    """A tracefs with only these events (category:name), for the missing-tracepoint paths."""
+    for ev in events:
+        (root / "events" / ev.replace(":", "/")).mkdir(parents=True)
+    return root
+
+
 def report_json(rec: Path, *args: str) -> dict:
     r = ioattr("report", str(rec), "--format", "json", *args, check=True)
     return json.loads(r.stdout)
@@ -43,11 +66,12 @@ def loaded_ioattr_programs() -> list[str]:
             if p.get("name", "").startswith(("ioattr_", "doctor_"))]
 
 
-def _prog_ids_held_by_processes() -> set[int]:
-    """Ids of BPF programs some live process holds (directly or through a link), from fdinfo."""
+def _prog_ids_held_by_processes(skip_pid: int | None = None, bpf_fds_only: bool = False) -> set[int]:
+    """Ids of BPF programs some live process holds (directly or through a link), from fdinfo;
+    skip_pid: not that process's; bpf_fds_only: only program and link fds (what a tracer holds)."""
     held: set[int] = set()
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or int(pid) == skip_pid:
             continue
         try:
             fds = os.listdir(f"/proc/{pid}/fdinfo")
@@ -55,6 +79,9 @@ def _prog_ids_held_by_processes() -> set[int]:
             continue
         for fd in fds:
             try:
+                if bpf_fds_only and os.readlink(f"/proc/{pid}/fd/{fd}") not in ("anon_inode:bpf-prog",
+                                                                                "anon_inode:bpf_link"):
+                    continue
                 with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                     for line in f:
                         if line.startswith("prog_id:"):
@@ -132,17 +159,23 @@ def listening_tcp_ports(pid: int) -> set[int]:
     """TCP ports process `pid` listens on, from its socket fds and /proc/PID/net/tcp{,6}: how
     to find the port of a server told to listen on port 0 that does not print it."""
     inodes = {str(i) for i in socket_inodes(pid)}
-    ports = set()
+    return {port for _, _, port, inode in tcp_listeners(f"/proc/{pid}/net") if inode in inodes}
+
+
+def tcp_listeners(net: str = "/proc/net") -> list[tuple[str, str, int, str]]:
+    """(table, local address hex, port, socket inode) of every LISTEN socket in NET/tcp{,6}."""
+    found = []
     for table in ("tcp", "tcp6"):
         try:
-            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            lines = Path(f"{net}/{table}").read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             f = line.split()
-            if f[3] == "0A" and f[9] in inodes:  # state LISTEN, one of its sockets
-                ports.add(int(f[1].rsplit(":", 1)[1], 16))
-    return ports
+            if f[3] == "0A":  # state LISTEN
+                addr, port_hex = f[1].rsplit(":", 1)
+                found.append((table, addr, int(port_hex, 16), f[9]))
+    return found
 
 
 def bpf_fds() -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import IOATTR, assert_no_ioattr_programs, ioattr
+from tests.helpers import IOATTR, assert_no_ioattr_programs, fake_tracefs, ioattr
 
 
 def one_line_error(r: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -61,15 +61,9 @@ def test_no_btf(tmp_path: Path) -> None:
     assert "BTF" in err
 
 
-def _fake_tracefs(root: Path, events: list[str]) -> Path:
-    for ev in events:
-        (root / "events" / ev.replace(":", "/")).mkdir(parents=True)
-    return root
-
-
 def test_missing_required_tracepoint(tmp_path: Path) -> None:
     need_root()
-    fake = _fake_tracefs(tmp_path / "tracefs", ["sched:sched_process_fork"])
+    fake = fake_tracefs(tmp_path / "tracefs", ["sched:sched_process_fork"])
     env = dict(os.environ, IOATTR_TRACEFS=str(fake))
     err = one_line_error(ioattr("record", "--pid", "1", "-o", str(tmp_path / "r"), env=env))
     assert "raw_syscalls:sys_enter" in err
@@ -77,7 +71,7 @@ def test_missing_required_tracepoint(tmp_path: Path) -> None:
 
 def test_missing_optional_tracepoint_degrades_with_a_message(tmp_path: Path) -> None:
     need_root()
-    fake = _fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
+    fake = fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
                                                  "sched:sched_process_fork", "sched:sched_process_exec"])
     env = dict(os.environ, IOATTR_TRACEFS=str(fake))
     rec = tmp_path / "r"

@@ -30,7 +30,6 @@ then one named test per kind of damage.
 from __future__ import annotations
 
 import contextlib
-import io as _io
 import json
 import os
 import random
@@ -49,7 +48,7 @@ import pytest
 from tests.conftest import need, need_root, need_tool
 from tests.fuzz import corpus
 from tests.fuzz import reference as ref
-from tests.helpers import ROOT, ioattr
+from tests.helpers import ROOT, cli_in_process, ioattr
 
 FUZZ_DIR = ROOT / "tests" / "fuzz"
 HARNESS = FUZZ_DIR / "classify_fuzz"
@@ -205,16 +204,8 @@ REPORT_ARGS = ("--format", "json", "--by", "file,phase,process")
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    """`ioattr ARGS` in this process (no interpreter start-up per run): (exit code, stdout, stderr)."""
-    from ioattr.cli.main import main
-
-    out, err = _io.StringIO(), _io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(args))
-        except SystemExit as e:           # argparse
-            rc = e.code if isinstance(e.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
+    """`ioattr ARGS` in this process: (exit code, stdout, stderr)."""
+    return cli_in_process(list(args))
 
 
 def report_rows(rec: Path) -> tuple[int, dict | None, str]:

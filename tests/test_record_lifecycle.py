@@ -72,10 +72,14 @@ def test_signal_stops_cleanly_and_keeps_everything(writer: Writer, tmp_path: Pat
     assert_no_ioattr_programs()
 
 
+def _chunked_recorder(rec: Path, pid: int) -> Background:
+    """A recorder of `pid` that writes a chunk every half second (quarter-second intervals)."""
+    return Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.25", "--chunk-seconds", "0.5")
+
+
 def test_kill_9_leaves_a_readable_recording_and_no_programs(writer: Writer, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.25",
-                    "--chunk-seconds", "0.5")
+    bg = _chunked_recorder(rec, writer.pid)
     try:
         bg.wait_recording()
         writer.write(40)
@@ -94,8 +98,7 @@ def test_kill_9_leaves_a_readable_recording_and_no_programs(writer: Writer, tmp_
 def test_report_works_while_recording(writer: Writer, tmp_path: Path) -> None:
     """Reports of a running recording see each flushed chunk: exactly the writes so far."""
     rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), "--pid", str(writer.pid), "--interval", "0.25",
-                    "--chunk-seconds", "0.5")
+    bg = _chunked_recorder(rec, writer.pid)
     try:
         bg.wait_recording()
         for total in (30, 50):

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,11 +15,13 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from tests.conftest import need, need_root, need_tool
-from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json, wait_until
+from tests.helpers import IOATTR, Background, assert_no_ioattr_programs, ioattr, report_json, \
+    synthetic_generator, wait_until
 
 
 def _notes(rec: Path) -> list[str]:
@@ -145,6 +148,18 @@ def _mount_tmpfs(path: Path, size: str) -> None:
     need(r.returncode == 0, f"cannot mount a tmpfs: {r.stderr.strip()}")
 
 
+@contextlib.contextmanager
+def _small_disk(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` at tmp_path/small for the body of a `with` (root only): a disk to fill."""
+    need_root()
+    small = tmp_path / "small"
+    _mount_tmpfs(small, size)
+    try:
+        yield small
+    finally:
+        _umount(small)
+
+
 def _umount(path: Path) -> None:
     if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
@@ -195,9 +210,7 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
     Exactly: the command's first batch is in the chunks before the disk is filled, its second
     batch comes after, so the recording holds the first batch's bytes, no more, no less."""
     need_root()
-    small = tmp_path / "small"
-    _mount_tmpfs(small, "4m")
-    try:
+    with _small_disk(tmp_path, "4m") as small:
         rec = small / "rec"
         done = tmp_path / "done.json"
         first_file = Path(str(done) + ".first")
@@ -242,17 +255,13 @@ def test_disk_full_stops_recording_cleanly_and_lets_the_command_finish(tmp_path:
         got = sum(r["bytes"] for r in rep["rows"] if (r["file"] or "").startswith(data) and r["op"] == "write")
         # the first batch, all of it; nothing of the second (no chunk could be written after the fill)
         assert got == _written_in(after, data) == _written_in(before, data) == first
-    finally:
-        _umount(small)
 
 
 def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> None:
     """While ioattr waits for the command after a full disk, a SIGTERM to ioattr ends the
     command too (nothing left running) and the line gives its status."""
     need_root()
-    small = tmp_path / "small"
-    _mount_tmpfs(small, "4m")
-    try:
+    with _small_disk(tmp_path, "4m") as small:
         rec = small / "rec"
         done = tmp_path / "done.json"
         bg = _record_many_files_writer(rec, tmp_path, done)  # never told to go on: still running
@@ -270,8 +279,6 @@ def test_disk_full_then_sigterm_is_passed_on_to_the_command(tmp_path: Path) -> N
         assert not done.exists() and not os.path.exists(f"/proc/{child}")
         assert not Path(str(done) + ".go").exists()
         assert_no_ioattr_programs()
-    finally:
-        _umount(small)
 
 
 def test_disk_full_in_the_writer_loses_only_the_chunk_being_written(tmp_path: Path) -> None:
@@ -290,9 +297,7 @@ def test_disk_full_in_the_writer_loses_only_the_chunk_being_written(tmp_path: Pa
         row.update({c: [0] for c in ("lat_sum_ns",) + tuple(f"h{j:02d}" for j in range(64))})
         return row
 
-    small = tmp_path / "small"
-    _mount_tmpfs(small, "1m")
-    try:
+    with _small_disk(tmp_path, "1m") as small:
         rec = small / "rec"
         w = RecordingWriter.create(rec, targets=["pid 1"], interval=1.0, phase="main", probe_sets=[],
                                    degraded={})
@@ -315,25 +320,13 @@ def test_disk_full_in_the_writer_loses_only_the_chunk_being_written(tmp_path: Pa
         assert meta["status"] == "incomplete" and "disk full" in meta["error"]
         rows = report_json(rec, "--by", "file")["rows"]
         assert sorted(r["file"] for r in rows) == ["/data/f0", "/data/f1", "/data/f2"]
-    finally:
-        _umount(small)
 
 
 def test_disk_full_during_compaction_keeps_the_chunks(tmp_path: Path) -> None:
     """Compaction (ioattr/format/compact.py) on a full disk: one line, exit 1, its temporary segment
     removed, every chunk still there and the report unchanged."""
-    need_root()
-    import importlib.util
-
-    from tests.helpers import ROOT
-
-    spec = importlib.util.spec_from_file_location("synthetic_recording",
-                                                  ROOT / "benchmarks" / "synthetic_recording.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    small = tmp_path / "small"
-    _mount_tmpfs(small, "16m")
-    try:
+    gen = synthetic_generator()
+    with _small_disk(tmp_path, "16m") as small:
         rec = small / "rec"
         gen.generate(rec, hours=32 / 3600, interval=1.0, chunk_seconds=1.0, seed=3, compact=False,
                      tables=4, connections=3)
@@ -348,8 +341,6 @@ def test_disk_full_during_compaction_keeps_the_chunks(tmp_path: Path) -> None:
         assert sorted(rec.glob("*/chunk-*.parquet")) == chunks
         assert not list(rec.glob("*/*.tmp")), "the failed segment was left behind"
         assert report_json(rec, "--by", "file,op")["rows"] == want["rows"]
-    finally:
-        _umount(small)
 
 
 # -- 3. 10,000 temp files created and deleted --------------------------------------------------

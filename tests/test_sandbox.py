@@ -12,24 +12,14 @@ import pytest
 from ioattr.host.sandbox import PrivateMariaDB, SandboxError, live_servers
 from tests.conftest import need_tool
 from tests.fixtures_mariadb import _descendants, _need_mariadb
+from tests.helpers import tcp_listeners
 
 PAGE = 16384
 
 
 def _listeners(port: int) -> list[tuple[str, str]]:
     """(file, local address hex) of LISTEN sockets on ``port`` in /proc/net/tcp{,6}."""
-    found = []
-    for name in ("tcp", "tcp6"):
-        try:
-            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            fields = line.split()
-            addr, port_hex = fields[1].rsplit(":", 1)
-            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A = LISTEN
-                found.append((name, addr))
-    return found
+    return [(table, addr) for table, addr, p, _ in tcp_listeners() if p == port]
 
 
 def _ibd_io(db: PrivateMariaDB, schema: str, table: str) -> tuple[int, int, int, int]:

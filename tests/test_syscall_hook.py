@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import assert_no_ioattr_programs, bpf_fds, ioattr, report_json
+from tests.helpers import assert_no_ioattr_programs, bpf_fds, fake_tracefs, ioattr, report_json
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -71,15 +71,9 @@ def test_default_is_per_syscall_tracepoints_and_loads_only_its_programs() -> Non
     assert_no_ioattr_programs()
 
 
-def _fake_tracefs(root: Path, events: list[str]) -> Path:
-    for ev in events:
-        (root / "events" / ev.replace(":", "/")).mkdir(parents=True)
-    return root
-
-
 def test_falls_back_to_raw_with_a_note(tmp_path: Path) -> None:
     need_root()
-    fake = _fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"])
+    fake = fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"])
     env = {k: v for k, v in os.environ.items() if k != "IOATTR_SYSCALL_HOOK"}
     env["IOATTR_TRACEFS"] = str(fake)
     r = _session_in_child(env)
@@ -94,7 +88,7 @@ def test_falls_back_to_raw_with_a_note(tmp_path: Path) -> None:
 
 def test_forced_tracepoints_without_them_is_a_host_error(tmp_path: Path) -> None:
     need_root()
-    fake = _fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"])
+    fake = fake_tracefs(tmp_path / "tracefs", ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"])
     env = dict(os.environ, IOATTR_TRACEFS=str(fake), IOATTR_SYSCALL_HOOK="tracepoints")
     r = ioattr("record", "--pid", "1", "-o", str(tmp_path / "r"), env=env)
     assert r.returncode == 2, (r.returncode, r.stderr)

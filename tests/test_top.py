@@ -23,7 +23,7 @@ import pytest
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.hist import percentile_ns
 from tests.conftest import need_root, need_tool
-from tests.helpers import IOATTR, ioattr, loaded_ioattr_programs, wait_until
+from tests.helpers import IOATTR, _prog_ids_held_by_processes, ioattr, loaded_ioattr_programs, wait_until
 
 HOT_ROWS = 120000
 COLD_ROWS = 20000
@@ -33,26 +33,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # -- BPF programs left behind -------------------------------------------------------------------
 def _prog_ids_held_by_others() -> set[int]:
     """Ids of BPF programs held open (program or link fds) by processes other than this one."""
-    me = os.getpid()
-    ids: set[int] = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{entry}/fd/{fd}") not in ("anon_inode:bpf-prog", "anon_inode:bpf_link"):
-                    continue
-                with open(f"/proc/{entry}/fdinfo/{fd}") as f:
-                    for line in f:
-                        if line.startswith("prog_id:"):
-                            ids.add(int(line.split()[1]))
-            except (OSError, ValueError):
-                continue
-    return ids
+    return _prog_ids_held_by_processes(skip_pid=os.getpid(), bpf_fds_only=True)
 
 
 def assert_no_leftover_programs(timeout: float = 5.0) -> None:

@@ -9,25 +9,18 @@ far, in bytes, so the last one bounds every command).
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import resource
 import sys
 
 
 def main(argv: list[str]) -> int:
-    from ioattr.cli.main import main as ioattr_main
+    from tests.helpers import cli_in_process
 
     results = []
     for args in json.loads(argv[0]):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = ioattr_main(list(args))
-            except SystemExit as e:       # argparse
-                rc = e.code if isinstance(e.code, int) else 2
-        results.append({"argv": args, "rc": rc, "out": out.getvalue(), "err": err.getvalue(),
+        rc, out, err = cli_in_process(args)
+        results.append({"argv": args, "rc": rc, "out": out, "err": err,
                         "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
     print(json.dumps(results))
     return 0
