@@ -21,10 +21,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
-const volatile __u32 target_tgid = 0;
-
-__u64 enter_hits = 0; /* submissions */
-__u64 exit_hits = 0;  /* completions */
+#include "floor.bpf.h"
 
 #ifdef FLOOR_TP_BTF
 #define SUBMIT_SEC "tp_btf/io_uring_submit_req"
@@ -34,22 +31,7 @@ __u64 exit_hits = 0;  /* completions */
 #define COMPLETE_SEC "tracepoint/io_uring/io_uring_complete"
 #endif
 
-SEC(SUBMIT_SEC)
-int uring_floor_submit(void *ctx)
-{
-	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
-		return 0;
-	enter_hits++;
-	return 0;
-}
-
-SEC(COMPLETE_SEC)
-int uring_floor_complete(void *ctx)
-{
-	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
-		return 0;
-	exit_hits++;
-	return 0;
-}
+FLOOR_PROG(uring_floor_submit, SUBMIT_SEC, enter_hits)
+FLOOR_PROG(uring_floor_complete, COMPLETE_SEC, exit_hits)
 
 char LICENSE[] SEC("license") = "GPL";
