@@ -80,7 +80,10 @@ static __always_inline void account_pages(struct page_key *k, __u64 pages, __u64
 	__sync_fetch_and_add(&v->bytes, bytes);
 }
 
-static long classify_one(__u32 i, struct classify_ctx *c)
+/* One page: read its header, classify it, count it. Inlined into the
+ * one-page path (every subprogram call returns through the SRSO return
+ * thunk on this kind of host) and wrapped by classify_one for bpf_loop. */
+static __always_inline long classify_step(__u32 i, struct classify_ctx *c)
 {
 	__u32 zero = 0;
 	struct page_hdr *h = bpf_map_lookup_elem(&hdr_scratch, &zero);
@@ -96,6 +99,11 @@ static long classify_one(__u32 i, struct classify_ctx *c)
 	ioa_classify_page(&k, &c->file, c->first_page + i, h->b, len);
 	account_pages(&k, 1, c->page_bytes);
 	return 0;
+}
+
+static long classify_one(__u32 i, struct classify_ctx *c)
+{
+	return classify_step(i, c);
 }
 
 /* Classify the pages of one completed read or submitted write. */
@@ -121,7 +129,7 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 	c.page_bytes = 1U << shift;
 	c.shift = shift;
 	if (n == 1) /* one page (InnoDB's page reads): no bpf_loop helper and indirect call */
-		classify_one(0, &c);
+		classify_step(0, &c);
 	else
 		bpf_loop(n, classify_one, &c, 0);
 }
