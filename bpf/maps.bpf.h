@@ -115,7 +115,11 @@ struct task_io_state {
 	__u8 est_depth; /* estimate probes entered and not yet returned (bpf/stage.bpf.c) */
 	__u16 phase;  /* the phase when the IO syscall in flight was issued */
 	__u8 est_saved; /* the stage the outermost estimate probe interrupted, restored on return */
-	__u8 pad_est[3];
+	__u8 wire_state; /* bpf/stage.bpf.c's MySQL protocol reader: what the next recvfrom on wire_fd is */
+	__u8 wire_stmt;  /* the wire program started this thread's statement (the fallback uprobe skips it) */
+	__u8 pad_est[1];
+	__s32 wire_fd;   /* the connection socket whose packet is being read */
+	__u32 wire_need; /* bytes of that packet's payload not read yet */
 };
 
 struct {

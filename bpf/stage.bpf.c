@@ -321,19 +321,17 @@ static __always_inline void set_stage(__u8 stage)
 		st->stage = stage;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *packet, unsigned int length)
+/* A client statement starts on this thread: command `command` with its
+ * `length` bytes of arguments at user address `packet` (for COM_QUERY, the
+ * text). The one body of both statement sources, the wire reader and the
+ * dispatch_command uprobe, so they give the same stages, digests, counts,
+ * texts and phase markers. */
+static __always_inline int statement_start(struct task_io_state *st, __u64 pid_tgid, int command,
+					   const char *packet, unsigned int length)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct task_io_state *st;
 	struct digest_ctx *c;
 	__u32 zero = 0, len;
 
-	if (!is_target(pid_tgid >> 32))
-		return 0;
-	st = thread_state();
-	if (!st)
-		return 0;
 	st->stage = cfg.fine_stages ? IOA_STAGE_PARSE : IOA_STAGE_STATEMENT;
 	st->est_depth = 0; /* an estimate whose return was never seen ends with its statement */
 	st->digest = 0;
@@ -417,6 +415,151 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 	}
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* wake the recorder now */
 	wait_for_recorder(new_phase, marker_ts);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *packet, unsigned int length)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_io_state *st;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	st = thread_state();
+	if (!st)
+		return 0;
+	/* attached as the fallback next to the wire reader: a statement the wire
+	 * reader already started (a connection in clear) is not started twice */
+	if (st->wire_stmt) {
+		st->wire_stmt = 0;
+		return 0;
+	}
+	return statement_start(st, pid_tgid, command, packet, length);
+}
+
+/*
+ * Statement boundaries from the MySQL client/server protocol, on
+ * syscalls:sys_exit_recvfrom: no trap per statement, one per-syscall
+ * tracepoint dispatch per recvfrom. A MariaDB connection thread reads each
+ * packet as recvfrom(fd, buf, 4, MSG_DONTWAIT) = the header (3-byte
+ * little-endian payload length, 1-byte sequence id, 0 for a command), then
+ * recvfrom(fd, buf, length) = the payload, whose first byte is the command
+ * (checked with strace on unix sockets and TCP, 10.11: the server reads
+ * unbuffered). The syscall's arguments come from the task's saved user
+ * registers (an exit-only program: no enter program, no saved state per
+ * call). Per thread (task storage):
+ *   WIRE_IDLE     a 4-byte read whose 4th byte is 0 and length non-zero is a
+ *                 command header: WIRE_PAYLOAD on that fd, wire_need = length;
+ *                 another sequence id (authentication, LOAD DATA LOCAL, the
+ *                 continuation packets of a payload of 16 MB or more) is
+ *                 skipped over as WIRE_REST, never a statement
+ *   WIRE_PAYLOAD  the next read on wire_fd asking for wire_need bytes starts
+ *                 the statement (statement_start, the same body as the
+ *                 uprobe's: command = its first byte, the text after it)
+ *   WIRE_REST     the rest of a payload that came in several reads
+ * Any read that does not fit (another fd, another size) drops the state, so a
+ * thread attached mid-packet resynchronises at the next header. What the
+ * socket does not carry in clear -- TLS records (5-byte headers), the
+ * compressed protocol (7-byte headers) -- never looks like a command header:
+ * such statements are not seen here, and userspace attaches the
+ * dispatch_command uprobe as the fallback (collectors/stage_probes.py).
+ */
+enum { WIRE_IDLE, WIRE_PAYLOAD, WIRE_REST };
+
+/* statements the wire reader started, per target process (ioattr's own included):
+ * userspace compares their growth with the server's Questions to tell whether
+ * the clients' statements are on the wire in clear, else it attaches the
+ * dispatch_command uprobe (collectors/stage_probes.py) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} wire_stmts SEC(".maps");
+
+static __always_inline void count_wire(__u32 tgid)
+{
+	__u64 one = 1, *v = bpf_map_lookup_elem(&wire_stmts, &tgid);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else
+		bpf_map_update_elem(&wire_stmts, &tgid, &one, BPF_NOEXIST);
+}
+#define WIRE_MAX_PACKET 0xffffff
+
+/* commands a client sends (1..0x1f; COM_STMT_BULK_EXECUTE 0xfa): a 0 first byte
+ * is no command (a replica's IO thread reads the primary's OK-prefixed events,
+ * whose sequence id wraps to 0 every 256 packets) */
+static __always_inline bool client_command(__u8 cmd)
+{
+	return (cmd >= 1 && cmd <= 0x1f) || cmd == 0xfa;
+}
+
+SEC("tracepoint/syscalls/sys_exit_recvfrom")
+int ioattr_wire_recv(struct syscall_trace_exit *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	long ret = ctx->ret;
+	struct task_io_state *st;
+	struct pt_regs *regs;
+	__u64 size, buf;
+	int fd;
+
+	if (ret <= 0 || !is_target(pid_tgid >> 32))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return 0;
+	fd = (int)BPF_CORE_READ(regs, di);
+	buf = BPF_CORE_READ(regs, si);
+	size = BPF_CORE_READ(regs, dx);
+	st = thread_state();
+	if (!st)
+		return 0;
+	/* set again below if this read starts a statement: a TLS read leaves no stale mark for
+	 * the fallback uprobe (a cached thread's last clear statement) to skip a statement by */
+	st->wire_stmt = 0;
+	if (st->wire_state != WIRE_IDLE) {
+		if (fd == st->wire_fd && st->wire_state == WIRE_PAYLOAD && size == st->wire_need) {
+			__u32 need = st->wire_need;
+			__u8 cmd = 0;
+
+			st->wire_state = (__u64)ret < need ? WIRE_REST : WIRE_IDLE;
+			st->wire_need = (__u64)ret < need ? need - (__u32)ret : 0;
+			if (bpf_probe_read_user(&cmd, 1, (void *)buf) || !client_command(cmd))
+				return 0;
+			st->wire_stmt = 1;
+			count_wire(pid_tgid >> 32);
+			/* the arguments that arrived (all of them but for a payload split across reads) */
+			return statement_start(st, pid_tgid, cmd, (const char *)(buf + 1),
+					       ((__u64)ret < need ? (__u32)ret : need) - 1);
+		}
+		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
+			if ((__u64)ret < st->wire_need) {
+				st->wire_need -= (__u32)ret;
+			} else {
+				st->wire_state = WIRE_IDLE;
+				st->wire_need = 0;
+			}
+			return 0;
+		}
+		st->wire_state = WIRE_IDLE; /* out of step: look for the next header */
+	}
+	if (size == 4 && ret == 4) {
+		__u8 h[4];
+		__u32 len;
+
+		if (bpf_probe_read_user(h, sizeof(h), (void *)buf))
+			return 0;
+		len = h[0] | (h[1] << 8) | ((__u32)h[2] << 16);
+		if (!len)
+			return 0;
+		st->wire_fd = fd;
+		st->wire_need = len;
+		st->wire_state = h[3] == 0 ? WIRE_PAYLOAD : WIRE_REST;
+	}
 	return 0;
 }
 

@@ -86,13 +86,19 @@ def add_duration_argument(p: argparse.ArgumentParser) -> None:
 
 def add_stages_argument(p: argparse.ArgumentParser) -> None:
     """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
-    from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, STAGE_MODES
+    from ioattr.collectors.stage_probes import (DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, STAGE_MODES,
+                                                 STATEMENT_SOURCES)
     p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
-                   help="statement (default): statement digests and roles (one uprobe hit per "
-                        "statement) and the optimizer's index dives (stage estimate: hit only by "
-                        "statements that estimate index ranges); other IO inside a statement has its "
-                        "query and a null stage. full: also parse/optimize/execute/commit (~4 more "
-                        "hits per point select: costs QPS on short queries)")
+                   help="statement (default): statement digests and roles and the optimizer's index "
+                        "dives (stage estimate: a uprobe hit only by statements that estimate index "
+                        "ranges); other IO inside a statement has its query and a null stage. full: also "
+                        "parse/optimize/execute/commit (~4 uprobe hits per point select: costs QPS on "
+                        "short queries)")
+    p.add_argument("--statements", choices=STATEMENT_SOURCES, default=DEFAULT_STATEMENT_SOURCE,
+                   help="where statements start: wire (each command packet as the server receives it, "
+                        "no uprobe trap; blind to TLS and compressed clients), uprobe (dispatch_command, "
+                        "a trap per statement), auto (default: the wire, plus the uprobe for a server "
+                        "whose Questions grow faster than the wire shows statements)")
 
 
 def add_capacity_argument(p: argparse.ArgumentParser) -> None:
@@ -137,4 +143,5 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
 def live_options(args: argparse.Namespace) -> dict[str, Any]:
     """The SessionOptions keyword arguments the shared groups give (targets are built by each
     command: record adds a wrapped command, exporter waits for servers)."""
-    return {"engine": engine_options(args), "stages": args.stages, "max_stats": args.max_entries}
+    return {"engine": engine_options(args), "stages": args.stages, "statements": args.statements,
+            "max_stats": args.max_entries}

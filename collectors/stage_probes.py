@@ -24,12 +24,29 @@ trap (~1.8 us on a small VM) and a point select would hit five of nine, so:
 The cost rule: a probe that every statement would hit stays in `full`; a probe
 that only the statements doing the traced work hit (index dives, purge) is on
 by default.
+
+Where a statement starts (`--statements`, both modes): the dispatch_command
+uprobe traps on every statement (1.1 us idle, 3-5 us on a loaded small VM:
+docs/benchmarks.md, issue 13), so by default the statement source is the
+wire: bpf/stage.bpf.c ioattr_wire_recv on syscalls:sys_exit_recvfrom reads
+each command packet as the server receives it (no trap) and does what the
+uprobe did (digest, counts, stage reset, phase markers). It cannot see what
+the socket does not carry in clear (TLS, the compressed protocol). So:
+  auto (default)  the wire; the session compares, per server, the statements
+                  the wire reader started (BPF map wire_stmts) with the
+                  server's own Questions growth (check_wire) and, when fewer
+                  show on the wire, attaches the dispatch_command uprobe for
+                  that server next to it (it skips the statements the wire
+                  reader already started), saying so in one line
+  wire            the wire only, never the uprobe
+  uprobe          the dispatch_command uprobe only (the pre-issue-13 behaviour)
 """
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
-from ioattr.collectors import libbpf
+from ioattr.collectors import features, libbpf
 from ioattr.collectors.elf import symbol_offsets
 from ioattr.collectors.probes import ProbeSession
 
@@ -45,6 +62,19 @@ class StageProbe:
 
 STAGE_MODES = ("statement", "full")
 DEFAULT_STAGE_MODE = "statement"
+
+STATEMENT_SOURCES = ("auto", "wire", "uprobe")
+DEFAULT_STATEMENT_SOURCE = "auto"
+WIRE_PROGRAM = "ioattr_wire_recv"
+WIRE_TRACEPOINT = ("syscalls", "sys_exit_recvfrom")
+DISPATCH_PROGRAM = "ioattr_dispatch_command"
+# check_wire's evidence: a verdict once the server counted this many Questions since the last
+# one, and the share of them the wire must have seen. In clear the wire sees at least every
+# Question (it also sees COM_STMT_PREPARE/CLOSE, COM_PING, which Questions skips); WIRE_SLACK
+# covers statements in flight between the two counters' reads (one per busy connection).
+WIRE_CHECK_QUESTIONS = 200
+WIRE_CHECK_SHARE = 0.95
+WIRE_SLACK = 16
 
 
 ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_P13Cost_estimate",
@@ -75,19 +105,55 @@ STAGE_PROBES = (
 
 
 class StageProbes:
-    def __init__(self, session: ProbeSession) -> None:
+    def __init__(self, session: ProbeSession, statements: str = DEFAULT_STATEMENT_SOURCE) -> None:
         # the mode follows the loaded objects' config, so the BPF side agrees: with
         # fine_stages off a statement runs in IOA_STAGE_STATEMENT, not parse
         self.mode = "full" if session.fine_stages else "statement"
+        self.session = session
         self.probes = tuple(p for p in STAGE_PROBES if self.mode == "full" or not p.fine)
         self.loaded = session.loaded_set("stage")
         self.links: dict[int, list[libbpf.Link]] = {}
         self.status: dict[int, str] = {}
         self.estimate_pids: set[int] = set()  # servers whose index-dive probes are attached
+        self.requested = statements
+        # per server: "wire", "uprobe" or "wire+uprobe" (the wire and the fallback uprobe), and why
+        self.sources: dict[int, tuple[str, str]] = {}
+        self.wire_attached = False
+        self.wire_why = ""  # why the wire reader cannot be used, when it cannot
+        self._dispatch_at: dict[int, tuple[str, int]] = {}  # pid -> (binary, offset) for a later fallback
+        self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
+        self._wire_fd: int | None = None
+        if self.loaded is not None:
+            self._wire_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_stmts"), None)
+        if statements != "uprobe":
+            self.wire_why = self._wire_unavailable()
 
     @property
     def available(self) -> bool:
         return self.loaded is not None
+
+    def _wire_unavailable(self) -> str:
+        """Why the wire reader cannot run on this host ("" when it can)."""
+        if self.loaded is None:
+            return "stage probes not loaded"
+        if not any(p.name == WIRE_PROGRAM for p in self.loaded.obj.programs()) or self._wire_fd is None:
+            return f"{WIRE_PROGRAM} is not in stage.bpf.o (rebuild it: make -C bpf)"
+        if not features.tracepoint_exists(*WIRE_TRACEPOINT):
+            return f"no tracepoint {':'.join(WIRE_TRACEPOINT)} on this kernel"
+        return ""
+
+    def _attach_wire(self) -> str:
+        """Attach the wire reader once for all servers (it filters by target); "" or why not."""
+        if self.wire_attached or self.wire_why:
+            return self.wire_why
+        prog = next(p for p in self.loaded.obj.programs() if p.name == WIRE_PROGRAM)
+        try:
+            self.session._attach_tracepoint(self.loaded, prog, *WIRE_TRACEPOINT)
+        except (libbpf.LibbpfError, OSError) as e:
+            self.wire_why = f"cannot attach {WIRE_PROGRAM} to {':'.join(WIRE_TRACEPOINT)}: {e}"
+            return self.wire_why
+        self.wire_attached = True
+        return ""
 
     def attach(self, pid: int) -> str:
         """Attach to one server; returns a one-line status ("attached ..." or why not)."""
@@ -101,6 +167,9 @@ class StageProbes:
             self.status[pid] = f"cannot read the server binary's symbols: {e}"
             return self.status[pid]
         programs = {p.name: p for p in self.loaded.obj.programs()}
+        # the statement source: the wire unless asked otherwise or unavailable
+        wire_why = "" if self.requested == "uprobe" else self._attach_wire()
+        use_wire = self.requested != "uprobe" and not wire_why
         links: list[libbpf.Link] = []
         missing: list[str] = []
         for probe in self.probes:
@@ -114,6 +183,10 @@ class StageProbes:
                                         "MariaDB): query and stage attribution is off")
                     return self.status[pid]
                 continue
+            if probe.program == DISPATCH_PROGRAM:
+                self._dispatch_at[pid] = (binary, offsets[sym])
+                if use_wire:
+                    continue  # the wire reader starts statements; the uprobe only as the fallback
             try:
                 links.append(programs[probe.program].attach_uprobe(pid, binary, offsets[sym],
                                                                    retprobe=probe.retprobe))
@@ -125,9 +198,75 @@ class StageProbes:
         self.links[pid] = links
         if any(s in offsets for s in ESTIMATE_SYMBOLS):
             self.estimate_pids.add(pid)
-        self.status[pid] = f"attached {len(links)} uprobes (--stages {self.mode})" + (
-            f" (missing: {', '.join(missing)})" if missing else "")
+        if use_wire:
+            self.sources[pid] = ("wire", f"--statements {self.requested}")
+            self._wire_base.pop(pid, None)
+        elif self.requested == "uprobe":
+            self.sources[pid] = ("uprobe", "--statements uprobe")
+        else:
+            self.sources[pid] = ("uprobe", wire_why)
+        self._set_status(pid, missing)
         return self.status[pid]
+
+    def _set_status(self, pid: int, missing: list[str] | None = None) -> None:
+        source, why = self.sources[pid]
+        what = {"wire": "statements from the wire (recvfrom)",
+                "uprobe": "statements from the dispatch_command uprobe",
+                "wire+uprobe": "statements from the wire, and the dispatch_command uprobe for what it "
+                               "cannot see"}[source]
+        self.status[pid] = (f"attached {len(self.links.get(pid, []))} uprobes (--stages {self.mode}); {what}"
+                            + (f" ({why})" if source != "wire" or self.requested == "wire" else "")
+                            + (f" (missing: {', '.join(missing)})" if missing else ""))
+
+    def source(self, pid: int) -> str | None:
+        """"wire", "uprobe" or "wire+uprobe": where server pid's statements start."""
+        got = self.sources.get(pid)
+        return got[0] if got else None
+
+    def fallback(self, pid: int, why: str) -> str:
+        """Attach the dispatch_command uprobe to a server whose statements the wire reader
+        does not all see; returns the one line to say ("" if nothing changed)."""
+        if self.source(pid) != "wire" or pid not in self._dispatch_at:
+            return ""
+        binary, offset = self._dispatch_at[pid]
+        prog = next(p for p in self.loaded.obj.programs() if p.name == DISPATCH_PROGRAM)
+        try:
+            link = prog.attach_uprobe(pid, binary, offset)
+        except libbpf.LibbpfError as e:
+            return f"server {pid}: {why}, and the dispatch_command uprobe failed to attach: {e}"
+        self.links.setdefault(pid, []).append(link)
+        self.sources[pid] = ("wire+uprobe", why)
+        self._set_status(pid)
+        return f"server {pid}: statement source: {why}: dispatch_command uprobe attached as the fallback"
+
+    def wire_count(self, pid: int) -> int:
+        """Statements the wire reader started in server pid (its own connections' included)."""
+        if self._wire_fd is None:
+            return 0
+        v = ctypes.c_uint64(0)
+        return int(v.value) if libbpf.map_lookup(self._wire_fd, ctypes.c_uint32(pid), v) else 0
+
+    def check_wire(self, pid: int, questions: int) -> str:
+        """Under --statements auto: given server pid's Questions counter now, decide whether the
+        wire shows its statements. The wire reader sees every statement a client sends in clear
+        (more than Questions counts); when, over at least WIRE_CHECK_QUESTIONS Questions, it saw
+        fewer than WIRE_CHECK_SHARE of them, clients use TLS or compression (or a protocol it
+        cannot parse) and the uprobe is attached. Returns the line to say, or ""."""
+        if self.requested != "auto" or self.source(pid) != "wire":
+            return ""
+        wire = self.wire_count(pid)  # read first: a statement counted in Questions later was seen before
+        base = self._wire_base.get(pid)
+        if base is None:
+            self._wire_base[pid] = (wire, questions)
+            return ""
+        dq, dw = questions - base[1], wire - base[0]
+        if dq < WIRE_CHECK_QUESTIONS:
+            return ""
+        self._wire_base[pid] = (wire, questions)
+        if dw + WIRE_SLACK >= dq * WIRE_CHECK_SHARE:
+            return ""
+        return self.fallback(pid, f"the wire showed {dw} statements while the server counted {dq} Questions "
+                                  "(TLS or compressed clients?)")
 
     @property
     def estimating(self) -> bool:
@@ -135,9 +274,16 @@ class StageProbes:
         says so (meta.json "estimate_stage"), so explain knows a zero means none happened."""
         return bool(self.estimate_pids)
 
+    def describe_sources(self) -> dict[str, dict[str, str]]:
+        """meta.json "statement_sources": per server pid, the source and why."""
+        return {str(pid): {"source": src, "why": why} for pid, (src, why) in self.sources.items()}
+
     def detach(self, pid: int) -> None:
         for link in self.links.pop(pid, []):
             link.destroy()
+        self._wire_base.pop(pid, None)
+        if self._wire_fd is not None:
+            libbpf.map_delete(self._wire_fd, ctypes.c_uint32(pid))
 
     def close(self) -> None:
         for pid in list(self.links):

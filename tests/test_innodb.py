@@ -110,7 +110,9 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
     rec, _, _ = record_queries(server, tmp_path, [covering, non_covering], "--stages", "full")
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["stages"] == "full", meta
-    assert meta["servers"][0]["stage_probes"].startswith("attached 9 uprobes"), meta["servers"]
+    # the 8 stage uprobes; statements start from the wire reader (no dispatch_command uprobe)
+    assert meta["servers"][0]["stage_probes"].startswith("attached 8 uprobes"), meta["servers"]
+    assert "statements from the wire" in meta["servers"][0]["stage_probes"], meta["servers"]
     got = pages_by(rec, "query", "stage", "index", "level")
     cov = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT k FROM")}
     non = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
@@ -124,21 +126,23 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
 
 
 def test_default_stages_give_digests_with_stage_null(server, tmp_path: Path) -> None:
-    """--stages statement (the default): 5 uprobes, one hit per statement (plus two per index
-    the optimizer estimates ranges in); IO inside a statement has its digest and role, and
+    """--stages statement (the default): 4 uprobes, none hit by a plain statement (two per index
+    the optimizer estimates ranges in), statements from the wire reader; IO inside a statement has its digest and role, and
     its stage is null (not traced), never `parse`, except the optimizer's index dives
     (`estimate`, reads of the index whose range it estimates)."""
     non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
     rec, _, _ = record_queries(server, tmp_path, [non_covering])
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["stages"] == "statement", meta
-    assert meta["servers"][0]["stage_probes"].startswith("attached 5 uprobes"), meta["servers"]
+    assert meta["servers"][0]["stage_probes"].startswith("attached 4 uprobes"), meta["servers"]
+    assert meta["statement_sources"] == {str(meta["servers"][0]["pid"]): {"source": "wire",
+                                                                          "why": "--statements auto"}}, meta
     got = pages_by(rec, "query", "stage", "role", "index", "level")
     mine = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
     assert sum(v for k, v in mine.items() if k[3] == "bench.t.PRIMARY" and k[4] == "leaf") > 20, got
     assert {k[1] for k in mine} <= {None, "estimate"}, mine  # stage: not traced, so null
     assert {k[3] for k in mine if k[1] == "estimate"} <= {"bench.t.k"}, mine  # the range's dive
-    assert {k[2] for k in mine} == {"connection"}, mine    # the role still comes from dispatch_command
+    assert {k[2] for k in mine} == {"connection"}, mine    # the role still comes from the statement start
     assert not any(k[1] in ("parse", "optimize", "execute", "commit") for k in got), got
     # the report says why the stage is null
     rep = report_json(rec, "--by", "query,stage")

@@ -307,6 +307,9 @@ class Recorder:
         writer.meta["stages"] = session.naming.stages
         # the optimizer's index dives are stage "estimate" in both modes (collectors/stage_probes.py)
         writer.meta["estimate_stage"] = bool(session.stage.available and session.stage.estimating)
+        # per server pid: where statements start ("wire", "uprobe", or "wire+uprobe" after the
+        # fallback for what the wire does not show in clear) and why (collectors/stage_probes.py)
+        writer.meta["statement_sources"] = session.stage.describe_sources() if session.stage.available else {}
         # every statement digest's text (literals stripped unless --keep-literals): rows drained
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}

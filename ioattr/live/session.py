@@ -27,12 +27,12 @@ import numpy as np
 
 from ioattr.collectors import abi, features, libbpf
 from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
-from ioattr.collectors.engine import EngineOptions
+from ioattr.collectors.engine import EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, StageProbes
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, StageProbes
 from ioattr.collectors.targets import TargetSpec, TargetTracker
 from ioattr.engines import registry as engines
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
@@ -52,6 +52,7 @@ class SessionOptions:
     keep_literals: bool = False
     follow_forks: bool = False
     stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; full: + every stage
+    statements: str = DEFAULT_STATEMENT_SOURCE  # where statements start: auto, wire, uprobe (stage_probes.py)
     max_stats: int = MAX_STATS_DEFAULT  # io_stats capacity (--max-entries); a full map counts drops
     engine: EngineOptions = field(default_factory=EngineOptions)
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
@@ -132,7 +133,7 @@ class LiveSession:
                 o.log(note)
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
-            self.stage = StageProbes(self.probes)
+            self.stage = StageProbes(self.probes, o.statements)
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
                                          self.probes.shared_fds.get("target_slots"))
             self._init_phases()
@@ -205,6 +206,7 @@ class LiveSession:
         ctx.refresh()
         if self.stage.available:
             ctx.stage_status = self.stage.attach(pid)
+            self._check_statement_source(pid, ctx)  # the baseline of --statements auto's check
             if not ctx.stage_status.startswith("attached"):
                 self.opts.log(f"server {pid}: {ctx.stage_status}")
             self.naming.stage_probes = self.stage.attached
@@ -213,6 +215,21 @@ class LiveSession:
             if err:
                 self.opts.log(f"server {pid}: {err}")
         self.naming.servers[pid] = ctx
+
+    def _check_statement_source(self, pid: int, ctx: ServerContext) -> None:
+        """--statements auto: does the wire show this server's statements? (StageProbes.check_wire
+        compares with the server's Questions; a fallback is said once and kept in meta.json)"""
+        if ctx.engine is None or self.stage.source(pid) != "wire" or self.opts.statements != "auto":
+            return
+        try:
+            rows = ctx.engine.query("SHOW GLOBAL STATUS LIKE 'Questions'")
+            questions = int(rows[0][1])
+        except (EngineError, IndexError, ValueError):
+            return
+        said = self.stage.check_wire(pid, questions)
+        if said:
+            ctx.stage_status = self.stage.status.get(pid, ctx.stage_status)
+            self.opts.log(said)
 
     # -- the event stream -----------------------------------------------------------
     def _on_event(self, data: bytes) -> None:
@@ -396,6 +413,7 @@ class LiveSession:
         for pid, ctx in self.naming.servers.items():
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")
+            self._check_statement_source(pid, ctx)
         # every thread's name, in case it exits unnamed: a backstop (the kernel names a thread at
         # its first IO, and rows re-read names each interval), so every few seconds, not each
         # interval -- a server has hundreds of threads
