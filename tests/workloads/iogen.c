@@ -149,68 +149,78 @@ static void xclose(int fd)
 /* Synchronous helpers. Each successful syscall is one operation; a    */
 /* short transfer is continued with another call (also counted).       */
 
-static void do_pwrite(struct fstats *s, int fd, const char *buf, size_t len, uint64_t off)
+/* One call's transfer in the file's counts. */
+static void count_io(struct fstats *s, int writing, uint64_t bytes)
 {
+	if (writing) {
+		s->writes++;
+		s->write_bytes += bytes;
+	} else {
+		s->reads++;
+		s->read_bytes += bytes;
+	}
+}
+
+/* A call that must move all of `want` bytes: its result r counted, or the error. */
+static void count_whole(struct fstats *s, int writing, ssize_t r, size_t want, const char *what)
+{
+	if (r < 0)
+		die_errno(what);
+	count_io(s, writing, (uint64_t)r);
+	if ((size_t)r != want)
+		die("%s: short %s %zd of %zu", what, writing ? "write" : "read", r, want);
+}
+
+enum io_call { CALL_READ, CALL_WRITE, CALL_PREAD, CALL_PWRITE };
+static const char *const call_names[] = { "read", "write", "pread64", "pwrite64" };
+
+/* One call of `call` (the positioned ones at offset off). */
+static ssize_t io_call(enum io_call call, int fd, char *buf, size_t len, uint64_t off)
+{
+	switch (call) {
+	case CALL_READ: return read(fd, buf, len);
+	case CALL_WRITE: return write(fd, buf, len);
+	case CALL_PREAD: return pread(fd, buf, len, (off_t)off);
+	default: return pwrite(fd, buf, len, (off_t)off);
+	}
+}
+
+/* len bytes by `call`s, each counted in s, until done (0 bytes moved is an error). */
+static void do_calls(struct fstats *s, enum io_call call, int fd, char *buf, size_t len, uint64_t off)
+{
+	int writing = call == CALL_WRITE || call == CALL_PWRITE;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = pwrite(fd, buf + done, len - done, (off_t)(off + done));
+		ssize_t r = io_call(call, fd, buf + done, len - done, off + done);
 		if (r < 0)
-			die_errno("pwrite64");
-		s->writes++;
-		s->write_bytes += (uint64_t)r;
+			die_errno(call_names[call]);
+		count_io(s, writing, (uint64_t)r);
 		if (r == 0)
-			die("pwrite64: wrote 0 bytes");
+			die("%s: %s at offset %" PRIu64, call_names[call], writing ? "wrote 0 bytes" : "unexpected EOF",
+			    off + done);
 		done += (size_t)r;
 	}
+}
+
+static void do_pwrite(struct fstats *s, int fd, const char *buf, size_t len, uint64_t off)
+{
+	do_calls(s, CALL_PWRITE, fd, (char *)buf, len, off);
 }
 
 static void do_pread(struct fstats *s, int fd, char *buf, size_t len, uint64_t off)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
-		if (r < 0)
-			die_errno("pread64");
-		s->reads++;
-		s->read_bytes += (uint64_t)r;
-		if (r == 0)
-			die("pread64: unexpected EOF at offset %" PRIu64, off + done);
-		done += (size_t)r;
-	}
+	do_calls(s, CALL_PREAD, fd, buf, len, off);
 }
 
 static void do_write(struct fstats *s, int fd, const char *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t r = write(fd, buf + done, len - done);
-		if (r < 0)
-			die_errno("write");
-		s->writes++;
-		s->write_bytes += (uint64_t)r;
-		if (r == 0)
-			die("write: wrote 0 bytes");
-		done += (size_t)r;
-	}
+	do_calls(s, CALL_WRITE, fd, (char *)buf, len, 0);
 }
 
 static void do_read(struct fstats *s, int fd, char *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t r = read(fd, buf + done, len - done);
-		if (r < 0)
-			die_errno("read");
-		s->reads++;
-		s->read_bytes += (uint64_t)r;
-		if (r == 0)
-			die("read: unexpected EOF");
-		done += (size_t)r;
-	}
+	do_calls(s, CALL_READ, fd, buf, len, 0);
 }
 
 static void do_fsync(struct fstats *s, int fd)
@@ -280,6 +290,17 @@ static void scn_odirect(struct fstats *s, uint64_t size, uint64_t seed)
 	free(buf);
 }
 
+/* The file's `size` bytes of pattern by write() in 64 KiB chunks (buf holds one), then one fsync(). */
+static void write_chunks_fsync(struct fstats *s, int fd, char *buf, uint64_t size, uint64_t seed)
+{
+	for (uint64_t off = 0; off < size; off += BUF_CHUNK) {
+		size_t n = min_sz(BUF_CHUNK, size - off);
+		fill(buf, n, off, seed);
+		do_write(s, fd, buf, n);
+	}
+	do_fsync(s, fd);
+}
+
 /* buffered_fsync: write() in 64 KiB chunks, then one fsync(). */
 static void scn_buffered_fsync(struct fstats *s, uint64_t size, uint64_t seed)
 {
@@ -288,12 +309,7 @@ static void scn_buffered_fsync(struct fstats *s, uint64_t size, uint64_t seed)
 
 	s->direct = 0;
 	s->api = "sync";
-	for (uint64_t off = 0; off < size; off += BUF_CHUNK) {
-		size_t n = min_sz(BUF_CHUNK, size - off);
-		fill(buf, n, off, seed);
-		do_write(s, fd, buf, n);
-	}
-	do_fsync(s, fd);
+	write_chunks_fsync(s, fd, buf, size, seed);
 	xclose(fd);
 	free(buf);
 }
@@ -344,12 +360,7 @@ static void scn_buffered_read_cold(struct fstats *s, uint64_t size, uint64_t see
 	s->direct = 0;
 	s->api = "sync";
 	/* setup: create */
-	for (uint64_t off = 0; off < size; off += BUF_CHUNK) {
-		size_t n = min_sz(BUF_CHUNK, size - off);
-		fill(buf, n, off, seed);
-		do_write(s, fd, buf, n);
-	}
-	do_fsync(s, fd);
+	write_chunks_fsync(s, fd, buf, size, seed);
 
 	/* drop from the page cache */
 	do_fsync(s, fd);
@@ -403,25 +414,13 @@ static void scn_vector(struct fstats *s, uint64_t size, uint64_t seed)
 		for (int i = 0; i < VEC_IOVS; i++)
 			fill(bufs[i], VEC_IOV_LEN, off + (uint64_t)i * VEC_IOV_LEN, seed);
 		r = pwritev(fd, iov, VEC_IOVS, (off_t)off);
-		if (r < 0)
-			die_errno("pwritev");
-		s->writes++;
-		s->write_bytes += (uint64_t)r;
-		if ((size_t)r != per_call)
-			die("pwritev: short write %zd of %zu", r, per_call);
+		count_whole(s, 1, r, per_call, "pwritev");
 	}
 	do_fsync(s, fd);
 	if (lseek(fd, 0, SEEK_SET) != 0)
 		die_errno("lseek");
 	for (uint64_t off = 0; off < size; off += per_call) {
-		ssize_t r = readv(fd, iov, VEC_IOVS);
-
-		if (r < 0)
-			die_errno("readv");
-		s->reads++;
-		s->read_bytes += (uint64_t)r;
-		if ((size_t)r != per_call)
-			die("readv: short read %zd of %zu", r, per_call);
+		count_whole(s, 0, readv(fd, iov, VEC_IOVS), per_call, "readv");
 		for (int i = 0; i < VEC_IOVS; i++)
 			check(bufs[i], VEC_IOV_LEN, off + (uint64_t)i * VEC_IOV_LEN, seed);
 	}
@@ -484,13 +483,7 @@ static void aio_phase(struct fstats *s, aio_context_t ctx, int fd, char **bufs,
 					    strerror((int)-res));
 				if (idx >= (uint64_t)n)
 					die("io_getevents: bogus aio_data %" PRIu64, idx);
-				if (is_write) {
-					s->writes++;
-					s->write_bytes += (uint64_t)res;
-				} else {
-					s->reads++;
-					s->read_bytes += (uint64_t)res;
-				}
+				count_io(s, is_write, (uint64_t)res);
 				if (res != (int64_t)blk)
 					die("short aio completion: %" PRId64 " of %" PRIu64, res, blk);
 				if (!is_write)
@@ -552,13 +545,7 @@ static void uring_reap(struct fstats *s, struct io_uring *ring, unsigned n,
 		}
 		if (idx >= n)
 			die("io_uring: bogus user_data %" PRIu64, idx);
-		if (op == IORING_OP_WRITE) {
-			s->writes++;
-			s->write_bytes += (uint64_t)res;
-		} else {
-			s->reads++;
-			s->read_bytes += (uint64_t)res;
-		}
+		count_io(s, op == IORING_OP_WRITE, (uint64_t)res);
 		if ((uint64_t)res != blk)
 			die("short io_uring completion: %d of %" PRIu64, res, blk);
 		if (op == IORING_OP_READ)
