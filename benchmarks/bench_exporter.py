@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import platform
 import statistics
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prometheus_client import CollectorRegistry, ProcessCollector  # noqa: E402
 
@@ -41,6 +41,7 @@ from ioattr.format.schema import HIST_COLUMNS  # noqa: E402
 from ioattr.prometheus.exporter import IoattrCollector, SelfStats  # noqa: E402
 from ioattr.prometheus.metrics_http import MetricsServer  # noqa: E402
 from ioattr.prometheus.metrics_state import ExporterState  # noqa: E402
+from verdict import finish  # noqa: E402
 
 ROLES = ("connection", "page_cleaner", "io", "purge", "log_writer")
 LAYERS = ("syscall", "block")
@@ -159,10 +160,7 @@ def main() -> int:
     print(f"exporter CPU to render a scrape after a drain (no HTTP): median {res['render_cpu_ms_median']} ms")
     print(f"adding one interval ({rows_per_interval:,} rows) to the counters: {res['ingest_ms_median']} ms")
     ok = res["scrape_cold"]["p90_ms"] <= 100
-    print("target (<= 100 ms per scrape):", "met" if ok else "NOT met")
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    return 0 if ok else 1
+    return finish(res, ok, "<= 100 ms per scrape", args.json)
 
 
 if __name__ == "__main__":

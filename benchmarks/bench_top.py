@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import platform
 import re
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
+from verdict import finish  # noqa: E402
 
 IOATTR = str(Path(sys.executable).parent / "ioattr")
 
@@ -184,10 +184,7 @@ def main() -> int:
         print(f"ioattr top --batch --interval 1 --by {args.by}: CPU per refresh median {c['median']} ms, "
               f"mean {c['mean']} ms, max {c['max']} ms over {r['refreshes']} refreshes")
         ok = ok and c["median"] <= 100
-    print("target (<= 100 ms CPU per refresh):", "met" if ok else "NOT met")
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    return 0 if ok else 1
+    return finish(res, ok, "<= 100 ms CPU per refresh", args.json)
 
 
 if __name__ == "__main__":
