@@ -8,16 +8,17 @@ server is a new process and gets new probes. A binary without the symbols
 degrades with a reason instead of failing.
 
 Two modes (`--stages` of record, top and exporter). Every uprobe hit is a
-trap (~1.8 us on a small VM) and a point select would hit five of nine, so:
-  statement (default)  dispatch_command (digest, statement start), the purge
-                       pair thd_attach_thd/thd_detach_thd (rare) and the
+trap (1.1 us idle, 3-5 us on a loaded small VM) and a point select would hit
+five of nine, so:
+  statement (default)  the statement start (digest: from the wire, below), the
+                       purge pair thd_attach_thd/thd_detach_thd (rare) and the
                        optimizer's index dives (entry and return of
                        handler::multi_range_read_info_const: stage `estimate`):
-                       five uprobes, one hit per statement plus two per index
-                       whose ranges the optimizer estimates -- a point select
-                       by primary key estimates none. Other IO inside a
-                       statement has its digest; its stage is not traced (null).
-  full                 all nine: parse, optimize, execute, commit too (the
+                       four uprobes, none hit by a point select by primary key
+                       (two per index whose ranges the optimizer estimates).
+                       Other IO inside a statement has its digest; its stage is
+                       not traced (null).
+  full                 all eight: parse, optimize, execute, commit too (the
                        estimate stage nests inside optimize, or execute for
                        single-table UPDATE/DELETE and "range checked for each
                        record").

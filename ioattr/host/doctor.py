@@ -495,15 +495,18 @@ def check_probe_sets(out: Checks) -> None:
 
     results: dict[str, tuple[bool, str]] = {}
     hook: tuple[bool, str] = (False, "not tried: the syscalls probe set did not load")
+    statements: tuple[bool, str] = (False, "not tried: the stage probe set did not load")
 
     def session(names: tuple[str, ...]) -> None:
-        nonlocal hook
+        nonlocal hook, statements
         with ProbeSession(names) as s:
             for ls in s.loaded:
                 detail = "loaded and attached: " + ", ".join(ls.programs)
                 if ls.spec.name == "syscalls":
                     detail += f" ({s.syscall_hook} hook, {len(ls.obj.links)} tracepoints)"
                     hook = _syscall_hook_check(s.syscall_hook, s.syscall_hook_why, ls)
+                if ls.spec.name == "stage":
+                    statements = _statement_source_check(s)
                 results[ls.spec.name] = (True, detail)
             for name, why in s.degraded.items():
                 results[name] = (False, why)
@@ -525,6 +528,21 @@ def check_probe_sets(out: Checks) -> None:
         ok, detail = results.get(p.name, (False, "not tried"))
         out.add(f"probe set {p.name}", ok, f"{p.purpose}: {detail}" if ok else detail, p.required)
     out.add("syscall hook", *hook)
+    out.add("statement source", *statements)
+
+
+def _statement_source_check(s) -> tuple[bool, str]:
+    """Where a server's statements would start (collectors/stage_probes.py, --statements auto):
+    the wire reader, attached here for real, or the dispatch_command uprobe (a trap per
+    statement) when it cannot run on this host."""
+    from ioattr.collectors.stage_probes import StageProbes
+
+    stage = StageProbes(s)
+    why = stage._attach_wire()
+    if why:
+        return False, f"the dispatch_command uprobe for every statement (a trap each): {why}"
+    return True, ("the wire: syscalls:sys_exit_recvfrom reads each command packet (no trap per statement); "
+                  "a server whose clients use TLS or compression gets the dispatch_command uprobe too")
 
 
 def _syscall_hook_check(hook: str | None, why: str, ls) -> tuple[bool, str]:
