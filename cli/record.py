@@ -52,14 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check_output(out: Path) -> None:
     """Refuse an unusable -o before any probe is loaded (the recorder checks again)."""
+    from ioattr.format.recording import check_output_dir
+
     try:
-        if out.exists():
-            if not out.is_dir():
-                raise UsageError(f"output {out} exists and is not a directory")
-            if (out / "meta.json").exists():
-                raise UsageError(f"output {out} already holds a recording; choose another -o")
-            if any(out.iterdir()):
-                raise UsageError(f"output directory {out} is not empty")
+        check_output_dir(out)
     except PermissionError:
         raise UsageError(f"cannot write the recording at {out}: permission denied") from None
 

@@ -22,6 +22,7 @@ import time
 from collections import OrderedDict
 
 from ioattr.collectors import abi
+from ioattr.collectors.targets import read_proc_text
 
 _TMPFILE_RE = re.compile(r"^(?P<dir>.*)/#\d+ \(deleted\)$")
 
@@ -210,22 +211,20 @@ class TaskNames:
         self._fresh.clear()
 
     def process(self, pid: int) -> str | None:
-        if ("p", pid) not in self._fresh:
-            self._fresh.add(("p", pid))
-            name = _read(f"/proc/{pid}/comm")
-            if name is not None:
-                self.procs[pid] = name
-                _cap(self.procs, self.max_names)
-        return self.procs.get(pid)
+        return self._name(self.procs, "p", pid, f"/proc/{pid}/comm")
 
     def thread(self, pid: int, tid: int) -> str | None:
-        if ("t", tid) not in self._fresh:
-            self._fresh.add(("t", tid))
-            name = _read(f"/proc/{pid}/task/{tid}/comm")
+        return self._name(self.threads, "t", tid, f"/proc/{pid}/task/{tid}/comm")
+
+    def _name(self, table: dict[int, str], kind: str, key: int, path: str) -> str | None:
+        """table[key], re-read from path once an interval while the task lives."""
+        if (kind, key) not in self._fresh:
+            self._fresh.add((kind, key))
+            name = _read(path)
             if name is not None:
-                self.threads[tid] = name
-                _cap(self.threads, self.max_names)
-        return self.threads.get(tid)
+                table[key] = name
+                _cap(table, self.max_names)
+        return table.get(key)
 
     def on_task_event(self, pid: int, tid: int, comm: str, renamed: bool = False) -> None:
         """The kernel's word on a thread's name at its first IO, or at exec (renamed)."""
@@ -253,16 +252,4 @@ class TaskNames:
         _cap(self.threads, self.max_names)
 
 
-def _read(path: str) -> str | None:
-    """A small /proc file's text, stripped (os.open/os.read: cheaper than a file object,
-    and names are read for every traced thread each interval)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096).decode(errors="replace").strip()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+_read = read_proc_text

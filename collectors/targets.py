@@ -20,19 +20,24 @@ FLAG_EXPLICIT = 1
 FLAG_FOLLOWED = 2
 
 
-def process_comm(pid: int) -> str | None:
-    # os.open/os.read, not open(): --comm scans every process each interval, and a text
-    # file object costs more than the read itself (~2x the whole scan)
+def read_proc_text(path: str) -> str | None:
+    """A small /proc file's text, stripped; None if it can't be read (the task is gone).
+    os.open/os.read, not open(): --comm scans every process each interval and names are read
+    for every traced thread, and a text file object costs more than the read itself."""
     try:
-        fd = os.open(f"/proc/{pid}/comm", os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        return os.read(fd, 256).decode(errors="replace").strip()
+        return os.read(fd, 4096).decode(errors="replace").strip()
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def process_comm(pid: int) -> str | None:
+    return read_proc_text(f"/proc/{pid}/comm")
 
 
 def pids_with_comm(names: tuple[str, ...] | list[str]) -> list[int]:

@@ -78,8 +78,8 @@ def _write_private(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def prepare_output_dir(path: Path) -> None:
-    """Create an empty, owner-only recording directory or refuse clearly."""
+def check_output_dir(path: Path) -> None:
+    """Refuse an output that is not a directory, holds a recording or is not empty."""
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"output {path} exists and is not a directory")
@@ -87,6 +87,11 @@ def prepare_output_dir(path: Path) -> None:
             raise UsageError(f"output {path} already holds a recording; choose another -o")
         if any(path.iterdir()):
             raise UsageError(f"output directory {path} is not empty")
+
+
+def prepare_output_dir(path: Path) -> None:
+    """Create an empty, owner-only recording directory or refuse clearly."""
+    check_output_dir(path)
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(path, 0o700)
