@@ -18,22 +18,9 @@
 # Exit status: 0 ok, 1 a run failed, 2 bad usage or an unusable host.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
 prog=run_insert_benchmark
-
-say() { echo "$prog: $*" >&2; }
-die() { echo "$prog: error: $2" >&2; exit "$1"; }
-
-if [ -z "${IOATTR:-}" ]; then
-    if [ -x "$root/.venv/bin/ioattr" ]; then IOATTR=$root/.venv/bin/ioattr
-    else IOATTR=$(command -v ioattr || true); fi
-fi
-[ -n "$IOATTR" ] || die 2 "ioattr not found: run 'make build' or set IOATTR"
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x "$root/.venv/bin/python" ]; then PYTHON=$root/.venv/bin/python; else PYTHON=python3; fi
-fi
-[ "$(id -u)" -eq 0 ] || die 2 "needs root (ioattr loads BPF programs)"
+# shellcheck source=examples/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"   # here, root, say, die, IOATTR, PYTHON; root only
 [ $# -le 1 ] || die 2 "usage: $0 [OUTDIR]"
 mode=${MODE:-server}
 case $mode in server|private) ;; *) die 2 "MODE: unknown mode '$mode' (server, private)";; esac
@@ -46,34 +33,8 @@ for size in $sizes; do
 done
 mkdir -p "$out"
 
-srv_pid=""
-stop_server() {
-    # closing the helper's stdin makes it shut its server down (by pid) and remove its directory
-    if [ -n "$srv_pid" ]; then
-        local fd=${SRV[1]:-} i
-        if [ -n "$fd" ]; then exec {fd}>&-; fi
-        for i in $(seq 600); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -TERM "$srv_pid" 2>/dev/null || true   # still there after 60 s: ask it by its pid
-        wait "$srv_pid" 2>/dev/null || true
-        srv_pid=""
-    fi
-}
 trap stop_server EXIT
 trap 'exit 1' INT TERM
-
-start_server() {
-    coproc SRV { exec "$PYTHON" "$here/private_server.py" --buffer-pool 16M \
-                      --option innodb_lru_scan_depth=100; }
-    srv_pid=$SRV_PID
-    PID="" SOCKET="" CLIENT_CNF="" READY=""
-    while IFS= read -r -t 120 line <&"${SRV[0]}"; do
-        case $line in
-            PID=*|SOCKET=*|CLIENT_CNF=*|BASEDIR=*|READY=*) eval "${line%%=*}=\${line#*=}" ;;
-        esac
-        [ "$READY" = 1 ] && break
-    done
-    [ "$READY" = 1 ] || die 1 "the private MariaDB did not start"
-}
 
 have_explain() { "$IOATTR" explain --help >/dev/null 2>&1; }
 
@@ -85,7 +46,7 @@ for size in $sizes; do
     # optimize/execute stages (they cost QPS; the default `statement` gives digests only).
     start=$(date +%s)
     if [ "$mode" = server ]; then
-        start_server
+        start_server 16M
         say "private MariaDB pid $PID (buffer pool 16M)"
         "$IOATTR" record -o "$rec" --pid "$PID" --stages full --mysql-defaults-file "$CLIENT_CNF" -- \
             "$PYTHON" "$here/insert_benchmark.py" --socket "$SOCKET" --size "$size" \

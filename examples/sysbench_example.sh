@@ -22,22 +22,9 @@
 # Exit status: 0 ok, 1 a step failed, 2 bad usage or an unusable host.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
 prog=sysbench_example
-
-say() { echo "$prog: $*" >&2; }
-die() { echo "$prog: error: $2" >&2; exit "$1"; }
-
-if [ -z "${IOATTR:-}" ]; then
-    if [ -x "$root/.venv/bin/ioattr" ]; then IOATTR=$root/.venv/bin/ioattr
-    else IOATTR=$(command -v ioattr || true); fi
-fi
-[ -n "$IOATTR" ] || die 2 "ioattr not found: run 'make build' or set IOATTR"
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x "$root/.venv/bin/python" ]; then PYTHON=$root/.venv/bin/python; else PYTHON=python3; fi
-fi
-[ "$(id -u)" -eq 0 ] || die 2 "needs root (ioattr loads BPF programs)"
+# shellcheck source=examples/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"   # here, root, say, die, IOATTR, PYTHON; root only
 command -v sysbench >/dev/null || die 2 "sysbench is not installed (apt-get install sysbench)"
 [ $# -le 1 ] || die 2 "usage: $0 [OUTDIR]"
 
@@ -50,38 +37,20 @@ rec=${1:-/tmp/ioattr-sysbench-$(date +%Y%m%d-%H%M%S)}
 [ ! -e "$rec" ] || die 2 "$rec already exists: give another OUTDIR"
 
 rec_pid=""
-srv_pid=""
 cleanup() {
     # the recorder first (it writes its last interval), then the server; both by pid
     if [ -n "$rec_pid" ] && kill -0 "$rec_pid" 2>/dev/null; then
         kill -INT "$rec_pid" 2>/dev/null || true
         wait "$rec_pid" 2>/dev/null || true
     fi
-    if [ -n "$srv_pid" ]; then
-        # closing the helper's stdin makes it shut the server down and remove its directory
-        local fd=${SRV[1]:-} i
-        if [ -n "$fd" ]; then exec {fd}>&-; fi
-        for i in $(seq 600); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -TERM "$srv_pid" 2>/dev/null || true   # still there after 60 s: ask it by its pid
-        wait "$srv_pid" 2>/dev/null || true
-    fi
+    stop_server
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # 1. A private MariaDB, alive as long as the helper's stdin stays open.
 say "starting a private MariaDB (buffer pool $BUFFER_POOL)"
-coproc SRV { exec "$PYTHON" "$here/private_server.py" --buffer-pool "$BUFFER_POOL" \
-                  --option innodb_lru_scan_depth=100; }
-srv_pid=$SRV_PID
-PID="" SOCKET="" CLIENT_CNF="" READY=""
-while IFS= read -r -t 120 line <&"${SRV[0]}"; do
-    case $line in
-        PID=*|SOCKET=*|CLIENT_CNF=*|BASEDIR=*|READY=*) eval "${line%%=*}=\${line#*=}" ;;
-    esac
-    [ "$READY" = 1 ] && break
-done
-[ "$READY" = 1 ] || die 1 "the private MariaDB did not start"
+start_server "$BUFFER_POOL"
 say "mariadbd pid $PID, socket $SOCKET"
 
 sb() {

@@ -1,0 +1,48 @@
+# Sourced by the example scripts (after `set -euo pipefail` and prog=NAME): where the
+# checkout is, one-line messages and exits, the programs to run, and the root check.
+# Sets: here, root, IOATTR, PYTHON; defines say and die (die STATUS MESSAGE).
+
+here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
+root=$(dirname "$here")
+
+say() { echo "$prog: $*" >&2; }
+die() { echo "$prog: error: $2" >&2; exit "$1"; }
+
+if [ -z "${IOATTR:-}" ]; then
+    if [ -x "$root/.venv/bin/ioattr" ]; then IOATTR=$root/.venv/bin/ioattr
+    else IOATTR=$(command -v ioattr || true); fi
+fi
+[ -n "$IOATTR" ] || die 2 "ioattr not found: run 'make build' or set IOATTR"
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x "$root/.venv/bin/python" ]; then PYTHON=$root/.venv/bin/python; else PYTHON=python3; fi
+fi
+[ "$(id -u)" -eq 0 ] || die 2 "needs root (ioattr loads BPF programs)"
+
+# A private MariaDB (examples/private_server.py) with buffer pool $1, alive as long as the
+# helper's stdin stays open: sets PID, SOCKET, CLIENT_CNF (and srv_pid, the helper's pid).
+srv_pid=""
+start_server() {
+    coproc SRV { exec "$PYTHON" "$here/private_server.py" --buffer-pool "$1" \
+                      --option innodb_lru_scan_depth=100; }
+    srv_pid=$SRV_PID
+    PID="" SOCKET="" CLIENT_CNF="" READY=""
+    while IFS= read -r -t 120 line <&"${SRV[0]}"; do
+        case $line in
+            PID=*|SOCKET=*|CLIENT_CNF=*|BASEDIR=*|READY=*) eval "${line%%=*}=\${line#*=}" ;;
+        esac
+        [ "$READY" = 1 ] && break
+    done
+    [ "$READY" = 1 ] || die 1 "the private MariaDB did not start"
+}
+
+# Closing the helper's stdin makes it shut its server down (by pid) and remove its directory.
+stop_server() {
+    if [ -n "$srv_pid" ]; then
+        local fd=${SRV[1]:-} i
+        if [ -n "$fd" ]; then exec {fd}>&-; fi
+        for i in $(seq 600); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -TERM "$srv_pid" 2>/dev/null || true   # still there after 60 s: ask it by its pid
+        wait "$srv_pid" 2>/dev/null || true
+        srv_pid=""
+    fi
+}
