@@ -347,8 +347,10 @@ struct bio_walk {
 	__u32 first_counted;
 };
 
-/* bpf_loop step: the request's next bio. */
-static long walk_bio(__u64 index, void *ctx)
+/* One step of the bio walk: the request's next bio. Inlined into the
+ * one-bio path (a subprogram call returns through the SRSO return thunk on
+ * this kind of host) and wrapped by walk_bio for bpf_loop. */
+static __always_inline long walk_bio_step(__u64 index, void *ctx)
 {
 	struct bio_walk *w = ctx;
 	struct bio *bio;
@@ -370,6 +372,12 @@ static long walk_bio(__u64 index, void *ctx)
 		}
 	}
 	return 0;
+}
+
+/* bpf_loop step: the request's next bio. */
+static long walk_bio(__u64 index, void *ctx)
+{
+	return walk_bio_step(index, ctx);
 }
 
 #define RQ_MAX_BIOS 512 /* a request of max_sectors_kb 4096 in 4 KiB bios has 1024; beyond: see below */
@@ -426,7 +434,7 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			 * directly -- bpf_loop's helper call and indirect callbacks cost more
 			 * than the step itself on a retpoline+SRSO host */
 			if (!data_len || !bio->bi_next)
-				walk_bio(0, &w);
+				walk_bio_step(0, &w);
 			else
 				bpf_loop(RQ_MAX_BIOS, walk_bio, &w, 0);
 			if (!data_len && w.p.nparts)
@@ -499,7 +507,10 @@ int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigne
 	if (rq->__data_len && nr_bytes < rq->__data_len)
 		return 0;
 	lat = bpf_ktime_get_ns() - p->ts;
-	account_parts(p, lat, 1);
+	if (p->nparts == 1) /* one owner (a page read): no subprogram call */
+		account(&p->part[0].key, p->part[0].bytes, lat, true);
+	else
+		account_parts(p, lat, 1);
 	p->ts = 0;
 	return 0;
 }
