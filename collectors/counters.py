@@ -60,8 +60,9 @@ phase P is its last value in P minus its last value before P (for the first
 phase, minus its first value), and that is exact at phase boundaries.
 
 Per-recording settings (meta.json "settings", keyed by server pid): the
-variables in SETTINGS (null when the server has no such variable) plus
-those of EXTRA_SETTINGS that exist, numbers as integers, plus
+variables in the engines' settings and SETTINGS (null when the server has
+no such variable) plus those of their EXTRA_SETTINGS that exist, numbers
+as integers, plus
 change_buffer_size_pages (INNODB_METRICS ibuf_size when first seen) and
 buffer_pool_pages (pool size / page size). Read when the
 server is first seen and again after every reconnect (the latest wins), so
@@ -96,19 +97,12 @@ from ioattr.collectors.engine import EngineError
 # the server's and the host's sources; the engines' come from their adapters (ServerContext.engines)
 SOURCES = ("status", "ps_file", "ps_table", "host", "proc")
 
-SETTINGS = ("innodb_buffer_pool_size", "innodb_flush_method", "innodb_change_buffering", "innodb_page_size",
-            "innodb_io_capacity", "innodb_io_capacity_max", "innodb_log_file_size",
-            "innodb_read_ahead_threshold", "innodb_random_read_ahead", "innodb_flush_log_at_trx_commit",
-            "innodb_doublewrite", "log_bin", "sync_binlog", "performance_schema", "version")
-EXTRA_SETTINGS = ("innodb_buffer_pool_instances", "innodb_adaptive_hash_index", "innodb_change_buffer_max_size",
-                  "innodb_flush_neighbors", "innodb_max_dirty_pages_pct", "innodb_use_native_aio",
-                  "innodb_log_buffer_size", "innodb_redo_log_capacity", "innodb_read_io_threads",
-                  "innodb_write_io_threads", "innodb_lru_scan_depth", "innodb_old_blocks_pct",
-                  "innodb_old_blocks_time", "binlog_format", "version_comment",
+# the server's settings (the engines' come first, from their adapters: EngineAdapter.settings
+# and .extra_settings); SETTINGS are recorded null when missing, EXTRA_SETTINGS when present
+SETTINGS = ("log_bin", "sync_binlog", "performance_schema", "version")
+EXTRA_SETTINGS = ("binlog_format", "version_comment",
                   # what explain's findings bound their causes by (issue 12): index dives, optimizer
-                  "eq_range_index_dive_limit", "optimizer_switch", "innodb_stats_persistent",
-                  "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
-                  "innodb_log_files_in_group")
+                  "eq_range_index_dive_limit", "optimizer_switch")
 
 PS_FILE_COLUMNS = ("COUNT_READ", "SUM_NUMBER_OF_BYTES_READ", "SUM_TIMER_READ", "COUNT_WRITE",
                    "SUM_NUMBER_OF_BYTES_WRITE", "SUM_TIMER_WRITE", "COUNT_MISC", "SUM_TIMER_MISC")
@@ -154,7 +148,8 @@ class _Server:
     flavor: str = "mariadb"
     seen: bool = False              # settings and monitors done
     ps_on: bool = True
-    sources: list = field(default_factory=list)  # the engines' CounterSources (ioattr.engines.base)
+    engines: tuple = ()                          # the server's engine adapters (ioattr.engines.base)
+    sources: list = field(default_factory=list)  # their CounterSources
     own_base: float = 0.0           # session Com_select of earlier connections
     own_last: float = 0.0
     next_reconnect: float = 0.0
@@ -258,8 +253,9 @@ class CounterCollector:
             return []
         st = self._servers.get(pid)
         if st is None:
-            st = self._servers[pid] = _Server(pid, sources=[src for adapter in getattr(ctx, "engines", ())
-                                                           for src in adapter.counter_sources()])
+            engines = tuple(getattr(ctx, "engines", ()))
+            st = self._servers[pid] = _Server(pid, engines=engines,
+                                              sources=[src for adapter in engines for src in adapter.counter_sources()])
         if not self._connected(st, eng):
             return []
         if not st.seen:
@@ -308,15 +304,17 @@ class CounterCollector:
     def _first_sight(self, st: _Server, eng: Any) -> None:
         """Settings snapshot and INNODB_METRICS modules, once per server process."""
         values: dict[str, Any] = {}
-        names = SETTINGS + EXTRA_SETTINGS
+        required = tuple(n for e in st.engines for n in e.settings) + SETTINGS
+        extra = tuple(n for e in st.engines for n in e.extra_settings) + EXTRA_SETTINGS
+        names = required + extra
         try:
             in_list = ", ".join(f"'{n}'" for n in names)
             for name, value in eng.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({in_list})"):
                 values[str(name).lower()] = setting_value(value)
         except EngineError as e:
             self._note_once((st.pid, "settings"), f"counters: server {st.pid}: settings unknown ({e})")
-        snap = {n: values.get(n) for n in SETTINGS}
-        snap.update({n: values[n] for n in EXTRA_SETTINGS if n in values})
+        snap = {n: values.get(n) for n in required}
+        snap.update({n: values[n] for n in extra if n in values})
         if values:
             self.settings[str(st.pid)] = snap
         ps = values.get("performance_schema")

@@ -152,6 +152,11 @@ class EngineAdapter(ABC):
     statement_probes: ClassVar[Sequence[StatementProbe]] = ()
 
     # -- counters ------------------------------------------------------------------------------
+    #: server variables the engine's findings need, recorded in meta.json "settings" (null when
+    #: the server has none), and more recorded when the server has them
+    settings: ClassVar[Sequence[str]] = ()
+    extra_settings: ClassVar[Sequence[str]] = ()
+
     def counter_sources(self) -> list[CounterSource]:
         """Fresh per-server counter sources, in the order they are read."""
         return []

@@ -76,5 +76,18 @@ class InnodbAdapter(EngineAdapter):
     findings: ClassVar[Sequence[Finding]] = innodb_findings.FINDINGS
 
     # -- counters --------------------------------------------------------------------------
+    settings: ClassVar[Sequence[str]] = (
+        "innodb_buffer_pool_size", "innodb_flush_method", "innodb_change_buffering", "innodb_page_size",
+        "innodb_io_capacity", "innodb_io_capacity_max", "innodb_log_file_size", "innodb_read_ahead_threshold",
+        "innodb_random_read_ahead", "innodb_flush_log_at_trx_commit", "innodb_doublewrite")
+    extra_settings: ClassVar[Sequence[str]] = (
+        "innodb_buffer_pool_instances", "innodb_adaptive_hash_index", "innodb_change_buffer_max_size",
+        "innodb_flush_neighbors", "innodb_max_dirty_pages_pct", "innodb_use_native_aio", "innodb_log_buffer_size",
+        "innodb_redo_log_capacity", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_lru_scan_depth",
+        "innodb_old_blocks_pct", "innodb_old_blocks_time",
+        # what explain's findings bound index dives and redo capacity by
+        "innodb_stats_persistent", "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
+        "innodb_log_files_in_group")
+
     def counter_sources(self) -> list[CounterSource]:
         return [InnodbMetrics(), InnodbStatus()]
