@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""BPF ns per run of the IO-path programs on InnoDB-like page reads, without a server.
+
+Why: the per-program figures of bench_sysbench_qps.py come from a shared,
+busy machine and from host-wide runs (other processes' syscalls and bios
+run the same programs), so a change worth 10-40 ns per run drowns there.
+Here one process (benchmarks/innodb_page_loop.c) does N pread64() of 16 KiB
+from a file whose pages carry InnoDB index-page headers, registered in
+innodb_files like a tablespace, so every read runs the whole sync path the
+server's page reads run: pread enter (fd -> inode), exit (accounting + page
+classification, one bpf_probe_read_user of the header) and, with O_DIRECT,
+bio_queue / rq_issue / rq_complete. Variants (NAME=DIR of built BPF objects,
+'' = this tree's bpf/) run interleaved, a fresh loop process per run, and
+every run is checked exact: the loop's io_stats count and classified pages
+equal N, each page under the index id and level its header says.
+
+    sudo .venv/bin/python benchmarks/bench_iopath.py --variant before=/tmp/bpf_before --variant tree=
+    sudo .venv/bin/python benchmarks/bench_iopath.py --untraced ...   # the loop is not a target
+
+Figures include the BPF statistics' own two clock reads per run (~65-70 ns
+here). Other processes' syscalls and bios still run the programs while the
+loop runs (their runs leave early and are counted in runs/N): read ns/run
+next to runs.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from ioattr.collectors import abi, libbpf  # noqa: E402
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer  # noqa: E402
+from ioattr.collectors.probes import ProbeSession  # noqa: E402
+from ioattr.collectors.targets import TargetMap  # noqa: E402
+
+PAGE = 16384
+PAGES = 1024
+SPACE_ID = 7
+PROGRAMS = ("ioattr_tp_ent4", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
+NO_SUCH_PID = 0x7FFFFFF0
+
+
+def index_id_of(page: int) -> int:
+    return 40 + page % 4
+
+
+def level_of(page: int) -> int:
+    return 1 if page % 3 == 0 else 0
+
+
+def make_file(path: Path) -> None:
+    """PAGES pages whose FIL header and index page header are what InnoDB writes."""
+    with open(path, "wb") as f:
+        for p in range(PAGES):
+            page = bytearray(PAGE)
+            struct.pack_into(">I", page, 4, p)            # FIL_PAGE_OFFSET
+            struct.pack_into(">H", page, 24, 17855)       # FIL_PAGE_TYPE = FIL_PAGE_INDEX
+            struct.pack_into(">I", page, 34, SPACE_ID)    # FIL_PAGE_SPACE_ID
+            struct.pack_into(">H", page, 64, level_of(p))  # PAGE_LEVEL
+            struct.pack_into(">Q", page, 66, index_id_of(p))  # PAGE_INDEX_ID
+            f.write(page)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fdinfo(fd: int) -> dict[str, int]:
+    out = {}
+    with open(f"/proc/self/fdinfo/{fd}") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if v.strip().isdigit():
+                out[k.strip()] = int(v.strip())
+    return out
+
+
+def expected_pages(n: int) -> dict[tuple[int, int], int]:
+    want: dict[tuple[int, int], int] = {}
+    for i in range(n):
+        p = (i * 7919) % PAGES
+        want[(index_id_of(p), level_of(p))] = want.get((index_id_of(p), level_of(p)), 0) + 1
+    return want
+
+
+def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
+            untraced: bool) -> dict[str, object]:
+    """One loop process under one variant: per-program ns/run and runs, checked exact."""
+    env_before = os.environ.get("IOATTR_BPF_DIR")
+    if bpf_dir:
+        os.environ["IOATTR_BPF_DIR"] = bpf_dir
+    else:
+        os.environ.pop("IOATTR_BPF_DIR", None)
+    loop = subprocess.Popen([str(exe), str(data), str(n), str(PAGES), "1" if direct else "0"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert loop.stdout is not None and loop.stdin is not None
+        pid = int(loop.stdout.readline().split()[1])
+        session = ProbeSession(sets, innodb_pages=True)
+        session.open()
+        try:
+            TargetMap(session.map_fd("targets"), session.shared_fds.get("target_slots")).add(
+                NO_SUCH_PID if untraced else pid)
+            st = os.stat(data)
+            libbpf.map_update(session.map_fd("innodb_files"),
+                              abi.InodeKey(dev=abi.kernel_dev_of_stat(st.st_dev), ino=st.st_ino),
+                              abi.InnodbFile(space_id=SPACE_ID, page_shift=14, file_class=1))
+            fds = {k: v for k, v in session.program_fds().items() if v >= 0 and k in PROGRAMS}
+            before = {k: fdinfo(v) for k, v in fds.items()}
+            loop.stdin.write("g")
+            loop.stdin.flush()
+            if loop.stdout.readline().strip() != "done" or loop.wait() != 0:
+                raise RuntimeError("innodb_page_loop failed")
+            out: dict[str, object] = {}
+            for k, v in fds.items():
+                a = fdinfo(v)
+                runs = a["run_cnt"] - before[k]["run_cnt"]
+                out[k] = {"ns_per_run": (a["run_time_ns"] - before[k]["run_time_ns"]) / max(runs, 1),
+                          "runs": runs}
+            out["error"] = check(session, pid, n, untraced)
+            return out
+        finally:
+            session.close()
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait()
+        if env_before is None:
+            os.environ.pop("IOATTR_BPF_DIR", None)
+        else:
+            os.environ["IOATTR_BPF_DIR"] = env_before
+
+
+def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None:
+    """The loop's reads in io_stats and page_stats, exactly (none when untraced)."""
+    raw, vals = io_stats_drainer(session.map_fd("io_stats"), 65536).read()
+    keys = raw.view(abi.IO_KEY_DTYPE)
+    mine = (keys["tgid"] == pid) & (keys["layer"] == 0)
+    count = int(vals["count"][mine].sum())
+    if count != (0 if untraced else n):
+        return f"io_stats counted {count} syscall reads, expected {0 if untraced else n}"
+    praw, pvals = page_stats_drainer(session.map_fd("page_stats")).read()
+    pkeys = praw.view(abi.PAGE_KEY_DTYPE)
+    got: dict[tuple[int, int], int] = {}
+    for k, v in zip(pkeys, pvals):
+        if int(k["tgid"]) != pid:
+            continue
+        if int(k["flags"]) or int(k["space_id"]) != SPACE_ID or int(k["page_type"]) != 17855:
+            return f"a page classified with flags {int(k['flags'])}, space {int(k['space_id'])}"
+        idx = (int(k["index_id"]), int(k["level"]))
+        got[idx] = got.get(idx, 0) + int(v["pages"])
+    want = {} if untraced else expected_pages(n)
+    if got != want:
+        return f"page_stats {got}, expected {want}"
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
+                    help="BPF objects to measure (DIR empty: this tree's bpf/); at least one")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=50_000)
+    ap.add_argument("--buffered", action="store_true", help="page-cache reads (no O_DIRECT, no block IO)")
+    ap.add_argument("--untraced", action="store_true", help="the loop is not a target (the early exits)")
+    ap.add_argument("--sets", default="syscalls,targets,block")
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+    if not args.variant:
+        ap.error("give at least one --variant NAME=DIR")
+    variants = []
+    for spec in args.variant:
+        name, sep, d = spec.partition("=")
+        if not name or not sep or (d and not Path(d).is_dir()):
+            ap.error(f"--variant {spec!r}: want NAME=DIR of built BPF objects (DIR may be empty)")
+        variants.append((name, d))
+    if os.geteuid() != 0:
+        print("bench_iopath: needs root", file=sys.stderr)
+        return 2
+    stats_fd = libbpf.enable_run_time_stats()
+    if stats_fd is None:
+        print("bench_iopath: cannot turn on BPF run-time statistics", file=sys.stderr)
+        return 1
+    sets = tuple(args.sets.split(","))
+    runs: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="ioattr-iopath-", dir="/var/tmp") as tmp:
+        work = Path(tmp)
+        exe = work / "innodb_page_loop"
+        subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / "innodb_page_loop.c")], check=True)
+        data = work / "fake.ibd"
+        make_file(data)
+        for r in range(args.rounds):
+            for name, d in (variants if r % 2 == 0 else variants[::-1]):
+                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced)
+                if o["error"]:
+                    print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
+                    return 1
+                runs.append({"variant": name, "round": r, **o})
+    os.close(stats_fd)
+    summary: dict[str, dict[str, object]] = {}
+    for name, _ in variants:
+        mine = [x for x in runs if x["variant"] == name]
+        summary[name] = {}
+        for prog in PROGRAMS:
+            vals = [x[prog]["ns_per_run"] for x in mine if prog in x]  # type: ignore[index]
+            rns = [x[prog]["runs"] / args.calls for x in mine if prog in x]  # type: ignore[index]
+            if vals:
+                summary[name][prog] = {"ns_per_run_median": statistics.median(vals), "min": min(vals),
+                                       "max": max(vals), "runs_per_call_median": statistics.median(rns)}
+        print(name + ": " + ", ".join(
+            f"{p.removeprefix('ioattr_')} {v['ns_per_run_median']:.0f} ({v['min']:.0f}-{v['max']:.0f})"
+            for p, v in summary[name].items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "benchmark": "bench_iopath", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "command": sys.argv, "params": vars(args), "summary": summary, "runs": runs}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

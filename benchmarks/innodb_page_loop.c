@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * innodb_page_loop FILE N PAGES DIRECT: N pread64() of one 16 KiB page each
+ * from the first PAGES pages of FILE (page (i * 7919) % PAGES), with O_DIRECT
+ * when DIRECT is 1. Prints "ready <pid>", waits for one byte on stdin (so the
+ * caller can attach and add us to the targets first), reads, prints "done".
+ * bench_iopath.py writes FILE as InnoDB index pages and registers it in
+ * innodb_files, so each pread runs the whole sync-read path: fd -> inode at
+ * enter, accounting and page classification at exit.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static char buf[16384] __attribute__((aligned(4096)));
+int main(int argc, char **argv)
+{
+	int fd = open(argv[1], O_RDONLY | (atoi(argv[4]) ? O_DIRECT : 0));
+	long n = atol(argv[2]), pages = atol(argv[3]);
+	char c;
+	if (fd < 0) { perror("open"); return 1; }
+	printf("ready %d\n", getpid()); fflush(stdout);
+	if (read(0, &c, 1) != 1) return 1;
+	for (long i = 0; i < n; i++) {
+		long p = (i * 7919) % pages;
+		if (syscall(SYS_pread64, fd, buf, 16384, p * 16384) != 16384) { perror("pread"); return 1; }
+	}
+	printf("done\n"); fflush(stdout);
+	return 0;
+}
