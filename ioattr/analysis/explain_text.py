@@ -4,62 +4,25 @@ from __future__ import annotations
 from typing import Any
 
 from ioattr.analysis.explain_math import plural
+from ioattr.engines import registry
 
 VERDICT_MARK = {"supported": "SUPPORTED", "refuted": "refuted", "inconclusive": "inconclusive",
                 "not_applicable": "n/a"}
 
 #: What each finding means in a benchmarker's terms, and the one thing to try next, keyed by
-#: finding id (ioattr.analysis.findings). The one place this text lives: the text output prints it under
-#: supported findings, and explain() puts it in every finding of the JSON ("mechanism",
+#: finding id (ioattr.analysis.findings; an engine's own findings' entries live with them, e.g.
+#: ioattr/engines/innodb/findings.py NEXT_STEPS). The one place each text lives: the text output
+#: prints it under supported findings, and explain() puts it in every finding of the JSON ("mechanism",
 #: "next_step"). {name} fields are filled from the finding's evidence and the target server's
 #: settings (meta.json "settings"); a field that is unknown is left out with its sentence part.
 NEXT_STEPS: dict[str, tuple[str, str]] = {
-    "working_set": (
-        "the tables and indexes the statements touch no longer fit in the buffer pool, so index "
-        "lookups that used to hit memory now wait for storage reads",
-        "raise innodb_buffer_pool_size{pool} above {data}, or shrink that working set (fewer or "
-        "narrower secondary indexes, older rows partitioned away)"),
+    # each engine's own findings' entries (EngineAdapter.next_steps), then the server's
+    **{fid: text for engine in registry.ENGINES for fid, text in engine.next_steps.items()},
     "write_statement_reads": (
         "every insert reads the leaf page of each secondary index it changes (read before write) "
         "unless the change buffer takes the change, so more rows inserted means more reads",
         "compare innodb_change_buffering{buffering} with 'inserts' or 'all' (MariaDB 10.11 defaults to "
         "none; the change buffer is gone from 11.0 on), or drop the secondary indexes the queries do not use"),
-    "clustered_lookups": (
-        "queries on a secondary index also read the clustered (PRIMARY) index: for columns the index "
-        "does not hold, or to check row visibility (MVCC) on pages changed after the reader's snapshot",
-        "make the index covering (add the selected columns to it) so the query never visits PRIMARY, "
-        "and keep transactions short so visibility checks stay in the secondary index"),
-    "change_buffer_merges": (
-        "buffered secondary-index changes are merged into their leaf pages, which first have to be "
-        "read, by background threads and by the queries that need those pages",
-        "try innodb_change_buffering=none{buffering_was} and compare reads per query and per insert"),
-    "change_buffer_memory": (
-        "the change buffer occupies buffer pool pages that the secondary indexes then miss",
-        "lower innodb_change_buffer_max_size{max_size} (percent of the buffer pool), or turn "
-        "innodb_change_buffering off"),
-    "log_rereads": (
-        "the redo log or binlog is read back from storage (buffered log IO whose pages the page "
-        "cache dropped, or binlog readers)",
-        "write the redo log with O_DIRECT: innodb_log_file_buffering=OFF (MariaDB 10.11), or "
-        "innodb_flush_method=O_DIRECT; check what reads the binlog"),
-    "readahead_waste": (
-        "read-ahead brings in pages that are evicted before anyone uses them",
-        "raise innodb_read_ahead_threshold{threshold} (fewer linear read-aheads) and keep "
-        "innodb_random_read_ahead=OFF"),
-    "purge_reads": (
-        "purge reads undo logs and the index pages of deleted or updated rows; the larger the "
-        "history list, the more it has to read back",
-        "keep transactions short so the history list stays small, and give purge more threads "
-        "(innodb_purge_threads) if it lags behind"),
-    "write_amplification": (
-        "each page write is written twice (doublewrite buffer) and every commit writes the binlog",
-        "measure with innodb_doublewrite=OFF on a test run (only where the storage has atomic page "
-        "writes), and check sync_binlog / binlog_format"),
-    "flush_storms": (
-        "the checkpoint age nears the redo capacity, so the page cleaner flushes in bursts and "
-        "statements wait for it",
-        "raise the redo capacity (innodb_log_file_size{log_size}) and innodb_io_capacity to what the "
-        "storage sustains"),
     "optimizer_reads": (
         "before a query runs, the optimizer estimates how many rows each range of each candidate "
         "index holds (index dives: records_in_range), reading the pages at both ends of every range "

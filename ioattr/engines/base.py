@@ -164,6 +164,8 @@ class EngineAdapter(ABC):
     # -- findings ---------------------------------------------------------------------------------
     #: explain findings only this engine can test (ioattr.analysis.findings runs them)
     findings: ClassVar[Sequence[Finding]] = ()
+    #: finding id -> (what it means, what to try next), as ioattr.analysis.explain_text.NEXT_STEPS
+    next_steps: ClassVar[Mapping[str, tuple[str, str]]] = {}
 
     def claims(self, conn: Connection | None) -> bool:
         """Whether a server (through its connection; None: not connected) uses this engine."""

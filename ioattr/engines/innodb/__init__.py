@@ -74,6 +74,7 @@ class InnodbAdapter(EngineAdapter):
         return pages.is_index_page(page_type, flavor)
 
     findings: ClassVar[Sequence[Finding]] = innodb_findings.FINDINGS
+    next_steps: ClassVar[Mapping[str, tuple[str, str]]] = innodb_findings.NEXT_STEPS
 
     # -- counters --------------------------------------------------------------------------
     settings: ClassVar[Sequence[str]] = (
