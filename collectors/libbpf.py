@@ -142,6 +142,11 @@ def _check_ptr(ptr: int | None, what: str) -> int:
     return ptr
 
 
+def _from_lib(fn: str, conv: type = int) -> property:
+    """A read-only attribute asked of libbpf each time: conv(fn(self.ptr))."""
+    return property(lambda self: conv(getattr(lib(), fn)(self.ptr)), doc=f"{fn}() of this object")
+
+
 class Map:
     """A BPF map of a loaded (or about to be loaded) object."""
 
@@ -149,17 +154,9 @@ class Map:
         self.ptr = ptr
         self.name = lib().bpf_map__name(ptr).decode()
 
-    @property
-    def fd(self) -> int:
-        return int(lib().bpf_map__fd(self.ptr))
-
-    @property
-    def key_size(self) -> int:
-        return int(lib().bpf_map__key_size(self.ptr))
-
-    @property
-    def value_size(self) -> int:
-        return int(lib().bpf_map__value_size(self.ptr))
+    fd = _from_lib("bpf_map__fd")
+    key_size = _from_lib("bpf_map__key_size")
+    value_size = _from_lib("bpf_map__value_size")
 
     def reuse_fd(self, fd: int) -> None:
         err = lib().bpf_map__reuse_fd(self.ptr, fd)
@@ -306,13 +303,8 @@ class Program:
     def set_autoload(self, on: bool) -> None:
         lib().bpf_program__set_autoload(self.ptr, on)
 
-    @property
-    def autoload(self) -> bool:
-        return bool(lib().bpf_program__autoload(self.ptr))
-
-    @property
-    def fd(self) -> int:
-        return int(lib().bpf_program__fd(self.ptr))
+    autoload = _from_lib("bpf_program__autoload", bool)
+    fd = _from_lib("bpf_program__fd")
 
     def attach(self) -> "Link":
         """Attach by section name (tracepoint/, tp_btf/, raw_tp/ ...)."""
@@ -488,13 +480,17 @@ class Object:
         self.path = path
         self.links: list[Link] = []
 
-    def maps(self) -> list[Map]:
+    def _each(self, next_fn: str) -> list[int]:
+        """The object's maps or programs (libbpf's bpf_object__next_* walk), as pointers."""
         out, prev = [], None
         while True:
-            prev = lib().bpf_object__next_map(self.ptr, prev)
+            prev = getattr(lib(), next_fn)(self.ptr, prev)
             if not prev:
                 return out
-            out.append(Map(prev))
+            out.append(prev)
+
+    def maps(self) -> list[Map]:
+        return [Map(p) for p in self._each("bpf_object__next_map")]
 
     def map(self, name: str) -> Map:
         for m in self.maps():
@@ -503,12 +499,7 @@ class Object:
         raise KeyError(f"{self.path} has no map {name}")
 
     def programs(self) -> list[Program]:
-        out, prev = [], None
-        while True:
-            prev = lib().bpf_object__next_program(self.ptr, prev)
-            if not prev:
-                return out
-            out.append(Program(prev))
+        return [Program(p) for p in self._each("bpf_object__next_program")]
 
     def load(self) -> None:
         take_log()

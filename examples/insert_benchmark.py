@@ -274,17 +274,20 @@ class Bench:
             data VARCHAR(200) NOT NULL
         ) ENGINE=InnoDB""")
 
-    def load(self) -> None:
-        a = self.args
-        res, before = self.begin("l.i0")
-        left = a.rows
+    def insert_phase(self, phase: str, rows: int, batch: int) -> None:
+        """A phase that inserts `rows` rows, `batch` per INSERT, as fast as it can."""
+        res, before = self.begin(phase)
+        left = rows
         while left > 0:
-            n = min(a.load_batch, left)
+            n = min(batch, left)
             self.insert(n)
             res.rows_inserted += n
             res.insert_statements += 1
             left -= n
         self.finish(res, before)
+
+    def load(self) -> None:
+        self.insert_phase("l.i0", self.args.rows, self.args.load_batch)
 
     def create_indexes(self) -> None:
         res, before = self.begin("l.x")
@@ -293,16 +296,7 @@ class Bench:
         self.finish(res, before)
 
     def insert_more(self) -> None:
-        a = self.args
-        res, before = self.begin("l.i1")
-        left = a.rows_l_i1
-        while left > 0:
-            n = min(a.batch, left)
-            self.insert(n)
-            res.rows_inserted += n
-            res.insert_statements += 1
-            left -= n
-        self.finish(res, before)
+        self.insert_phase("l.i1", self.args.rows_l_i1, self.args.batch)
 
     def query_phase(self, rate: int) -> None:
         """One rate-limited inserter and one query connection, for --phase-seconds."""
@@ -505,34 +499,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return v
+def _number(conv: type, zero_ok: bool):
+    """An argparse type: a number (int or float) above zero, or at least zero if zero_ok."""
+    def parse(text: str):
+        try:
+            v = conv(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not {'an integer' if conv is int else 'a number'}: {text!r}") from None
+        if not (v >= 0 if zero_ok else v > 0):
+            raise argparse.ArgumentTypeError(f"must {'not be negative' if zero_ok else 'be positive'}: {text}")
+        return v
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return v
+_positive_int = _number(int, zero_ok=False)
+_nonneg_int = _number(int, zero_ok=True)
+_positive_float = _number(float, zero_ok=False)
 
 
 def _rates(text: str) -> list[int]:

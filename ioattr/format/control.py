@@ -42,6 +42,15 @@ def _write_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def drain_fd(fd: int) -> None:
+    """Read a non-blocking pipe or FIFO until it is empty (its bytes only say "look now")."""
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
 @dataclass
 class Mark:
     """One `ioattr mark` request: ack() it once its phase has started."""
@@ -95,13 +104,8 @@ class Control:
 
     def clear_wake(self) -> None:
         """Empty the wake FIFO (its bytes only say "look now")."""
-        if self.wake_fd is None:
-            return
-        try:
-            while os.read(self.wake_fd, 4096):
-                pass
-        except OSError:
-            pass
+        if self.wake_fd is not None:
+            drain_fd(self.wake_fd)
 
     def stop_requested(self) -> bool:
         return (self.dir / "stop").exists()

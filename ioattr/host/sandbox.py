@@ -114,6 +114,17 @@ def _die_with_parent() -> None:
         pass
 
 
+
+class _InBasedir:
+    """A read-only attribute naming one file or directory inside the server's basedir."""
+
+    def __init__(self, name: str, doc: str | None = None) -> None:
+        self.name = name
+        self.__doc__ = doc or f"basedir/{name}"
+
+    def __get__(self, obj: "PrivateMariaDB | None", owner: type | None = None) -> Any:
+        return self if obj is None else obj._path(self.name)
+
 class PrivateMariaDB:
     """A private mariadbd living entirely under one directory.
 
@@ -195,13 +206,11 @@ class PrivateMariaDB:
             raise SandboxError("server has no directory yet: call start() first")
         return self.basedir / name
 
-    @property
-    def datadir(self) -> Path:
-        return self._path("data")
-
-    @property
-    def tmpdir(self) -> Path:
-        return self._path("tmp")
+    datadir = _InBasedir("data")
+    tmpdir = _InBasedir("tmp")
+    pid_file = _InBasedir("mysqld.pid")
+    error_log = _InBasedir("error.log")
+    defaults_file = _InBasedir("my.cnf", "The server's ``my.cnf`` (written by :meth:`start`).")
 
     @property
     def socket(self) -> Path:
@@ -209,19 +218,6 @@ class PrivateMariaDB:
         if self._socket_dir is not None:
             return self._socket_dir / "mysqld.sock"
         return self._path("mysqld.sock")
-
-    @property
-    def pid_file(self) -> Path:
-        return self._path("mysqld.pid")
-
-    @property
-    def error_log(self) -> Path:
-        return self._path("error.log")
-
-    @property
-    def defaults_file(self) -> Path:
-        """The server's ``my.cnf`` (written by :meth:`start`)."""
-        return self._path("my.cnf")
 
     @property
     def client_defaults_file(self) -> Path:

@@ -457,11 +457,7 @@ class Recorder:
             time.sleep(max(0.0, timeout))
             return
         if self._wake_r in ready:
-            try:
-                while os.read(self._wake_r, 4096):
-                    pass
-            except OSError:
-                pass
+            control.drain_fd(self._wake_r)
 
     def _pids_gone(self) -> bool:
         """Only --pid targets were asked for and none of them runs any more: nothing can be

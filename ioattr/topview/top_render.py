@@ -8,9 +8,11 @@ or text with ANSI styles (interactive).
 """
 from __future__ import annotations
 
+import functools
 import io
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -25,11 +27,20 @@ VIEW_OF_KEY = {"f": ("files",), "i": ("indexes",), "t": ("threads", "roles"), "q
 MIN_WIDTH = 60
 
 
-def fmt_rate(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v == 0:
-        return "0"
+def _none_or_zero(fmt: Callable[[float], str]) -> Callable[[float | None], str]:
+    """A number formatter that shows None (not measured) as "-" and zero as "0"."""
+    @functools.wraps(fmt)
+    def shown(v: float | None) -> str:
+        if v is None:
+            return "-"
+        if v == 0:
+            return "0"
+        return fmt(v)
+    return shown
+
+
+@_none_or_zero
+def fmt_rate(v: float) -> str:
     if v < 9.95:
         return f"{v:.1f}"
     if v < 9999.5:
@@ -39,11 +50,8 @@ def fmt_rate(v: float | None) -> str:
     return f"{v / 1e6:.1f}M"
 
 
-def fmt_mbps(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v == 0:
-        return "0"
+@_none_or_zero
+def fmt_mbps(v: float) -> str:
     if v < 0.005:
         return "<0.01"
     if v < 9.995:
@@ -70,11 +78,8 @@ def fmt_pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
 
 
-def fmt_ratio(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v == 0:
-        return "0"
+@_none_or_zero
+def fmt_ratio(v: float) -> str:
     if v < 9.995:
         return f"{v:.2f}"
     return fmt_rate(v)
