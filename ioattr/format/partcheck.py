@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import struct
 from pathlib import Path
+from typing import Callable
 
 MAGIC = b"PAR1"
 MAX_CHUNK_BYTES = 1 << 30        # one column chunk's uncompressed size; ioattr's are < 10 MB
@@ -104,6 +105,20 @@ def _field(buf: bytes, pos: int, last: int) -> tuple[int, int, int]:
         return last + delta, ftype, pos
     fid, pos = _zigzag(buf, pos)
     return fid, ftype, pos
+
+
+def _struct(buf: bytes, pos: int, read: Callable[[int, int, int], int | None], depth: int = 1) -> int:
+    """Walk the fields of the struct whose first field header is at `pos`: read(field id,
+    type, pos) reads a field it knows and returns the position after it, or None to have it
+    skipped (_skip at `depth`). Returns the position after the struct's stop byte."""
+    last = 0
+    while True:
+        fid, ft, pos = _field(buf, pos, last)
+        if ft == _STOP:
+            return pos
+        last = fid
+        after = read(fid, ft, pos)
+        pos = _skip(buf, pos, ft, depth) if after is None else after
 
 
 def _list_header(buf: bytes, pos: int) -> tuple[int, int, int]:
@@ -230,49 +245,48 @@ def _num_values(buf: bytes, pos: int, ftype: int, v2: bool) -> tuple[int, int, i
     header; level bytes: a v2 page's definition plus repetition level lengths (5, 6)."""
     if ftype != _STRUCT:
         raise _Bad("page header part of the wrong type")
-    n, levels, last = None, 0, 0
-    while True:
-        fid, ft, pos = _field(buf, pos, last)
-        if ft == _STOP:
-            break
-        last = fid
+    got = {"n": None, "levels": 0}
+
+    def read(fid: int, ft: int, at: int) -> int | None:
         if fid == 1:
-            n, pos = _i32(buf, pos, ft)
-        elif v2 and fid in (5, 6):
-            v, pos = _i32(buf, pos, ft)
+            got["n"], at = _i32(buf, at, ft)
+            return at
+        if v2 and fid in (5, 6):
+            v, at = _i32(buf, at, ft)
             if v < 0:
                 raise _Bad("negative level length")
-            levels += v
-        else:
-            pos = _skip(buf, pos, ft, 1)
+            got["levels"] += v
+            return at
+        return None
+
+    pos = _struct(buf, pos, read)
+    n = got["n"]
     if n is None or n < 0:
         raise _Bad("page without a number of values")
-    return n, levels, pos
+    return n, got["levels"], pos
 
 
 def page_header(buf: bytes) -> tuple[int, int, int, int, int]:
     """(header length, page type, uncompressed size, compressed size, num_values) of the
     PageHeader at the start of `buf`. _Short when buf ends inside it, _Bad if it is none."""
+    got: dict[int, int | None] = {1: None, 2: None, 3: None}   # type, uncompressed, compressed size
+    counts = [0, 0]                                             # num_values, level bytes
+
+    def read(fid: int, ft: int, at: int) -> int | None:
+        if fid in got:
+            got[fid], at = _i32(buf, at, ft)
+            return at
+        if fid in (5, 7, 8):
+            counts[0], counts[1], at = _num_values(buf, at, ft, fid == 8)
+            return at
+        return None
+
     try:
-        ptype = usize = csize = None
-        nvalues, levels, pos, last = 0, 0, 0, 0
-        while True:
-            fid, ft, pos = _field(buf, pos, last)
-            if ft == _STOP:
-                break
-            last = fid
-            if fid == 1:
-                ptype, pos = _i32(buf, pos, ft)
-            elif fid == 2:
-                usize, pos = _i32(buf, pos, ft)
-            elif fid == 3:
-                csize, pos = _i32(buf, pos, ft)
-            elif fid in (5, 7, 8):
-                nvalues, levels, pos = _num_values(buf, pos, ft, fid == 8)
-            else:
-                pos = _skip(buf, pos, ft)
+        pos = _struct(buf, 0, read, depth=0)
     except IndexError:
         raise _Short from None
+    ptype, usize, csize = got[1], got[2], got[3]
+    nvalues, levels = counts
     if pos > len(buf):
         raise _Short
     if ptype is None or usize is None or csize is None:
@@ -340,99 +354,89 @@ _CHUNK_FIELDS = {5: "num_values", 6: "total_uncompressed_size", 7: "total_compre
 
 def _column_meta(buf: bytes, pos: int) -> tuple[dict, int]:
     out: dict = {}
-    last = 0
-    while True:
-        fid, ft, pos = _field(buf, pos, last)
-        if ft == _STOP:
-            return out, pos
-        last = fid
+
+    def read(fid: int, ft: int, at: int) -> int | None:
         name = _CHUNK_FIELDS.get(fid)
-        if name is not None:
-            out[name], pos = _int(buf, pos, ft)
-        else:
-            pos = _skip(buf, pos, ft, 2)
+        if name is None:
+            return None
+        out[name], at = _int(buf, at, ft)
+        return at
+
+    return out, _struct(buf, pos, read, depth=2)
 
 
 def _column_chunk(buf: bytes, pos: int) -> tuple[dict | None, int]:
-    meta, last = None, 0
-    while True:
-        fid, ft, pos = _field(buf, pos, last)
-        if ft == _STOP:
-            return meta, pos
-        last = fid
+    meta: list[dict | None] = [None]
+
+    def read(fid: int, ft: int, at: int) -> int | None:
         if fid == 1:
             raise _Bad("a column chunk in another file")       # DuckDB would open that path
-        if fid == 3:
-            if ft != _STRUCT:
-                raise _Bad("field of the wrong type")
-            meta, pos = _column_meta(buf, pos)
-        else:
-            pos = _skip(buf, pos, ft, 1)
+        if fid != 3:
+            return None
+        if ft != _STRUCT:
+            raise _Bad("field of the wrong type")
+        meta[0], at = _column_meta(buf, at)
+        return at
+
+    pos = _struct(buf, pos, read)
+    return meta[0], pos
 
 
 def _row_group(buf: bytes, pos: int) -> tuple[tuple[list, int | None], int]:
-    columns: list = []
-    rows, last = None, 0
-    while True:
-        fid, ft, pos = _field(buf, pos, last)
-        if ft == _STOP:
-            return (columns, rows), pos
-        last = fid
+    got: dict = {"columns": [], "rows": None}
+
+    def read(fid: int, ft: int, at: int) -> int | None:
         if fid == 1:
-            n, pos = _struct_list_header(buf, pos, ft)
-            columns = []
-            for _ in range(n):
-                cc, pos = _column_chunk(buf, pos)
-                columns.append(cc)
-        elif fid == 3:
-            rows, pos = _int(buf, pos, ft)
-        else:
-            pos = _skip(buf, pos, ft, 1)
+            got["columns"], at = _struct_list(buf, at, ft, _column_chunk)
+            return at
+        if fid == 3:
+            got["rows"], at = _int(buf, at, ft)
+            return at
+        return None
+
+    pos = _struct(buf, pos, read)
+    return (got["columns"], got["rows"]), pos
+
+
+def _struct_list(buf: bytes, pos: int, ftype: int, read_one: Callable) -> tuple[list, int]:
+    """A list of structs, each read by read_one(buf, pos) -> (item, new pos)."""
+    n, pos = _struct_list_header(buf, pos, ftype)
+    items = []
+    for _ in range(n):
+        item, pos = read_one(buf, pos)
+        items.append(item)
+    return items, pos
 
 
 def _schema_element(buf: bytes, pos: int) -> tuple[tuple[int, int], int]:
     """((repetition type, number of children), new pos) of a SchemaElement (-1: not given)."""
-    rep = children = -1
-    last = 0
-    while True:
-        fid, ft, pos = _field(buf, pos, last)
-        if ft == _STOP:
-            return (rep, children), pos
-        last = fid
-        if fid == 3:
-            rep, pos = _i32(buf, pos, ft)
-        elif fid == 5:
-            children, pos = _i32(buf, pos, ft)
-        else:
-            pos = _skip(buf, pos, ft, 1)
+    got = {3: -1, 5: -1}   # repetition type, number of children
+
+    def read(fid: int, ft: int, at: int) -> int | None:
+        if fid not in got:
+            return None
+        got[fid], at = _i32(buf, at, ft)
+        return at
+
+    pos = _struct(buf, pos, read)
+    return (got[3], got[5]), pos
 
 
 def _file_meta(buf: bytes) -> tuple[list[bool], list]:
     """(per leaf column: flat (no repeated ancestor), row groups) from a FileMetaData."""
-    schema: list = []
-    row_groups: list = []
-    pos = last = 0
+    lists: dict[int, list] = {2: [], 4: []}   # schema, row groups
+
+    def read(fid: int, ft: int, at: int) -> int | None:
+        if fid not in lists:
+            return None
+        lists[fid], at = _struct_list(buf, at, ft, _schema_element if fid == 2 else _row_group)
+        return at
+
     try:
-        while True:
-            fid, ft, pos = _field(buf, pos, last)
-            if ft == _STOP:
-                break
-            last = fid
-            if fid in (2, 4):
-                n, pos = _struct_list_header(buf, pos, ft)
-                read = _schema_element if fid == 2 else _row_group
-                items = []
-                for _ in range(n):
-                    item, pos = read(buf, pos)
-                    items.append(item)
-                if fid == 2:
-                    schema = items
-                else:
-                    row_groups = items
-            else:
-                pos = _skip(buf, pos, ft)
+        pos = _struct(buf, 0, read, depth=0)
     except IndexError:
         raise _Short from None
+    schema, row_groups = lists[2], lists[4]
     if pos > len(buf):
         raise _Short
     if not schema:
