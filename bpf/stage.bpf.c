@@ -511,19 +511,22 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	long ret = ctx->ret;
 	struct task_io_state *st;
+	struct task_struct *task;
 	struct pt_regs *regs;
 	__u64 size, buf;
 	int fd;
 
 	if (ret <= 0 || !is_target(pid_tgid >> 32))
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return 0;
-	fd = (int)BPF_CORE_READ(regs, di);
-	buf = BPF_CORE_READ(regs, si);
-	size = BPF_CORE_READ(regs, dx);
-	st = thread_state();
+	/* a trusted BTF pointer: plain loads, no probe-read helper calls */
+	fd = (int)regs->di;
+	buf = regs->si;
+	size = regs->dx;
+	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
 	/* set again below if this read starts a statement: a TLS read leaves no stale mark for
