@@ -365,7 +365,13 @@ static __always_inline long walk_bio_step(__u64 index, void *ctx)
 	w->walked += bytes;
 	k = w->base;
 	if (bio_owner(bio, w->opf, w->now, &k)) {
-		add_part(&w->p, &k, bytes);
+		if (!w->p.nparts) { /* the first owner (a one-bio request's only one): no call */
+			w->p.part[0].key = k;
+			w->p.part[0].bytes = bytes;
+			w->p.nparts = 1;
+		} else {
+			add_part(&w->p, &k, bytes);
+		}
 		if (!index) {
 			w->first = k;
 			w->first_counted = 1;
