@@ -39,7 +39,8 @@ the socket does not carry in clear (TLS, the compressed protocol). So:
                   show on the wire, attaches the dispatch_command uprobe for
                   that server next to it (it skips the statements the wire
                   reader already started), saying so in one line
-  wire            the wire only, never the uprobe
+  wire            the wire only, never the fallback (the uprobe only where the wire
+                  reader cannot run on this host, said in the status)
   uprobe          the dispatch_command uprobe only (the pre-issue-13 behaviour)
 """
 from __future__ import annotations
