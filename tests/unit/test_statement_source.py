@@ -1,0 +1,68 @@
+"""--statements auto's verdict (collectors/stage_probes.py StageProbes.check_wire), without BPF:
+the wire reader's statement count against the server's Questions. In clear the wire sees at
+least every Question (and COM_STMT_PREPARE/CLOSE, COM_PING, which Questions skips): never a
+fallback. When clients use TLS or compression the wire sees fewer: the dispatch_command
+uprobe is attached, once. No verdict before WIRE_CHECK_QUESTIONS Questions."""
+from __future__ import annotations
+
+from ioattr.collectors import stage_probes as sp
+
+
+class Probes(sp.StageProbes):
+    """check_wire's bookkeeping with the wire count and the fallback faked."""
+
+    def __init__(self, requested: str = "auto") -> None:  # no ProbeSession, no BPF
+        self.requested = requested
+        self.sources = {7: ("wire", "--statements auto")}
+        self._wire_base = {}
+        self.wire = 0
+        self.fell_back: list[str] = []
+
+    def wire_count(self, pid: int) -> int:
+        return self.wire
+
+    def fallback(self, pid: int, why: str) -> str:
+        self.fell_back.append(why)
+        self.sources[pid] = ("wire+uprobe", why)
+        return f"server {pid}: {why}"
+
+
+def test_clear_clients_never_fall_back() -> None:
+    p = Probes()
+    questions = 1000
+    assert p.check_wire(7, questions) == ""  # the baseline
+    for _ in range(20):
+        p.wire += 500  # + prepares, closes, pings Questions does not count
+        questions += 480
+        assert p.check_wire(7, questions) == ""
+    # statements in flight between the two reads (one per busy connection) are not a verdict
+    p.wire += sp.WIRE_CHECK_QUESTIONS - sp.WIRE_SLACK
+    questions += sp.WIRE_CHECK_QUESTIONS
+    assert p.check_wire(7, questions) == "" and not p.fell_back
+
+
+def test_tls_clients_fall_back_once() -> None:
+    p = Probes()
+    assert p.check_wire(7, 0) == ""
+    p.wire += 10
+    assert p.check_wire(7, sp.WIRE_CHECK_QUESTIONS - 1) == ""  # not enough evidence yet
+    said = p.check_wire(7, 2 * sp.WIRE_CHECK_QUESTIONS)
+    assert said and "Questions" in said and len(p.fell_back) == 1
+    assert p.source(7) == "wire+uprobe"
+    assert p.check_wire(7, 10 * sp.WIRE_CHECK_QUESTIONS) == ""  # decided: no more checks
+    assert len(p.fell_back) == 1
+
+
+def test_a_minority_of_tls_clients_is_enough() -> None:
+    p = Probes()
+    p.check_wire(7, 0)
+    p.wire += 900
+    assert p.check_wire(7, 1000)  # a tenth of the statements invisible: fall back
+    assert len(p.fell_back) == 1
+
+
+def test_forced_sources_are_never_checked() -> None:
+    for requested in ("wire", "uprobe"):
+        p = Probes(requested)
+        p.check_wire(7, 0)
+        assert p.check_wire(7, 10_000) == "" and not p.fell_back
