@@ -90,6 +90,19 @@ def paths(tmp_path_factory) -> dict[str, str]:
             "missing": str(tmp / "no-such-path"), "tmp": str(tmp)}
 
 
+def _unreadable_recording(command: str) -> list[tuple[str, list[str], str]]:
+    """A command that reads a recording, given none or one it can't read."""
+    return [(command, [], "required: recording"), (command, ["{missing}"], "no such recording"),
+            (command, ["{file}"], "not a directory"), (command, ["{dir}"], "no meta.json"),
+            (command, ["{badmeta}"], "bad meta.json"), (command, ["{notjson}"], "unreadable recording metadata")]
+
+
+def _unusable_output(command: str) -> list[tuple[str, list[str], str]]:
+    """A command that writes a recording, given an -o it must refuse."""
+    return [(command, ["-o", "{file}"], "not a directory"), (command, ["-o", "{rec}"], "already holds a recording"),
+            (command, ["-o", "{nonempty}"], "not empty")]
+
+
 # (command, arguments, a piece of the message); {name} is a path from the fixture
 CASES: list[tuple[str, list[str], str]] = [
     # every subcommand: an unknown option
@@ -97,27 +110,16 @@ CASES: list[tuple[str, list[str], str]] = [
       if c not in ("compact", "explain", "report")],
     *[(c, ["{rec}", "--no-such-option"], "unrecognized arguments") for c in ("compact", "explain", "report")],
     # compact
-    ("compact", [], "required: recording"),
-    ("compact", ["{missing}"], "no such recording"),
-    ("compact", ["{file}"], "not a directory"),
-    ("compact", ["{dir}"], "no meta.json"),
-    ("compact", ["{badmeta}"], "bad meta.json"),
+    *_unreadable_recording("compact")[:-1],
     # demo (refused before any server starts)
     ("demo", ["--seconds", "0"], "--seconds"),
     ("demo", ["--seconds", "abc"], "invalid int value"),
     ("demo", ["--table-size", "1"], "--table-size"),
-    ("demo", ["-o", "{file}"], "not a directory"),
-    ("demo", ["-o", "{rec}"], "already holds a recording"),
-    ("demo", ["-o", "{nonempty}"], "not empty"),
+    *_unusable_output("demo"),
     # doctor
     ("doctor", ["extra"], "unrecognized arguments: extra"),
     # explain
-    ("explain", [], "required: recording"),
-    ("explain", ["{missing}"], "no such recording"),
-    ("explain", ["{file}"], "not a directory"),
-    ("explain", ["{dir}"], "no meta.json"),
-    ("explain", ["{badmeta}"], "bad meta.json"),
-    ("explain", ["{notjson}"], "unreadable recording metadata"),
+    *_unreadable_recording("explain"),
     ("explain", ["{rec}", "--baseline", "nosuch"], "unknown phase 'nosuch'"),
     ("explain", ["{rec}", "--target", "nosuch"], "main, load, read"),
     ("explain", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
@@ -166,9 +168,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("record", ["--pid", "abc"], "invalid int value"),
     ("record", ["--pid", "999999999", "-o", "{tmp}/r-nosuchpid"], "no such process: 999999999"),
     ("record", ["--comm", "no-such-proc-x", "-o", "{tmp}/r-nosuchcomm"], "no running process named"),
-    ("record", ["-o", "{file}"], "not a directory"),
-    ("record", ["-o", "{rec}"], "already holds a recording"),
-    ("record", ["-o", "{nonempty}"], "not empty"),
+    *_unusable_output("record"),
     ("record", ["--mysql-socket", "{missing}"], "--mysql-socket"),
     ("record", ["--mysql-defaults-file", "{dir}"], "cannot read option file"),
     ("record", ["--mysql-port", "70000"], "--mysql-port"),
@@ -176,12 +176,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("record", ["--phase-pattern", "x"], "give -- CMD"),
     ("record", ["--only-command"], "needs a command"),
     # report
-    ("report", [], "required: recording"),
-    ("report", ["{missing}"], "no such recording"),
-    ("report", ["{file}"], "not a directory"),
-    ("report", ["{dir}"], "no meta.json"),
-    ("report", ["{badmeta}"], "bad meta.json"),
-    ("report", ["{notjson}"], "unreadable recording metadata"),
+    *_unreadable_recording("report"),
     ("report", ["{rec}", "--phase", "nosuch"], "unknown phase 'nosuch'; this recording has: main, load, read"),
     ("report", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
     ("report", ["{rec}", "--layer", "foo"], "unknown layer 'foo'"),

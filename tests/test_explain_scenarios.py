@@ -257,6 +257,18 @@ def _point_k(n: int, offset: int) -> Work:
     return work
 
 
+def _change_buffer_server(mariadb_factory, pad: int, other: str, rows: int, fill: str, **options: str):
+    """A change-buffering server (8 MB pool, ibuf up to 50%) with b.t (CB_ROWS rows, secondary
+    index, `pad` bytes a row) and a second table b.<other> of `rows` rows of 200 bytes."""
+    db = _server(mariadb_factory, "8M", innodb_change_buffering="all", innodb_change_buffer_max_size="50",
+                 **options)
+    db.query("CREATE DATABASE b")
+    _load_cb_table(db, "t", CB_ROWS, pad=pad)
+    db.query(f"CREATE TABLE b.{other} (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
+    db.query(f"INSERT INTO b.{other} SELECT seq, '{fill}' FROM b.seq_1_to_{rows}")
+    return db
+
+
 def _evict(cur) -> None:
     """Scan a table bigger than the pool: with innodb_old_blocks_time=0 its pages go young at
     their second touch and push everything else out (the churn of a big benchmark)."""
@@ -264,12 +276,7 @@ def _evict(cur) -> None:
 
 
 def test_change_buffer_merges(mariadb_factory, tmp_path: Path) -> None:
-    db = _server(mariadb_factory, "8M", innodb_change_buffering="all", innodb_change_buffer_max_size="50",
-                 innodb_old_blocks_time="0")
-    db.query("CREATE DATABASE b")
-    _load_cb_table(db, "t", CB_ROWS, pad=60)
-    db.query("CREATE TABLE b.f (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
-    db.query("INSERT INTO b.f SELECT seq, 'z' FROM b.seq_1_to_60000")
+    db = _change_buffer_server(mariadb_factory, 60, "f", 60000, "z", innodb_old_blocks_time="0")
     assert db.query("SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'ibuf_size'")[0][0] <= 1
 
     def cold(conn) -> None:
@@ -338,12 +345,7 @@ def _mixed(n: int, seed: int) -> Work:
 def test_change_buffer_memory(mariadb_factory, tmp_path: Path) -> None:
     # innodb_fill_factor=50: the sorted index build leaves room in its leaves, so inserts can be
     # buffered from the start (a full leaf can't take a buffered insert: it is read instead)
-    db = _server(mariadb_factory, "8M", innodb_change_buffering="all", innodb_change_buffer_max_size="50",
-                 innodb_fill_factor="50")
-    db.query("CREATE DATABASE b")
-    _load_cb_table(db, "t", CB_ROWS, pad=120)
-    db.query("CREATE TABLE b.h (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
-    db.query(f"INSERT INTO b.h SELECT seq, 'h' FROM b.seq_1_to_{HOT_ROWS}")
+    db = _change_buffer_server(mariadb_factory, 120, "h", HOT_ROWS, "h", innodb_fill_factor="50")
     conn = db.connect()
     with conn.cursor() as cur:
         _inserts(cur, random.Random(1), 5000, 100)
