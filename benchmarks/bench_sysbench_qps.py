@@ -84,7 +84,8 @@ IOATTR_CWD: str | None = None  # not the repo: '' on sys.path would find the liv
 # package -> source folder, as setup.py maps them
 PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
                 **{f"ioattr/{p}": f"ioattr/{p}" for p in ("model", "format", "live", "analysis",
-                                                          "output", "topview", "prometheus", "host")}}
+                                                          "output", "topview", "prometheus", "host",
+                                                          "engines", "engines/innodb")}}
 
 
 def snapshot_ioattr(work: Path) -> dict[str, object]:
