@@ -30,8 +30,6 @@ counted: nothing counted twice, nothing lost, no series going down.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ioattr.format.schema import HIST_COLUMNS
@@ -180,31 +178,23 @@ def _level(v: object) -> str:
     return "leaf" if int(v) == 0 else "non_leaf"  # type: ignore[call-overload]
 
 
-@dataclass
 class ExporterState:
-    """All cumulative series of one exporter, fed one Interval at a time."""
+    """All cumulative series of one exporter, fed one Interval at a time.
 
-    top_n: int = 50
-    half_life: float = 60.0
-    min_dwell: float = 30.0
-    hysteresis: float = 2.0
-    retention: float = 600.0
-    min_frozen: float = 120.0
-    io: SeriesTable = field(init=False)
-    hist: SeriesTable = field(init=False)
-    pages: SeriesTable = field(init=False)
-    intervals: int = 0
-    version: int = 0
+    top_n values of `file` and of `index` get series of their own; `membership` is TopN's
+    keyword arguments (half_life, min_dwell, hysteresis, retention, min_frozen), whose
+    defaults TopN holds."""
 
-    def __post_init__(self) -> None:
-        kw = dict(half_life=self.half_life, min_dwell=self.min_dwell, hysteresis=self.hysteresis,
-                  retention=self.retention, min_frozen=self.min_frozen)
+    def __init__(self, top_n: int = 50, **membership: float) -> None:
+        self.top_n = top_n
         # io: count, bytes, lat_sum_ns, activity (count + bytes / 4096: what ranks the top N)
-        self.io = SeriesTable(IO_LABELS, 4, "file", TopN(self.top_n, **kw))
+        self.io = SeriesTable(IO_LABELS, 4, "file", TopN(top_n, **membership))
         # hist: 64 slots, count, lat_sum_ns
         self.hist = SeriesTable(HIST_LABELS, len(HIST_COLUMNS) + 2)
         # pages: pages, bytes
-        self.pages = SeriesTable(PAGE_LABELS, 2, "index", TopN(self.top_n, **kw))
+        self.pages = SeriesTable(PAGE_LABELS, 2, "index", TopN(top_n, **membership))
+        self.intervals = 0
+        self.version = 0
 
     def ingest(self, io: dict | None, pages: dict | None, now: float) -> None:
         if io:

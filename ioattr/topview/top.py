@@ -72,14 +72,26 @@ class Column:
 
 
 NAME = "name"
+
+
+def _megabytes(of: str) -> tuple[Column, Column]:
+    """RMB/s and WMB/s of what a view counts ("" for its IO, "of pages " for page views)."""
+    return (Column("rmb", "RMB/s", 6, kind="mbps", help=f"MB {of}read per second"),
+            Column("wmb", "WMB/s", 6, kind="mbps", help=f"MB {of}written per second"))
+
+
+def _latency(of: str) -> tuple[Column, Column]:
+    """P50 and P99 of the IOs a view's rows stand for."""
+    return (Column("p50", "P50", 6, kind="latency", help=f"median latency of {of}"),
+            Column("p99", "P99", 6, kind="latency", help=f"99th percentile latency of {of}"))
+
+
 IO_NUMERIC = (
     Column("iops", "IO/s", 6, help="reads + writes + fsyncs per second"),
     Column("r", "R/s", 6, help="reads per second"),
     Column("w", "W/s", 6, help="writes per second"),
-    Column("rmb", "RMB/s", 6, kind="mbps", help="MB read per second"),
-    Column("wmb", "WMB/s", 6, kind="mbps", help="MB written per second"),
-    Column("p50", "P50", 6, kind="latency", help="median latency of reads and writes"),
-    Column("p99", "P99", 6, kind="latency", help="99th percentile latency of reads and writes"),
+    *_megabytes(""),
+    *_latency("reads and writes"),
 )
 QUERY_NUMERIC = (
     Column("exec", "EXEC/s", 6, help="executions started per second (stage probes)"),
@@ -89,11 +101,9 @@ PAGE_NUMERIC = (
     Column("pgs", "PG/s", 6, help="InnoDB pages read + written per second"),
     Column("rpg", "RPG/s", 6, help="pages read per second"),
     Column("wpg", "WPG/s", 6, help="pages written per second"),
-    Column("rmb", "RMB/s", 6, kind="mbps", help="MB of pages read per second"),
-    Column("wmb", "WMB/s", 6, kind="mbps", help="MB of pages written per second"),
+    *_megabytes("of pages "),
     Column("leaf", "LEAF%", 5, kind="pct", help="share of the page reads that were B-tree leaves"),
-    Column("p50", "P50", 6, kind="latency", help="median latency of the IOs that carried these pages"),
-    Column("p99", "P99", 6, kind="latency", help="p99 latency of the IOs that carried these pages"),
+    *_latency("the IOs that carried these pages"),
 )
 
 
