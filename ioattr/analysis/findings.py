@@ -147,8 +147,13 @@ def random_access(e: Evidence) -> dict[str, Any]:
         return finding("random_access", title, "not_applicable", "a read cause; this metric counts writes")
     fb = async_read_fraction(e.base)
     ft = async_read_fraction(e.target)
+    if fb is None and ft is None:
+        return finding("random_access", title, "inconclusive", "no page reads classified in either phase")
     if fb is None or ft is None:
-        return finding("random_access", title, "inconclusive", "no page reads in one of the phases")
+        # one side read no pages: there is no access pattern to compare against, so the
+        # question does not apply (it is not missing evidence, which would be inconclusive)
+        side = "baseline" if fb is None else "target"
+        return finding("random_access", title, "not_applicable", f"no page reads in the {side} phase")
     if fb >= 0.2 and ft <= fb * 0.5 and e.change > 0:
         verdict = "supported"
     elif ft >= fb * 0.8:

@@ -1,0 +1,55 @@
+"""The engine-neutral findings' verdict rules on stub evidence (no recording, no server).
+
+Protects the difference between "the question does not apply" (not_applicable: one phase read
+no pages, so there is no access pattern to compare) and "the evidence is missing"
+(inconclusive: no page was classified at all), which explain ranks differently.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from ioattr.analysis.findings import random_access
+
+
+class _Rec:
+    """Answers async_read_fraction's one query with (api, pages) rows per phase."""
+
+    def __init__(self, by_phase: dict[int, list[tuple[str, float]]]) -> None:
+        self.by_phase = by_phase
+
+    def query(self, sql: str, params: list[Any]) -> list[tuple[str, float]]:
+        return self.by_phase.get(params[0], [])
+
+
+def _evidence(base: list[tuple[str, float]], target: list[tuple[str, float]], change: float = 100.0) -> Any:
+    rec = _Rec({1: base, 2: target})
+    return SimpleNamespace(reads=True, change=change,
+                           base=SimpleNamespace(rec=rec, phase=1), target=SimpleNamespace(rec=rec, phase=2))
+
+
+def test_random_access_zero_baseline_is_not_applicable() -> None:
+    f = random_access(_evidence([], [("sync", 500.0)]))
+    assert f["verdict"] == "not_applicable"
+    assert f["evidence"]["summary"] == "no page reads in the baseline phase"
+
+
+def test_random_access_zero_target_is_not_applicable() -> None:
+    assert random_access(_evidence([("io_uring", 80.0)], []))["verdict"] == "not_applicable"
+
+
+def test_random_access_no_pages_anywhere_is_inconclusive() -> None:
+    assert random_access(_evidence([], []))["verdict"] == "inconclusive"
+
+
+def test_random_access_lost_read_ahead_is_supported() -> None:
+    # 60% read ahead asynchronously before, 10% after, and reads grew
+    f = random_access(_evidence([("io_uring", 60.0), ("sync", 40.0)], [("io_uring", 10.0), ("sync", 90.0)]))
+    assert f["verdict"] == "supported"
+    assert f["evidence"]["async_fraction_baseline"] == 0.6
+    assert f["evidence"]["async_fraction_target"] == 0.1
+
+
+def test_random_access_kept_read_ahead_is_refuted() -> None:
+    f = random_access(_evidence([("io_uring", 50.0), ("sync", 50.0)], [("io_uring", 45.0), ("sync", 55.0)]))
+    assert f["verdict"] == "refuted"
