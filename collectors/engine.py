@@ -9,6 +9,7 @@ is not fatal: file-level attribution goes on and the reason is reported.
 from __future__ import annotations
 
 import configparser
+from collections import Counter
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,10 @@ def _read_defaults_file(path: str) -> dict[str, str]:
     return out
 
 
+# per server pid: statements ioattr sent it over TLS (they count in Questions, not on the wire)
+HIDDEN_QUERIES: Counter[int] = Counter()
+
+
 class EngineConnection:
     def __init__(self, opts: EngineOptions, target_pid: int | None = None) -> None:
         self.opts = opts
@@ -74,6 +79,7 @@ class EngineConnection:
         self.conn: Any = None
         self.flavor = "unknown"  # "mariadb" | "mysql"
         self.version = ""
+        self.secure = False
 
     def connect(self) -> None:
         kw: dict[str, Any] = {"autocommit": True, "connect_timeout": 5, "read_timeout": 30}
@@ -102,18 +108,28 @@ class EngineConnection:
         if "unix_socket" not in kw and "host" not in kw:
             raise EngineError("no server socket found; give --mysql-socket or --mysql-defaults-file")
         kw.setdefault("user", "root")
+        if "unix_socket" in kw and "host" not in kw:
+            # pymysql takes TLS whenever the server offers it; on a local socket it protects
+            # nothing, and in clear the wire reader sees ioattr's own statements like the
+            # workload's (collectors/stage_probes.py compares that count with Questions)
+            kw.setdefault("ssl_disabled", True)
         try:
             self.conn = pymysql.connect(**kw)
         except pymysql.MySQLError as e:
             where = kw.get("unix_socket") or f"{kw.get('host')}:{kw.get('port', 3306)}"
             # the error text from the server never contains the password
             raise EngineError(f"cannot connect to {where} as {kw['user']}: {e.args[-1]}") from e
+        # over TLS (a TCP connection to a server that offers it) our statements are not on the
+        # wire in clear: counted in HIDDEN_QUERIES so --statements auto leaves them out of Questions
+        self.secure = bool(getattr(self.conn, "_secure", False))
         self.version = str(self.query("SELECT VERSION()")[0][0])
         self.flavor = "mariadb" if "mariadb" in self.version.lower() else "mysql"
 
     def query(self, sql: str, params: Any = None) -> list[tuple]:
         if self.conn is None:
             raise EngineError("not connected")
+        if self.secure and self.target_pid is not None:
+            HIDDEN_QUERIES[self.target_pid] += 1
         try:
             with self.conn.cursor() as cur:
                 # tagged so the stage probes can tell ioattr's own statements from the workload's

@@ -27,7 +27,7 @@ import numpy as np
 
 from ioattr.collectors import abi, features, libbpf
 from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
-from ioattr.collectors.engine import EngineError, EngineOptions
+from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
@@ -226,7 +226,8 @@ class LiveSession:
             questions = int(rows[0][1])
         except (EngineError, IndexError, ValueError):
             return
-        said = self.stage.check_wire(pid, questions)
+        # less what ioattr itself sent over TLS (invisible to the wire, counted in Questions)
+        said = self.stage.check_wire(pid, questions - HIDDEN_QUERIES[pid])
         if said:
             ctx.stage_status = self.stage.status.get(pid, ctx.stage_status)
             self.opts.log(said)
