@@ -165,6 +165,9 @@ def test_prepared_statements_counted_by_command(server, tmp_path: Path) -> None:
     finally:
         server.sysbench("oltp_point_select", "cleanup")
     counted = _counted(rec)
+    meta = json.loads((rec / "meta.json").read_text())
+    # sysbench is in clear (and so are ioattr's own statements): auto kept the wire alone
+    assert meta["statement_sources"][str(server.pid)]["source"] == "wire", meta["statement_sources"]
     assert grew["Com_stmt_execute"] >= 300, grew
     assert counted.get(f"{22:016x}") == grew["Com_stmt_prepare"], (counted, grew)
     assert counted.get(f"{23:016x}") == grew["Com_stmt_execute"], (counted, grew)
