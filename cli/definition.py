@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "mark": "start a new phase in a running recording",
     "record": "attach to mysqld (or a command) and write a recording",
     "report": "break a recording down by file, thread, op, ...",
+    "script": "run a shipped bpftrace script by name (none: list them)",
     "top": "live top-style view of IO by file, index, thread, query or device",
 }
 

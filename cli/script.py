@@ -1,0 +1,81 @@
+"""`ioattr script [NAME [ARG...]]`: run one of the shipped bpftrace scripts by name.
+
+The scripts (bpf/*.bt) answer one ad-hoc question each with tracepoints only, the way bcc's
+tools do; this finds them wherever ioattr is installed, so a user types `ioattr script
+io_latency` instead of a path into the package. Without NAME it lists them with the first
+line of each script's own header. The script replaces this process (exec), so Ctrl-C and
+bpftrace's exit status reach the user unchanged.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ioattr.cli.definition import command_parser, examples
+from ioattr.errors import HostError, UsageError
+
+SUFFIX = ".bt"
+
+
+def scripts_dir() -> Path:
+    """The installed bpf/ folder (or $IOATTR_BPF_DIR), where the .bt files ship."""
+    from ioattr.collectors.probes import bpf_object_dir
+
+    return bpf_object_dir()
+
+
+def shipped() -> dict[str, Path]:
+    """Every shipped script by name (file name without .bt)."""
+    return {p.name[:-len(SUFFIX)]: p for p in sorted(scripts_dir().glob(f"*{SUFFIX}"))}
+
+
+def summary(path: Path) -> str:
+    """The script's purpose: its header's first paragraph after "NAME.bt - ", on one line."""
+    words: list[str] = []
+    for line in path.read_text(errors="replace").splitlines()[:20]:
+        text = line.strip().lstrip("/*").strip()
+        if words:
+            if not text:
+                break
+            words.append(text)
+        elif f"{SUFFIX} - " in text:
+            words.append(text.split(f"{SUFFIX} - ", 1)[1])
+    return " ".join(words)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = command_parser(sub, "script", epilog=examples(
+        "ioattr script                      # list the scripts",
+        "ioattr script io_latency           # pread/pwrite/fsync latency of mariadbd/mysqld",
+        "ioattr script io_latency 1234      # of pid 1234 (the script's own arguments follow NAME)",
+        "ioattr script block_by_dev 5 60    # every 5 s, for 60 s",
+        "ioattr script --print io_latency   # the bpftrace command line, not run"))
+    p.add_argument("name", nargs="?", metavar="NAME", help="the script (without .bt); none: list them")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARG",
+                   help="the script's own arguments ($1, $2, ...: see its header)")
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print the bpftrace command instead of running it (an option before NAME: what follows NAME goes to the script)")
+
+
+def run(args: argparse.Namespace) -> int:
+    found = shipped()
+    if not args.name:
+        width = max((len(n) for n in found), default=0)
+        for name, path in found.items():
+            print(f"{name:<{width}}  {summary(path)}")
+        return 0
+    if args.name not in found:
+        raise UsageError(f"no script named {args.name!r} (one of: {', '.join(found) or 'none shipped'})")
+    argv = ["bpftrace", str(found[args.name]), *args.script_args]
+    if args.print_only:
+        print(" ".join(argv))
+        return 0
+    bpftrace = shutil.which("bpftrace")
+    if not bpftrace:
+        raise HostError("bpftrace is not installed (apt install bpftrace)")
+    sys.stdout.flush()
+    os.execv(bpftrace, argv)
+    return 1  # not reached: exec replaced this process
