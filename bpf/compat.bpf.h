@@ -122,12 +122,17 @@ static __always_inline bool inode_id_btf(struct inode *inode, struct inode_id *i
  * kernel falls back to the CO-RE probe reads above. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-static __always_inline bool fd_inode_id(struct task_struct *task, int fd, struct inode_id *id)
+/* fd_inode_id(), also handing back the struct file for more plain loads
+ * (read/write's f_pos) -- NULL where the kernel has no bpf_rdonly_cast:
+ * read the file through fd_to_file() there. */
+static __always_inline bool fd_file_inode_id(struct task_struct *task, int fd, struct inode_id *id,
+					     struct file **filep)
 {
 	struct files_struct *files;
 	struct fdtable *fdt;
 	struct file *f = NULL;
 
+	*filep = NULL;
 	if (!bpf_rdonly_cast)
 		return file_inode_id(fd_to_file(task, fd), id);
 	files = task->files;
@@ -146,7 +151,15 @@ static __always_inline bool fd_inode_id(struct task_struct *task, int fd, struct
 	if (!f)
 		return false;
 	f = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	*filep = f;
 	return inode_id_btf(f->f_inode, id);
+}
+
+static __always_inline bool fd_inode_id(struct task_struct *task, int fd, struct inode_id *id)
+{
+	struct file *f;
+
+	return fd_file_inode_id(task, fd, id, &f);
 }
 
 static __always_inline bool is_data_inode(__u32 mode)

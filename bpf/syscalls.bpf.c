@@ -285,6 +285,7 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 	struct task_struct *task;
 	struct task_io_state *st;
 	struct inode_id ino;
+	struct file *file;
 	__u32 tgid;
 	__u8 op, api;
 
@@ -323,7 +324,7 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 		st->active = 1;
 		return 0;
 	}
-	if (!fd_inode_id(task, (int)a1, &ino) || !is_data_inode(ino.mode)) {
+	if (!fd_file_inode_id(task, (int)a1, &ino, &file) || !is_data_inode(ino.mode)) {
 		st->active = 0;
 		return 0;
 	}
@@ -333,8 +334,8 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 	if (cfg.innodb_pages) {
 		if (nr == NR_pread64 || nr == NR_pwrite64)
 			st->pos = a4;
-		else if (nr == NR_read || nr == NR_write)
-			st->pos = BPF_CORE_READ(fd_to_file(task, (int)a1), f_pos);
+		else if (nr == NR_read || nr == NR_write) /* the file just found, not a second fd walk */
+			st->pos = file ? file->f_pos : BPF_CORE_READ(fd_to_file(task, (int)a1), f_pos);
 	}
 	st->ts = bpf_ktime_get_ns();
 	st->active = 1;
