@@ -4,7 +4,8 @@
 Why: the per-program figures of bench_sysbench_qps.py come from a shared,
 busy machine and from host-wide runs (other processes' syscalls and bios
 run the same programs), so a change worth 10-40 ns per run drowns there.
-Here one process (benchmarks/innodb_page_loop.c) does N pread64() of 16 KiB
+Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
+--read, lseek() + read()) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
 innodb_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
@@ -46,7 +47,7 @@ from ioattr.collectors.targets import TargetMap  # noqa: E402
 PAGE = 16384
 PAGES = 1024
 SPACE_ID = 7
-PROGRAMS = ("ioattr_tp_ent4", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
+PROGRAMS = ("ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
 NO_SUCH_PID = 0x7FFFFFF0
 
 
@@ -92,14 +93,15 @@ def expected_pages(n: int) -> dict[tuple[int, int], int]:
 
 
 def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
-            untraced: bool) -> dict[str, object]:
+            untraced: bool, plain_read: bool = False) -> dict[str, object]:
     """One loop process under one variant: per-program ns/run and runs, checked exact."""
     env_before = os.environ.get("IOATTR_BPF_DIR")
     if bpf_dir:
         os.environ["IOATTR_BPF_DIR"] = bpf_dir
     else:
         os.environ.pop("IOATTR_BPF_DIR", None)
-    loop = subprocess.Popen([str(exe), str(data), str(n), str(PAGES), "1" if direct else "0"],
+    loop = subprocess.Popen([str(exe), str(data), str(n), str(PAGES), "1" if direct else "0",
+                             "read" if plain_read else "pread"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert loop.stdout is not None and loop.stdin is not None
@@ -171,6 +173,8 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--buffered", action="store_true", help="page-cache reads (no O_DIRECT, no block IO)")
     ap.add_argument("--untraced", action="store_true", help="the loop is not a target (the early exits)")
+    ap.add_argument("--read", action="store_true",
+                    help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
     ap.add_argument("--sets", default="syscalls,targets,block")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
@@ -199,7 +203,7 @@ def main() -> int:
         make_file(data)
         for r in range(args.rounds):
             for name, d in (variants if r % 2 == 0 else variants[::-1]):
-                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced)
+                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.read)
                 if o["error"]:
                     print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
                     return 1

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * innodb_page_loop FILE N PAGES DIRECT: N pread64() of one 16 KiB page each
+ * innodb_page_loop FILE N PAGES DIRECT [read]: N pread64() of one 16 KiB page each
  * from the first PAGES pages of FILE (page (i * 7919) % PAGES), with O_DIRECT
- * when DIRECT is 1. Prints "ready <pid>", waits for one byte on stdin (so the
+ * when DIRECT is 1 (with "read": lseek() then read(), the plain read whose
+ * offset the probes take from the file's f_pos). Prints "ready <pid>", waits for one byte on stdin (so the
  * caller can attach and add us to the targets first), reads, prints "done".
  * bench_iopath.py writes FILE as InnoDB index pages and registers it in
  * innodb_files, so each pread runs the whole sync-read path: fd -> inode at
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 static char buf[16384] __attribute__((aligned(4096)));
@@ -19,13 +21,22 @@ int main(int argc, char **argv)
 {
 	int fd = open(argv[1], O_RDONLY | (atoi(argv[4]) ? O_DIRECT : 0));
 	long n = atol(argv[2]), pages = atol(argv[3]);
+	int plain = argc > 5 && !strcmp(argv[5], "read");
 	char c;
 	if (fd < 0) { perror("open"); return 1; }
 	printf("ready %d\n", getpid()); fflush(stdout);
 	if (read(0, &c, 1) != 1) return 1;
 	for (long i = 0; i < n; i++) {
 		long p = (i * 7919) % pages;
-		if (syscall(SYS_pread64, fd, buf, 16384, p * 16384) != 16384) { perror("pread"); return 1; }
+		if (plain) {
+			if (lseek(fd, p * 16384, SEEK_SET) < 0 || syscall(SYS_read, fd, buf, 16384) != 16384) {
+				perror("read");
+				return 1;
+			}
+		} else if (syscall(SYS_pread64, fd, buf, 16384, p * 16384) != 16384) {
+			perror("pread");
+			return 1;
+		}
 	}
 	printf("done\n"); fflush(stdout);
 	return 0;
