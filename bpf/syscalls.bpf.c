@@ -157,7 +157,8 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 	default:
 		return 0;
 	}
-	if (!file_inode_id(fd_to_file(c->task, (int)cb.aio_fildes), &id) || !is_data_inode(id.mode))
+	/* plain loads (the submitter is the current task), not fd_to_file()'s probe reads */
+	if (!fd_inode_id(bpf_get_current_task_btf(), (int)cb.aio_fildes, &id) || !is_data_inode(id.mode))
 		return 0;
 	p.ino = id.ino;
 	p.dev = id.dev;
