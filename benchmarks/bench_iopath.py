@@ -5,7 +5,7 @@ Why: the per-program figures of bench_sysbench_qps.py come from a shared,
 busy machine and from host-wide runs (other processes' syscalls and bios
 run the same programs), so a change worth 10-40 ns per run drowns there.
 Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
---read, lseek() + read()) of 16 KiB
+--read, lseek() + read(); with --aio, io_submit() + io_getevents()) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
 innodb_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
@@ -93,7 +93,7 @@ def expected_pages(n: int) -> dict[tuple[int, int], int]:
 
 
 def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
-            untraced: bool, plain_read: bool = False) -> dict[str, object]:
+            untraced: bool, mode: str = "pread") -> dict[str, object]:
     """One loop process under one variant: per-program ns/run and runs, checked exact."""
     env_before = os.environ.get("IOATTR_BPF_DIR")
     if bpf_dir:
@@ -101,7 +101,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
     else:
         os.environ.pop("IOATTR_BPF_DIR", None)
     loop = subprocess.Popen([str(exe), str(data), str(n), str(PAGES), "1" if direct else "0",
-                             "read" if plain_read else "pread"],
+                             mode],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert loop.stdout is not None and loop.stdin is not None
@@ -173,8 +173,10 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--buffered", action="store_true", help="page-cache reads (no O_DIRECT, no block IO)")
     ap.add_argument("--untraced", action="store_true", help="the loop is not a target (the early exits)")
-    ap.add_argument("--read", action="store_true",
+    ap.add_argument("--read", action="store_const", const="read", dest="mode", default="pread",
                     help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
+    ap.add_argument("--aio", action="store_const", const="aio", dest="mode",
+                    help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
     ap.add_argument("--sets", default="syscalls,targets,block")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
@@ -203,7 +205,7 @@ def main() -> int:
         make_file(data)
         for r in range(args.rounds):
             for name, d in (variants if r % 2 == 0 else variants[::-1]):
-                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.read)
+                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.mode)
                 if o["error"]:
                     print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
                     return 1

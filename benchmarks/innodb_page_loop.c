@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * innodb_page_loop FILE N PAGES DIRECT [read]: N pread64() of one 16 KiB page each
+ * innodb_page_loop FILE N PAGES DIRECT [pread|read|aio]: N reads of one 16 KiB page each
  * from the first PAGES pages of FILE (page (i * 7919) % PAGES), with O_DIRECT
  * when DIRECT is 1 (with "read": lseek() then read(), the plain read whose
- * offset the probes take from the file's f_pos). Prints "ready <pid>", waits for one byte on stdin (so the
+ * offset the probes take from the file's f_pos; with "aio": io_submit() of
+ * one IOCB_CMD_PREAD, then io_getevents() for it). Prints "ready <pid>", waits for one byte on stdin (so the
  * caller can attach and add us to the targets first), reads, prints "done".
  * bench_iopath.py writes FILE as InnoDB index pages and registers it in
  * innodb_files, so each pread runs the whole sync-read path: fd -> inode at
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/aio_abi.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 static char buf[16384] __attribute__((aligned(4096)));
@@ -22,13 +24,31 @@ int main(int argc, char **argv)
 	int fd = open(argv[1], O_RDONLY | (atoi(argv[4]) ? O_DIRECT : 0));
 	long n = atol(argv[2]), pages = atol(argv[3]);
 	int plain = argc > 5 && !strcmp(argv[5], "read");
+	int aio = argc > 5 && !strcmp(argv[5], "aio");
+	aio_context_t ctx = 0;
+	struct iocb cb, *cbp = &cb;
+	struct io_event ev;
+
+	if (aio && syscall(SYS_io_setup, 4, &ctx) < 0) { perror("io_setup"); return 1; }
 	char c;
 	if (fd < 0) { perror("open"); return 1; }
 	printf("ready %d\n", getpid()); fflush(stdout);
 	if (read(0, &c, 1) != 1) return 1;
 	for (long i = 0; i < n; i++) {
 		long p = (i * 7919) % pages;
-		if (plain) {
+		if (aio) {
+			memset(&cb, 0, sizeof(cb));
+			cb.aio_lio_opcode = IOCB_CMD_PREAD;
+			cb.aio_fildes = fd;
+			cb.aio_buf = (unsigned long)buf;
+			cb.aio_nbytes = 16384;
+			cb.aio_offset = p * 16384;
+			if (syscall(SYS_io_submit, ctx, 1, &cbp) != 1 ||
+			    syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1 || ev.res != 16384) {
+				perror("aio");
+				return 1;
+			}
+		} else if (plain) {
 			if (lseek(fd, p * 16384, SEEK_SET) < 0 || syscall(SYS_read, fd, buf, 16384) != 16384) {
 				perror("read");
 				return 1;
