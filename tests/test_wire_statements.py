@@ -214,6 +214,7 @@ def test_tls_and_compressed_clients_fall_back_to_the_uprobe(server, tmp_path: Pa
     assert src["source"] == "wire+uprobe", src
     assert "Questions" in src["why"], src
     assert "dispatch_command uprobe" in meta["servers"][0]["stage_probes"], meta["servers"]
+    assert "not digested" in meta["degraded"]["statements"], meta["degraded"]
     counted, texts = _counted(rec), meta["queries"]
     by_text = Counter()
     for d, n in counted.items():

@@ -310,6 +310,13 @@ class Recorder:
         # per server pid: where statements start ("wire", "uprobe", or "wire+uprobe" after the
         # fallback for what the wire does not show in clear) and why (collectors/stage_probes.py)
         writer.meta["statement_sources"] = session.stage.describe_sources() if session.stage.available else {}
+        fell_back = {pid: src["why"] for pid, src in writer.meta["statement_sources"].items()
+                     if src["source"] == "wire+uprobe"}
+        if fell_back and isinstance(writer.meta.get("degraded"), dict):
+            # the statements of connections the wire could not read, before the fallback, have no digest
+            writer.meta["degraded"]["statements"] = "; ".join(
+                f"server {pid}: {why}: dispatch_command uprobe attached as the fallback, statements "
+                "before it on those connections are not digested" for pid, why in fell_back.items())
         # every statement digest's text (literals stripped unless --keep-literals): rows drained
         # before their text arrived get it at report time
         writer.meta["queries"] = {f"{d:016x}": q for d, q in session.naming.queries.items()}
