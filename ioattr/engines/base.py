@@ -13,7 +13,10 @@ behind `EngineAdapter`:
     roles       thread/process roles (performance_schema instruments, thread names)
     statements  the uprobe symbols its statement probes need (a description: attaching is
                 collectors/stage_probes.py's job)
-    counters    its counter sources for the counters table (CounterSource)
+    counters    its counter sources for the counters table (CounterSource); which server
+                status counters are its cache misses and requests (status_counters, for
+                `top` and the exporter); its headline rows of the HTML report (report_counters)
+    advice      the {name} fields of explain's texts it fills from its settings (advice_fields)
     findings    the explain findings only it can test
 
 The core (ioattr.live, ioattr.analysis, topview, prometheus) uses adapters through this
@@ -60,6 +63,35 @@ class FileRegistry(Protocol):
     pending: bool
 
     def sync(self, pid: int, directories: list[str] | None = None) -> list: ...
+
+
+#: the engine-neutral server counters `top` and the exporter read once per interval (the keys of
+#: EngineAdapter.status_counters): what each means whatever the engine
+SERVER_COUNTERS: Mapping[str, str] = {
+    "cache_misses": "pages or blocks the engine read from storage because its cache lacked them",
+    "cache_requests": "pages or blocks the engine asked its cache for (hits and misses)",
+}
+
+
+@dataclass(frozen=True)
+class StatusCounter:
+    """One server status counter (SHOW GLOBAL STATUS) that answers an engine-neutral question."""
+
+    variable: str  # its SHOW GLOBAL STATUS name
+    meaning: str   # what it counts, in the engine's words (help texts: "pages InnoDB read from storage")
+
+
+@dataclass(frozen=True)
+class AdviceField:
+    """One {name} field of explain's texts: the first truthy of the finding's evidence keys, then
+    the target's settings, as `evidence or ... or settings` (so the last candidate when none is);
+    shown as prefix + value + suffix, or left out ('') when that is None."""
+
+    evidence: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    prefix: str = " (now "
+    suffix: str = ")"
+    mib: bool = False  # a byte count shown as "N MiB" (unknown unless positive)
 
 
 @dataclass(frozen=True)
@@ -161,11 +193,23 @@ class EngineAdapter(ABC):
         """Fresh per-server counter sources, in the order they are read."""
         return []
 
+    #: SERVER_COUNTERS name -> the server status counter that answers it for this engine (an
+    #: engine that has none leaves it out; where several engines of one server answer, `top` and
+    #: the exporter add them up). MyRocks answers cache_misses with its block-cache misses.
+    status_counters: ClassVar[Mapping[str, StatusCounter]] = {}
+    #: the engine's headline rows of the HTML report's per-phase counters table, shown between
+    #: the server's statement counts and the process/host ones: (label, counter keys
+    #: "source:name" of the counters table, the first one recorded is shown)
+    report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = ()
+
     # -- findings ---------------------------------------------------------------------------------
     #: explain findings only this engine can test (ioattr.analysis.findings runs them)
     findings: ClassVar[Sequence[Finding]] = ()
     #: finding id -> (what it means, what to try next), as ioattr.analysis.explain_text.NEXT_STEPS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = {}
+    #: the {name} fields explain's texts (its own next_steps and the server's) take from this
+    #: engine's settings and its findings' evidence, e.g. the cache size a text tells to raise
+    advice_fields: ClassVar[Mapping[str, AdviceField]] = {}
 
     def claims(self, conn: Connection | None) -> bool:
         """Whether a server (through its connection; None: not connected) uses this engine."""

@@ -7,7 +7,7 @@ file_class, a page kind's name, a thread's role) or iterates the ones a server u
 from __future__ import annotations
 
 from ioattr.collectors import abi
-from ioattr.engines.base import Connection, EngineAdapter, first_class
+from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCounter, first_class
 from ioattr.engines.innodb import InnodbAdapter
 from ioattr.model.labels import FILE_CLASS_NAMES
 
@@ -47,3 +47,17 @@ def file_class_name(path: str) -> str:
 def is_page_file(path: str) -> bool:
     """Whether some engine classifies the pages of this file (registers it in BPF)."""
     return any(e.is_page_file(path) for e in ENGINES)
+
+
+def status_counters(name: str) -> list[StatusCounter]:
+    """The server status counters that answer base.SERVER_COUNTERS[name], one per engine that has one."""
+    return [e.status_counters[name] for e in ENGINES if name in e.status_counters]
+
+
+def advice_fields() -> dict[str, AdviceField]:
+    """Every engine's {name} fields of explain's texts (the first engine that declares a name wins)."""
+    out: dict[str, AdviceField] = {}
+    for e in ENGINES:
+        for name, spec in e.advice_fields.items():
+            out.setdefault(name, spec)
+    return out

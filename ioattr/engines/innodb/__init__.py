@@ -5,7 +5,8 @@ from typing import ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
-from ioattr.engines.base import Connection, CounterSource, EngineAdapter, Finding, StatementProbe
+from ioattr.engines.base import (AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatementProbe,
+                                  StatusCounter)
 from ioattr.engines.innodb import files, names, pages
 from ioattr.engines.innodb import findings as innodb_findings
 from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
@@ -75,6 +76,7 @@ class InnodbAdapter(EngineAdapter):
 
     findings: ClassVar[Sequence[Finding]] = innodb_findings.FINDINGS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = innodb_findings.NEXT_STEPS
+    advice_fields: ClassVar[Mapping[str, AdviceField]] = innodb_findings.ADVICE_FIELDS
 
     # -- counters --------------------------------------------------------------------------
     settings: ClassVar[Sequence[str]] = (
@@ -92,3 +94,20 @@ class InnodbAdapter(EngineAdapter):
 
     def counter_sources(self) -> list[CounterSource]:
         return [InnodbMetrics(), InnodbStatus()]
+
+    # the buffer pool is InnoDB's cache: a miss is a page read from storage (read-ahead aside)
+    status_counters: ClassVar[Mapping[str, StatusCounter]] = {
+        "cache_misses": StatusCounter("Innodb_buffer_pool_reads", "pages InnoDB read from storage"),
+        "cache_requests": StatusCounter("Innodb_buffer_pool_read_requests",
+                                        "pages InnoDB asked its buffer pool for"),
+    }
+    report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = (
+        ("InnoDB data reads", ("status:Innodb_data_reads",)),
+        ("InnoDB data writes", ("status:Innodb_data_writes",)),
+        ("buffer pool reads (misses)", ("status:Innodb_buffer_pool_reads",)),
+        ("buffer pool read requests", ("status:Innodb_buffer_pool_read_requests",)),
+        ("pages read ahead", ("status:Innodb_buffer_pool_read_ahead",)),
+        ("read-ahead evicted unused", ("status:Innodb_buffer_pool_read_ahead_evicted",)),
+        ("pages written", ("status:Innodb_pages_written",)),
+        ("change-buffer merges", ("innodb_status:ibuf_merges", "innodb_metrics:ibuf_merges")),
+    )

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from ioattr.analysis.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, SUPPORT_SHARE, Evidence,
                                        absent, by_share, finding, is_write_statement, pct)
+from ioattr.engines.base import AdviceField
 
 
 def clustered_lookups(e: Evidence) -> dict[str, Any]:
@@ -402,4 +403,16 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "statements wait for it",
         "raise the redo capacity (innodb_log_file_size{log_size}) and innodb_io_capacity to what the "
         "storage sustains"),
+}
+
+#: the {name} fields of the explain texts filled from InnoDB's settings (the adapter's
+#: `advice_fields`): these texts' and the server's (write_statement_reads names the change buffer)
+ADVICE_FIELDS: dict[str, AdviceField] = {
+    "pool": AdviceField(("innodb_buffer_pool_size",), ("innodb_buffer_pool_size",), mib=True),
+    "buffering": AdviceField(("innodb_change_buffering",), ("innodb_change_buffering",)),
+    "buffering_was": AdviceField(("innodb_change_buffering",), ("innodb_change_buffering",), " (it is ", ")"),
+    "max_size": AdviceField(("innodb_change_buffer_max_size_pct",), ("innodb_change_buffer_max_size",),
+                            " (now ", "%)"),
+    "threshold": AdviceField(("innodb_read_ahead_threshold",), ("innodb_read_ahead_threshold",)),
+    "log_size": AdviceField((), ("innodb_redo_log_capacity", "innodb_log_file_size"), mib=True),
 }
