@@ -270,7 +270,7 @@ def _snapshot(n_files: int = 3, seconds: float = 2.0):
         {"index": "db.cold.PRIMARY", "op": "write", "pages": 30, "bytes": 30 * 16384, "role": "page_cleaner"},
     ]
     return Snapshot(100.0, 100.0 + seconds, synthetic_io(io_rows), synthetic_pages(pages),
-                    status_delta={"questions": 1200, "selects": 1000, "buffer_pool_reads": 600},
+                    status_delta={"questions": 1200, "selects": 1000, "cache_misses": 600},
                     datadirs=["/data/"])
 
 
@@ -316,6 +316,7 @@ def test_views_aggregate_and_sort() -> None:
     pq = snap.per_query()
     assert pq["qps"] == pytest.approx(600.0)
     assert pq["page_reads_per_query"] == pytest.approx(605 / 1200)
+    assert pq["cache_misses_per_query"] == pytest.approx(600 / 1200)  # the engine's own (Innodb_buffer_pool_reads)
 
 
 def test_sort_names_and_bad_sort() -> None:

@@ -11,20 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ioattr.collectors.engine import EngineError
+from ioattr.engines import registry
+from ioattr.engines.base import SERVER_COUNTERS
 
-# SHOW GLOBAL STATUS name -> our short name
+# SHOW GLOBAL STATUS name -> our short name: the server's statement counts, then what each engine
+# answers the engine-neutral counters with (base.SERVER_COUNTERS: cache_misses, cache_requests)
 STATUS_VARS = {
     "Questions": "questions",
     "Com_select": "selects",
-    "Innodb_buffer_pool_reads": "buffer_pool_reads",
-    "Innodb_buffer_pool_read_requests": "buffer_pool_read_requests",
+    **{c.variable: name for name in SERVER_COUNTERS for c in registry.status_counters(name)},
 }
 _SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
         + ", ".join(f"'{name}'" for name in STATUS_VARS) + ")")
 
 
 def read_status(engine) -> dict[str, int]:
-    """The counters above from one server connection ({} when it can't answer)."""
+    """The counters above from one server connection ({} when it can't answer); counters of
+    several engines that answer one short name are added up."""
     try:
         rows = engine.query(_SQL)
     except EngineError:
@@ -35,7 +38,7 @@ def read_status(engine) -> dict[str, int]:
         if short is None:
             continue
         try:
-            out[short] = int(value)
+            out[short] = out.get(short, 0) + int(value)
         except (TypeError, ValueError):
             continue
     return out

@@ -20,7 +20,8 @@ Metrics (every counter since the exporter started):
   ioattr_io_latency_seconds{layer,op,file_class,role}              histogram (power-of-two buckets)
   ioattr_innodb_pages_total{op,index,level,page_type,file_class,role}
   ioattr_server_questions_total{pid}, ioattr_server_selects_total{pid},
-  ioattr_server_buffer_pool_reads_total{pid}                     the server's own counters
+  ioattr_server_buffer_pool_reads_total{pid}                     the server's own counters (the last: its
+                                                                 engines' cache misses, base.SERVER_COUNTERS)
   self: ioattr_probe_run_seconds_total{program}, ioattr_probe_runs_total{program},
   ioattr_drops_total{reason,map}, ioattr_drain_duration_seconds (histogram),
   ioattr_map_entries{map}, ioattr_map_max_entries{map}, ioattr_series{table},
@@ -50,6 +51,7 @@ from prometheus_client.utils import floatToGoString
 
 from ioattr import __version__
 from ioattr.collectors.targets import TargetSpec, pid_alive
+from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.model.labels import DROP_MAPS, drops_line  # which map each drop reason is about
@@ -212,11 +214,13 @@ class IoattrCollector(Collector):
         for key, v in st.pages.series.items():
             w.sample("ioattr_innodb_pages_total", L.fragment(PAGE_LABELS, key), v[0])
 
+        # the metric keeps its name; what answers it is each engine's (base.SERVER_COUNTERS)
+        misses = registry.status_counters("cache_misses")
         for name, short, doc in (("ioattr_server_questions_total", "questions", "The server's Questions counter"),
                                  ("ioattr_server_selects_total", "selects", "The server's Com_select counter"),
-                                 ("ioattr_server_buffer_pool_reads_total", "buffer_pool_reads",
-                                  "The server's Innodb_buffer_pool_reads counter (pages InnoDB read from "
-                                  "storage)")):
+                                 ("ioattr_server_buffer_pool_reads_total", "cache_misses",
+                                  f"The server's {' + '.join(c.variable for c in misses)} counter "
+                                  f"({'; '.join(c.meaning for c in misses)})")):
             w.family(name, "counter", doc)
             for pid, values in sorted(s.servers.items()):
                 if short in values:

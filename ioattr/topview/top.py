@@ -268,8 +268,8 @@ class Snapshot:
         if q > 0:
             out["reads_per_query"] = self.totals("syscall", STORAGE_FILE_CLASSES).reads * self.seconds / q
             out["page_reads_per_query"] = self.page_reads() / q
-            if "buffer_pool_reads" in d:
-                out["bp_reads_per_query"] = d["buffer_pool_reads"] / q
+            if "cache_misses" in d:  # the engines' own count (Innodb_buffer_pool_reads), base.SERVER_COUNTERS
+                out["cache_misses_per_query"] = d["cache_misses"] / q
         return out
 
     # -- views -------------------------------------------------------------------
