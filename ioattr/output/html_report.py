@@ -33,6 +33,7 @@ from ioattr.output.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, R
                                     fmt_num, fmt_seconds, fmt_us, share_bar, table)
 from ioattr.analysis.phase_stats import PhaseStats, phase_stats
 from ioattr.analysis.report import ReportRequest, build_report
+from ioattr.engines import registry
 from ioattr.format.reader import Recording
 from ioattr.model import storage
 
@@ -49,20 +50,14 @@ PER_OP = (
     ("writes_per_insert", "storage writes per insert", fmt_num),
     ("kb_written_per_insert", "KB written per insert", fmt_num),
 )
-# engine counters shown per phase when recorded (first match of each row)
-COUNTER_ROWS = (
+# counters shown per phase when recorded (first match of each row): the server's statement counts,
+# each engine's headline counters (EngineAdapter.report_counters), then the process and host's
+COUNTER_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("queries (Com_select)", ("status:Com_select",)),
     ("rows inserted", storage.ROWS_INSERTED),           # rows (the benchmark's unit), ioattr/model/storage.py
     ("INSERT statements", ("status:Com_insert",)),
     ("INSERT ... SELECT statements", ("status:Com_insert_select",)),
-    ("InnoDB data reads", ("status:Innodb_data_reads",)),
-    ("InnoDB data writes", ("status:Innodb_data_writes",)),
-    ("buffer pool reads (misses)", ("status:Innodb_buffer_pool_reads",)),
-    ("buffer pool read requests", ("status:Innodb_buffer_pool_read_requests",)),
-    ("pages read ahead", ("status:Innodb_buffer_pool_read_ahead",)),
-    ("read-ahead evicted unused", ("status:Innodb_buffer_pool_read_ahead_evicted",)),
-    ("pages written", ("status:Innodb_pages_written",)),
-    ("change-buffer merges", ("innodb_status:ibuf_merges", "innodb_metrics:ibuf_merges")),
+    *(row for engine in registry.ENGINES for row in engine.report_counters),
     ("CPU seconds (server)", ("proc:cpu_seconds",)),
     ("context switches", ("proc:ctx_switches", "host:ctxt")),
 )
