@@ -5,6 +5,7 @@ from typing import Any
 
 from ioattr.analysis.explain_math import plural
 from ioattr.engines import registry
+from ioattr.engines.base import AdviceField
 
 VERDICT_MARK = {"supported": "SUPPORTED", "refuted": "refuted", "inconclusive": "inconclusive",
                 "not_applicable": "n/a"}
@@ -51,15 +52,16 @@ def _fields(f: dict[str, Any], settings: dict[str, Any]) -> dict[str, str]:
     def now(v: Any, prefix: str = " (now ", suffix: str = ")") -> str:
         return "" if v is None else f"{prefix}{v}{suffix}"
 
-    buffering = ev.get("innodb_change_buffering") or settings.get("innodb_change_buffering")
+    def field(spec: AdviceField) -> str:
+        v: Any = None
+        for v in [ev.get(k) for k in spec.evidence] + [settings.get(k) for k in spec.settings]:
+            if v:  # as `a or b or c`: the first truthy, else the last
+                break
+        return now(_mib(v) if spec.mib else v, spec.prefix, spec.suffix)
+
     return {
-        "pool": now(_mib(ev.get("innodb_buffer_pool_size") or settings.get("innodb_buffer_pool_size"))),
-        "buffering": now(buffering),
-        "buffering_was": now(buffering, " (it is ", ")"),
-        "max_size": now(ev.get("innodb_change_buffer_max_size_pct") or settings.get("innodb_change_buffer_max_size"),
-                        " (now ", "%)"),
-        "threshold": now(ev.get("innodb_read_ahead_threshold") or settings.get("innodb_read_ahead_threshold")),
-        "log_size": now(_mib(settings.get("innodb_redo_log_capacity") or settings.get("innodb_log_file_size"))),
+        # the engines' own settings (EngineAdapter.advice_fields), then the server's
+        **{name: field(spec) for name, spec in registry.advice_fields().items()},
         "dive_limit": now(ev.get("eq_range_index_dive_limit") or settings.get("eq_range_index_dive_limit")),
         "data": "the size of the data and indexes the statements read" if _mib(ev.get("data_bytes")) is None
                 else f"the {_mib(ev.get('data_bytes'))} the tables read take on disk ({ev.get('tables_read')})",

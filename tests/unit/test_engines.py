@@ -189,6 +189,65 @@ def test_findings_are_the_engines_then_the_servers() -> None:
                      "optimizer_reads", "random_access", "write_statement_reads"]  # the order ties keep
 
 
+# -- what the core asks engines for: server counters, report rows, advice fields -----------------
+def test_status_counters_answer_the_neutral_names() -> None:
+    from ioattr.engines.base import SERVER_COUNTERS
+    from ioattr.live import server_counters
+
+    for e in registry.ENGINES:
+        assert set(e.status_counters) <= set(SERVER_COUNTERS), e
+        assert all(c.variable and c.meaning for c in e.status_counters.values())
+    a = InnodbAdapter()
+    assert a.status_counters["cache_misses"].variable == "Innodb_buffer_pool_reads"
+    assert a.status_counters["cache_requests"].variable == "Innodb_buffer_pool_read_requests"
+    assert [c.variable for c in registry.status_counters("cache_misses")] == ["Innodb_buffer_pool_reads"]
+    assert server_counters.STATUS_VARS == {
+        "Questions": "questions", "Com_select": "selects",
+        "Innodb_buffer_pool_reads": "cache_misses", "Innodb_buffer_pool_read_requests": "cache_requests"}
+
+    class Conn:  # SHOW GLOBAL STATUS as a server answers it (names in either case, values as text)
+        def query(self, sql: str) -> list[tuple]:
+            assert "'Innodb_buffer_pool_reads'" in sql and "'Questions'" in sql
+            return [("Questions", "12"), ("COM_SELECT", "7"), ("Innodb_buffer_pool_reads", "5"),
+                    ("Innodb_buffer_pool_read_requests", "x"), ("Uptime", "3")]
+
+    assert server_counters.read_status(Conn()) == {"questions": 12, "selects": 7, "cache_misses": 5}
+
+
+def test_report_rows_are_the_engines_between_the_servers() -> None:
+    from ioattr.output.html_report import COUNTER_ROWS
+
+    a = InnodbAdapter()
+    sources = {s.source for s in a.counter_sources()} | {"status"}
+    for label, keys in a.report_counters:
+        assert label and keys and all(k.split(":", 1)[0] in sources and k.split(":", 1)[1] for k in keys), label
+    labels = [label for label, _ in COUNTER_ROWS]
+    # the order the HTML report has always shown: statements, InnoDB's eight, then process and host
+    assert labels == ["queries (Com_select)", "rows inserted", "INSERT statements", "INSERT ... SELECT statements",
+                      "InnoDB data reads", "InnoDB data writes", "buffer pool reads (misses)",
+                      "buffer pool read requests", "pages read ahead", "read-ahead evicted unused", "pages written",
+                      "change-buffer merges", "CPU seconds (server)", "context switches"]
+    assert COUNTER_ROWS[4:12] == tuple(a.report_counters)
+
+
+def test_advice_fields_fill_every_text() -> None:
+    from ioattr.analysis.explain_text import NEXT_STEPS, _fields, advice
+
+    fields = _fields({"evidence": {}}, {})
+    used = {m for texts in NEXT_STEPS.values() for t in texts for m in re.findall(r"\{(\w+)\}", t)}
+    assert used <= set(fields), used - set(fields)  # no text names a field no one fills
+    assert set(InnodbAdapter().advice_fields) <= set(registry.advice_fields())
+    assert fields["pool"] == fields["buffering"] == fields["log_size"] == ""  # unknown: left out
+    settings = {"innodb_buffer_pool_size": 128 << 20, "innodb_change_buffering": "none",
+                "innodb_change_buffer_max_size": 25, "innodb_redo_log_capacity": 0, "innodb_log_file_size": 96 << 20}
+    f = _fields({"evidence": {"innodb_change_buffering": "all", "innodb_read_ahead_threshold": 0}}, settings)
+    assert (f["pool"], f["buffering"], f["buffering_was"], f["max_size"], f["threshold"], f["log_size"]) == (
+        " (now 128 MiB)", " (now all)", " (it is all)", " (now 25%)", "", " (now 96 MiB)")
+    assert advice({"id": "working_set", "evidence": {"data_bytes": 300 << 20, "tables_read": "db.t"}},
+                  settings)["next_step"].startswith(
+        "raise innodb_buffer_pool_size (now 128 MiB) above the 300 MiB the tables read take on disk (db.t), or")
+
+
 # -- layering -----------------------------------------------------------------------------------
 def _modules() -> list[str]:
     out = []
@@ -251,3 +310,35 @@ def test_imports_flow_one_way() -> None:
                and not m.startswith("ioattr.analysis.evidence")}
         assert not bad, f"{f.relative_to(ROOT)} imports the core: {sorted(bad)}"
     assert not {m for m in _imports(ROOT / "ioattr" / "analysis" / "evidence.py") if m.startswith("ioattr.engines")}
+
+
+#: InnoDB's variable and counter names the engine-neutral core still holds as values (a string that
+#: is a whole name: a lookup, not a mention in a sentence), each with why; the list only shrinks
+CORE_INNODB_NAMES = {
+    # the server's finding about write statements reads the change-buffer setting (its evidence too)
+    ("ioattr/analysis/findings.py", "innodb_change_buffering"),
+    # rows inserted and the engine's own storage reads: the benchmark's units, first InnoDB's counter
+    ("ioattr/model/storage.py", "innodb_metrics:dml_inserts"),
+    ("ioattr/model/storage.py", "status:Innodb_rows_inserted"),
+    ("ioattr/model/storage.py", "status:Innodb_data_reads"),
+    # the demo's and the tests' private MariaDB servers are started with InnoDB options
+    ("ioattr/host/demo.py", "innodb_lru_scan_depth"),
+    *(("ioattr/host/sandbox.py", n) for n in (
+        "innodb_buffer_pool_size", "innodb_flush_method", "innodb_log_file_size", "innodb_use_native_aio",
+        "innodb_buffer_pool_dump_at_shutdown", "innodb_buffer_pool_load_at_startup", "innodb_lru_scan_depth")),
+}
+
+
+def test_core_asks_engines_for_innodb_names() -> None:
+    """Server counters (top, exporter), the HTML report's engine rows and explain's {name} fields
+    come from the adapters: the core names no other InnoDB variable, status counter or counter
+    source:name than CORE_INNODB_NAMES."""
+    name = re.compile(r"(?:\w+:)?[Ii]nnodb_\w+(?::\w+)?")
+    found = set()
+    for d in [ROOT / "ioattr" / d for d in ("live", "analysis", "topview", "prometheus", "output", "format",
+                                             "host", "model")] + [ROOT / "cli"]:
+        for f in d.rglob("*.py"):
+            for node in ast.walk(ast.parse(f.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and name.fullmatch(node.value):
+                    found.add((str(f.relative_to(ROOT)), node.value))
+    assert found <= CORE_INNODB_NAMES, sorted(found - CORE_INNODB_NAMES)
