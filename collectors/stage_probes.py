@@ -60,6 +60,7 @@ class StageProbe:
     retprobe: bool = False
     required: bool = False
     fine: bool = False  # a stage probe proper: attached only with --stages full
+    estimate: bool = False  # marks the optimizer's index dives (stage `estimate`)
 
 
 STAGE_MODES = ("statement", "full")
@@ -79,15 +80,13 @@ WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
 
 
-ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_P13Cost_estimate",
-                    "_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_yP13Cost_estimate")
-
-
-# MariaDB 10.x/11.x signatures (dispatch_command(command, thd, packet, length, blocking)).
-# Entry probes only: a uretprobe costs about twice a uprobe, and the one that
-# marked the end of a statement is not worth it (a connection thread does
-# almost no IO between statements; the next statement resets the state).
-STAGE_PROBES = (
+# The server's (SQL layer's) probes, whatever engine stores the tables; an engine adapter adds
+# the probes of its own work inside a statement (EngineAdapter.statement_probes: InnoDB's index
+# dives and purge), passed in as engine_probes. MariaDB 10.x/11.x signatures
+# (dispatch_command(command, thd, packet, length, blocking)). Entry probes only: a uretprobe
+# costs about twice a uprobe, and the one that marked the end of a statement is not worth it
+# (a connection thread does almost no IO between statements; the next statement resets the state).
+SERVER_PROBES = (
     StageProbe("ioattr_dispatch_command", ("_Z16dispatch_command19enum_server_commandP3THDPcjb",
                                            "_Z16dispatch_command19enum_server_commandP3THDPcjbb"),
                required=True),
@@ -96,23 +95,17 @@ STAGE_PROBES = (
     StageProbe("ioattr_join_optimize", ("_ZN4JOIN8optimizeEv",), fine=True),
     StageProbe("ioattr_join_exec", ("_ZN4JOIN4execEv",), fine=True),
     StageProbe("ioattr_commit", ("_Z15ha_commit_transP3THDb",), fine=True),
-    StageProbe("ioattr_thd_attach", ("_Z14thd_attach_thdP3THD",)),
-    # index range estimates (bpf/stage.bpf.c): the base implementation, which InnoDB's
-    # DsMrr_impl::dsmrr_info_const calls by name (ha_innobase::records_in_range, called by it
-    # once per range, is not exported). 10.x/11.0, then 11.x with a row limit argument.
-    StageProbe("ioattr_estimate_enter", ESTIMATE_SYMBOLS),
-    StageProbe("ioattr_estimate_return", ESTIMATE_SYMBOLS, retprobe=True),
-    StageProbe("ioattr_thd_detach", ("_Z14thd_detach_thdPv",)),
 )
 
 
 class StageProbes:
-    def __init__(self, session: ProbeSession, statements: str = DEFAULT_STATEMENT_SOURCE) -> None:
+    def __init__(self, session: ProbeSession, statements: str = DEFAULT_STATEMENT_SOURCE,
+                 engine_probes: tuple[StageProbe, ...] = ()) -> None:
         # the mode follows the loaded objects' config, so the BPF side agrees: with
         # fine_stages off a statement runs in IOA_STAGE_STATEMENT, not parse
         self.mode = "full" if session.fine_stages else "statement"
         self.session = session
-        self.probes = tuple(p for p in STAGE_PROBES if self.mode == "full" or not p.fine)
+        self.probes = tuple(p for p in SERVER_PROBES + engine_probes if self.mode == "full" or not p.fine)
         self.loaded = session.loaded_set("stage")
         self.links: dict[int, list[libbpf.Link]] = {}
         self.status: dict[int, str] = {}
@@ -198,7 +191,7 @@ class StageProbes:
                 self.status[pid] = f"uprobe attach failed: {e}"
                 return self.status[pid]
         self.links[pid] = links
-        if any(s in offsets for s in ESTIMATE_SYMBOLS):
+        if any(s in offsets for p in self.probes if p.estimate for s in p.symbols):
             self.estimate_pids.add(pid)
         if use_wire:
             self.sources[pid] = ("wire", f"--statements {self.requested}")

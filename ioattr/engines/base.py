@@ -11,8 +11,8 @@ behind `EngineAdapter`:
                 with the table of kinds defined once (a unit test checks it against the
                 BPF header it mirrors)
     roles       thread/process roles (performance_schema instruments, thread names)
-    statements  the uprobe symbols its statement probes need (a description: attaching is
-                collectors/stage_probes.py's job)
+    statements  the uprobes of its own work inside a statement (InnoDB: index dives, purge),
+                attached beside the server's statement probes by collectors/stage_probes.py
     counters    its counter sources for the counters table (CounterSource); which server
                 status counters are its cache misses and requests (status_counters, for
                 `top` and the exporter); its headline rows of the HTML report (report_counters)
@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence
 
 from ioattr.collectors import abi
+
+if TYPE_CHECKING:
+    from ioattr.collectors.stage_probes import StageProbe
 
 #: one counters-table row from a source: (name, value, text) -- text only for non-numbers
 CounterRow = tuple[str, "float | None", "str | None"]
@@ -93,14 +96,6 @@ class AdviceField:
     suffix: str = ")"
     mib: bool = False  # a byte count shown as "N MiB" (unknown unless positive)
 
-
-@dataclass(frozen=True)
-class StatementProbe:
-    """One uprobe symbol an engine's statement/stage attribution relies on (a description)."""
-
-    symbol: str    # as exported by the server binary (C++ names mangled or not, as elf.py finds them)
-    stage: str     # the stage it marks: parse, optimize, execute, commit, estimate, background
-    why: str       # what the probe tells ioattr
 
 
 class CounterSource(ABC):
@@ -180,8 +175,10 @@ class EngineAdapter(ABC):
         return None
 
     # -- statements -------------------------------------------------------------------------
-    #: the uprobes the engine's statement attribution needs (collectors/stage_probes.py attaches)
-    statement_probes: ClassVar[Sequence[StatementProbe]] = ()
+    #: uprobes on the engine's own work inside (or beside) a statement, attached with the server's
+    #: statement probes by collectors/stage_probes.py: by default only probes that the statements
+    #: doing that work hit (index dives, purge), `fine=True` ones only with --stages full
+    statement_probes: ClassVar[Sequence[StageProbe]] = ()
 
     # -- counters ------------------------------------------------------------------------------
     #: server variables the engine's findings need, recorded in meta.json "settings" (null when

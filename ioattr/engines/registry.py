@@ -49,6 +49,16 @@ def is_page_file(path: str) -> bool:
     return any(e.is_page_file(path) for e in ENGINES)
 
 
+def statement_probes() -> tuple:
+    """Every engine's stage probes (collectors/stage_probes.StageProbe), attached beside the
+    server's statement probes; one engine's probe is not attached twice."""
+    out: dict[str, object] = {}
+    for e in ENGINES:
+        for p in e.statement_probes:
+            out.setdefault(p.program, p)
+    return tuple(out.values())
+
+
 def status_counters(name: str) -> list[StatusCounter]:
     """The server status counters that answer base.SERVER_COUNTERS[name], one per engine that has one."""
     return [e.status_counters[name] for e in ENGINES if name in e.status_counters]

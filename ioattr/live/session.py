@@ -133,7 +133,7 @@ class LiveSession:
                 o.log(note)
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
-            self.stage = StageProbes(self.probes, o.statements)
+            self.stage = StageProbes(self.probes, o.statements, engines.statement_probes())
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
                                          self.probes.shared_fds.get("target_slots"))
             self._init_phases()

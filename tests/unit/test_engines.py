@@ -175,7 +175,11 @@ def test_registry() -> None:
         registry.by_name("tokudb")
     sources = [s.source for s in registry.page_engine().counter_sources()]
     assert sources == ["innodb_metrics", "innodb_status"]  # the counters table's source names
-    assert all(p.symbol and p.stage for p in registry.page_engine().statement_probes)
+    probes = registry.statement_probes()
+    assert [p.program for p in probes] == ["ioattr_thd_attach", "ioattr_estimate_enter",
+                                           "ioattr_estimate_return", "ioattr_thd_detach"]
+    assert [p.program for p in probes if p.estimate] == ["ioattr_estimate_enter", "ioattr_estimate_return"]
+    assert all(p.symbols and not p.fine and not p.required for p in probes)
 
 
 def test_findings_are_the_engines_then_the_servers() -> None:

@@ -5,12 +5,16 @@ from typing import ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
-from ioattr.engines.base import (AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatementProbe,
-                                  StatusCounter)
+from ioattr.collectors.stage_probes import StageProbe
+from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
 from ioattr.engines.innodb import files, names, pages
 from ioattr.engines.innodb import findings as innodb_findings
 from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
 from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
+
+
+ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_P13Cost_estimate",
+                    "_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_yP13Cost_estimate")
 
 
 class InnodbAdapter(EngineAdapter):
@@ -20,19 +24,18 @@ class InnodbAdapter(EngineAdapter):
     name = "innodb"
     file_map_name = "innodb_files"
     instrument_roles: ClassVar[Mapping[str, str]] = INSTRUMENT_ROLES
-    # what InnoDB's statement attribution rides on: MariaDB exports no InnoDB internals, so these
-    # are SQL-layer symbols (demangled here; collectors/stage_probes.py lists the mangled
-    # candidates per server version and attaches them)
-    statement_probes: ClassVar[Sequence[StatementProbe]] = (
-        StatementProbe("dispatch_command", "statement", "a client statement starts: its text and digest"),
-        StatementProbe("mysql_execute_command", "execute", "the statement executes (--stages full)"),
-        StatementProbe("JOIN::optimize", "optimize", "the optimizer runs (--stages full)"),
-        StatementProbe("JOIN::exec", "execute", "the joined rows are read (--stages full)"),
-        StatementProbe("ha_commit_trans", "commit", "the transaction commits: redo, binlog (--stages full)"),
-        StatementProbe("handler::multi_range_read_info_const", "estimate",
-                       "an index dive: InnoDB's records_in_range reads index pages for the optimizer"),
-        StatementProbe("thd_attach_thd", "background", "InnoDB's purge task takes a THD (purge IO)"),
-        StatementProbe("thd_detach_thd", "background", "the purge task gives it back"),
+    # InnoDB's own work inside a statement, beside the server's statement probes
+    # (collectors/stage_probes.SERVER_PROBES). Both on by default: only the statements (or tasks)
+    # doing that work hit them.
+    statement_probes: ClassVar[Sequence[StageProbe]] = (
+        # purge: in MariaDB 10.x only InnoDB's purge tasks attach a background THD (acquire_thd)
+        StageProbe("ioattr_thd_attach", ("_Z14thd_attach_thdP3THD",)),
+        # index range estimates (bpf/stage.bpf.c): the base implementation, which InnoDB's
+        # DsMrr_impl::dsmrr_info_const calls by name (ha_innobase::records_in_range, called by it
+        # once per range, is not exported). 10.x/11.0, then 11.x with a row limit argument.
+        StageProbe("ioattr_estimate_enter", ESTIMATE_SYMBOLS, estimate=True),
+        StageProbe("ioattr_estimate_return", ESTIMATE_SYMBOLS, retprobe=True, estimate=True),
+        StageProbe("ioattr_thd_detach", ("_Z14thd_detach_thdPv",)),
     )
 
     # -- files ----------------------------------------------------------------------------
