@@ -94,7 +94,8 @@ struct io_key {
 	__u8 pad[4];
 };
 
-/* InnoDB file classes (report dimension file_class). */
+/* File classes of every engine (report dimension file_class): InnoDB's and the server's,
+ * then MyRocks' (RocksDB's files under #rocksdb/, ioattr/engines/myrocks/files.py). */
 enum ioattr_file_class {
 	IOA_FC_OTHER = 0,
 	IOA_FC_TABLESPACE = 1,
@@ -105,6 +106,12 @@ enum ioattr_file_class {
 	IOA_FC_RELAY = 6,
 	IOA_FC_DOUBLEWRITE = 7,
 	IOA_FC_TMP = 8,
+	IOA_FC_SST = 9,        /* RocksDB table file NNNNNN.sst */
+	IOA_FC_WAL = 10,       /* RocksDB write-ahead log NNNNNN.log */
+	IOA_FC_MANIFEST = 11,  /* MANIFEST-NNNNNN, CURRENT, IDENTITY, LOCK: the LSM's own metadata */
+	IOA_FC_OPTIONS = 12,   /* OPTIONS-NNNNNN */
+	IOA_FC_INFO_LOG = 13,  /* RocksDB's info log LOG, LOG.old.* */
+	IOA_FC_TRASH = 14,     /* *.trash: deleted SSTs the delete scheduler removes later */
 };
 
 /* userspace -> BPF: an InnoDB page file of a target server (map innodb_files) */

@@ -83,6 +83,13 @@ class FileClass(enum.IntEnum):
     RELAY_LOG = 6
     DOUBLEWRITE = 7
     TMP = 8
+    # MyRocks (RocksDB under DATADIR/#rocksdb/)
+    SST = 9
+    WAL = 10
+    MANIFEST = 11
+    OPTIONS = 12
+    INFO_LOG = 13
+    TRASH = 14
 
 
 PAGE_F_MISMATCH = 1

@@ -31,6 +31,7 @@ from ioattr.model.storage import STORAGE_FILE_CLASSES
 CLASS_ABBREV = {
     "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
     "binlog": "binlog", "relay_log": "relay", "doublewrite": "dblwr", "tmp": "tmp", "other": "other",
+    "sst": "sst", "wal": "wal", "manifest": "manif", "options": "opts", "info_log": "log", "trash": "trash",
 }
 
 _LOW = np.array([b[0] for b in BOUNDS], dtype=np.float64)
