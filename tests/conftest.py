@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-pytest_plugins = ["tests.fixtures_mariadb"]
+pytest_plugins = ["tests.fixtures_mariadb", "tests.fixtures_postgres"]
 
 #: The only way to turn a missing prerequisite into a skip; read once per session.
 ALLOW_SKIP = os.environ.get("IOATTR_TEST_ALLOW_SKIP", "") == "1"
