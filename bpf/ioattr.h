@@ -112,6 +112,13 @@ enum ioattr_file_class {
 	IOA_FC_OPTIONS = 12,   /* OPTIONS-NNNNNN */
 	IOA_FC_INFO_LOG = 13,  /* RocksDB's info log LOG, LOG.old.* */
 	IOA_FC_TRASH = 14,     /* *.trash: deleted SSTs the delete scheduler removes later */
+	/* PostgreSQL (ioattr/engines/postgres/files.py); its WAL (pg_wal/) is IOA_FC_WAL, its
+	 * temp files (pgsql_tmp/) IOA_FC_TMP */
+	IOA_FC_RELATION = 15,  /* a relation's main fork: base/<db>/<relfilenode>[.<seg>], global/ */
+	IOA_FC_FSM = 16,       /* free space map fork <relfilenode>_fsm */
+	IOA_FC_VM = 17,        /* visibility map fork <relfilenode>_vm */
+	IOA_FC_INIT_FORK = 18, /* init fork of an unlogged relation <relfilenode>_init */
+	IOA_FC_SLRU = 19,      /* pg_xact, pg_multixact, pg_subtrans, pg_commit_ts, pg_serial, pg_notify */
 };
 
 /* userspace -> BPF: an InnoDB page file of a target server (map innodb_files) */

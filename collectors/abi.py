@@ -90,6 +90,12 @@ class FileClass(enum.IntEnum):
     OPTIONS = 12
     INFO_LOG = 13
     TRASH = 14
+    # PostgreSQL (its WAL is WAL, its pgsql_tmp files TMP)
+    RELATION = 15
+    FSM = 16
+    VM = 17
+    INIT_FORK = 18
+    SLRU = 19
 
 
 PAGE_F_MISMATCH = 1

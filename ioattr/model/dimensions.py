@@ -54,7 +54,8 @@ _DIMS = [
     Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
     Dimension("file_class", "file_class", "file_class",
               "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, "
-              "sst, wal, manifest, options, info_log, trash (MyRocks), other"),
+              "sst, wal, manifest, options, info_log, trash (MyRocks), relation, fsm, vm, init_fork, slru "
+              "(PostgreSQL; its WAL is wal, its temp files tmp), other"),
     Dimension("index", None, INDEX_SQL, "InnoDB index as schema.table.INDEX"),
     Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
               "B-tree level: leaf or non_leaf"),

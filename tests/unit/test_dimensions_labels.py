@@ -87,7 +87,8 @@ LABELS = {
     "level": {"leaf", "non_leaf"},
     "stage": {"estimate", "parse", "optimize", "execute", "commit", "background"},
     "file_class": {"tablespace", "system_tablespace", "undo", "redo_log", "binlog", "relay_log",
-                   "doublewrite", "tmp", "sst", "wal", "manifest", "options", "info_log", "trash", "other"},
+                   "doublewrite", "tmp", "sst", "wal", "manifest", "options", "info_log", "trash",
+                   "relation", "fsm", "vm", "init_fork", "slru", "other"},
 }
 
 
