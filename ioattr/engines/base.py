@@ -82,6 +82,15 @@ class StatusCounter:
 
     variable: str  # its SHOW GLOBAL STATUS name
     meaning: str   # what it counts, in the engine's words (help texts: "pages InnoDB read from storage")
+    #: further SHOW GLOBAL STATUS names added to `variable`: an engine may have no single counter
+    #: for the question (MyRocks counts block-cache hits and misses, not requests: its
+    #: cache_requests is Rocksdb_block_cache_hit + Rocksdb_block_cache_miss)
+    also: tuple[str, ...] = ()
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Every status variable whose values add up to this counter."""
+        return (self.variable, *self.also)
 
 
 @dataclass(frozen=True)
@@ -192,7 +201,8 @@ class EngineAdapter(ABC):
 
     #: SERVER_COUNTERS name -> the server status counter that answers it for this engine (an
     #: engine that has none leaves it out; where several engines of one server answer, `top` and
-    #: the exporter add them up). MyRocks answers cache_misses with its block-cache misses.
+    #: the exporter add them up). MyRocks answers cache_misses with its block-cache misses and
+    #: cache_requests with hits + misses (StatusCounter.also).
     status_counters: ClassVar[Mapping[str, StatusCounter]] = {}
     #: the engine's headline rows of the HTML report's per-phase counters table, shown between
     #: the server's statement counts and the process/host ones: (label, counter keys

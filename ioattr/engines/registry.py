@@ -9,10 +9,11 @@ from __future__ import annotations
 from ioattr.collectors import abi
 from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCounter, first_class
 from ioattr.engines.innodb import InnodbAdapter
+from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.model.labels import FILE_CLASS_NAMES
 
 #: every engine adapter, in the order they are asked
-ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(),)
+ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(), MyrocksAdapter())
 
 
 def engines_for(conn: Connection | None) -> tuple[EngineAdapter, ...]:

@@ -14,13 +14,14 @@ from ioattr.collectors.engine import EngineError
 from ioattr.engines import registry
 from ioattr.engines.base import SERVER_COUNTERS
 
-# SHOW GLOBAL STATUS name -> our short name: the server's statement counts, then what each engine
-# answers the engine-neutral counters with (base.SERVER_COUNTERS: cache_misses, cache_requests)
-STATUS_VARS = {
-    "Questions": "questions",
-    "Com_select": "selects",
-    **{c.variable: name for name in SERVER_COUNTERS for c in registry.status_counters(name)},
-}
+# SHOW GLOBAL STATUS name -> our short names: the server's statement counts, then what each engine
+# answers the engine-neutral counters with (base.SERVER_COUNTERS: cache_misses, cache_requests).
+# One variable may count towards several (MyRocks' block-cache misses are misses and requests).
+STATUS_VARS: dict[str, tuple[str, ...]] = {"Questions": ("questions",), "Com_select": ("selects",)}
+for _name in SERVER_COUNTERS:
+    for _c in registry.status_counters(_name):
+        for _v in _c.variables:
+            STATUS_VARS[_v] = STATUS_VARS.get(_v, ()) + (_name,)
 _SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
         + ", ".join(f"'{name}'" for name in STATUS_VARS) + ")")
 
@@ -34,13 +35,15 @@ def read_status(engine) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     for name, value in rows:
-        short = STATUS_VARS.get(str(name)) or STATUS_VARS.get(str(name).capitalize())
-        if short is None:
+        shorts = STATUS_VARS.get(str(name)) or STATUS_VARS.get(str(name).capitalize())
+        if shorts is None:
             continue
         try:
-            out[short] = out.get(short, 0) + int(value)
+            v = int(value)
         except (TypeError, ValueError):
             continue
+        for short in shorts:
+            out[short] = out.get(short, 0) + v
     return out
 
 

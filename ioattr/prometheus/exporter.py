@@ -219,7 +219,7 @@ class IoattrCollector(Collector):
         for name, short, doc in (("ioattr_server_questions_total", "questions", "The server's Questions counter"),
                                  ("ioattr_server_selects_total", "selects", "The server's Com_select counter"),
                                  ("ioattr_server_buffer_pool_reads_total", "cache_misses",
-                                  f"The server's {' + '.join(c.variable for c in misses)} counter "
+                                  f"The server's {' + '.join(v for c in misses for v in c.variables)} counter "
                                   f"({'; '.join(c.meaning for c in misses)})")):
             w.family(name, "counter", doc)
             for pid, values in sorted(s.servers.items()):

@@ -21,6 +21,7 @@ from ioattr.collectors.thread_roles import ThreadRoles, role_of_instrument
 from ioattr.engines import registry
 from ioattr.engines.base import EngineAdapter
 from ioattr.engines.innodb import InnodbAdapter, files, names, pages
+from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
 from ioattr.engines.innodb.status import as_dict, parse_innodb_status
 from ioattr.model.labels import FILE_CLASS_NAMES
@@ -166,7 +167,7 @@ def test_roles_from_sql_layer_and_engine() -> None:
 
 # -- the registry --------------------------------------------------------------------------------
 def test_registry() -> None:
-    assert [e.name for e in registry.ENGINES] == ["innodb"]
+    assert [e.name for e in registry.ENGINES] == ["innodb", "rocksdb"]
     assert all(isinstance(e, EngineAdapter) for e in registry.ENGINES)
     assert registry.by_name("innodb") is registry.page_engine()
     assert registry.page_engine().file_map_name == "innodb_files"
@@ -204,10 +205,13 @@ def test_status_counters_answer_the_neutral_names() -> None:
     a = InnodbAdapter()
     assert a.status_counters["cache_misses"].variable == "Innodb_buffer_pool_reads"
     assert a.status_counters["cache_requests"].variable == "Innodb_buffer_pool_read_requests"
-    assert [c.variable for c in registry.status_counters("cache_misses")] == ["Innodb_buffer_pool_reads"]
+    assert [c.variable for c in registry.status_counters("cache_misses")] == ["Innodb_buffer_pool_reads",
+                                                                              "Rocksdb_block_cache_miss"]
+    # MyRocks has no requests counter: its block-cache hits + misses (StatusCounter.also)
     assert server_counters.STATUS_VARS == {
-        "Questions": "questions", "Com_select": "selects",
-        "Innodb_buffer_pool_reads": "cache_misses", "Innodb_buffer_pool_read_requests": "cache_requests"}
+        "Questions": ("questions",), "Com_select": ("selects",),
+        "Innodb_buffer_pool_reads": ("cache_misses",), "Rocksdb_block_cache_miss": ("cache_misses", "cache_requests"),
+        "Innodb_buffer_pool_read_requests": ("cache_requests",), "Rocksdb_block_cache_hit": ("cache_requests",)}
 
     class Conn:  # SHOW GLOBAL STATUS as a server answers it (names in either case, values as text)
         def query(self, sql: str) -> list[tuple]:
@@ -230,8 +234,12 @@ def test_report_rows_are_the_engines_between_the_servers() -> None:
     assert labels == ["queries (Com_select)", "rows inserted", "INSERT statements", "INSERT ... SELECT statements",
                       "InnoDB data reads", "InnoDB data writes", "buffer pool reads (misses)",
                       "buffer pool read requests", "pages read ahead", "read-ahead evicted unused", "pages written",
-                      "change-buffer merges", "CPU seconds (server)", "context switches"]
+                      "change-buffer merges", "RocksDB block cache misses", "RocksDB block cache hits",
+                      "RocksDB index/filter block misses", "RocksDB bytes flushed", "RocksDB compaction bytes read",
+                      "RocksDB compaction bytes written", "RocksDB WAL bytes", "CPU seconds (server)",
+                      "context switches"]
     assert COUNTER_ROWS[4:12] == tuple(a.report_counters)
+    assert COUNTER_ROWS[12:19] == tuple(MyrocksAdapter().report_counters)
 
 
 def test_advice_fields_fill_every_text() -> None:

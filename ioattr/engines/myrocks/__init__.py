@@ -1,0 +1,82 @@
+"""The MyRocks adapter: RocksDB's files, index names, thread roles and counters behind
+ioattr.engines.base.EngineAdapter (the second adapter after InnoDB, and the first LSM).
+
+What ioattr attributes for MyRocks, and how exactly:
+  * every read and write of the server's files under #rocksdb/ at the syscall layer, to the
+    file (path, inode) with its file_class (files.py: sst, wal, manifest, options, info_log,
+    trash, tmp) -- exact, as for any file;
+  * to the thread doing it with its role (roles.py: flush on rocksdb:high, compaction on
+    rocksdb:low, myrocks_background, drop_index, manual_compaction; connections as usual) --
+    exact where the thread does its own IO (RocksDB issues pread/pwrite from the thread
+    doing the work);
+  * SST files named by level and the indexes whose key ranges they hold (sst.py).
+RocksDB's blocks are not classified in BPF (no file map, no page kinds): block kinds (data,
+index, filter) come from the engine's own counters (Rocksdb_block_cache_{data,index,filter}_miss).
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Mapping, Sequence
+
+from ioattr.collectors import abi
+from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
+from ioattr.engines.myrocks import files, names
+from ioattr.engines.myrocks.counters import CfStats, CompactionStats, PerfContextGlobal, rocksdb_active
+from ioattr.engines.myrocks.roles import INSTRUMENT_ROLES
+from ioattr.engines.myrocks.roles import role_of_comm as _role_of_comm
+
+
+class MyrocksAdapter(EngineAdapter):
+    """MyRocks (MariaDB's ROCKSDB storage engine plugin, ha_rocksdb.so)."""
+
+    name = "rocksdb"
+    file_map_name = None  # no BPF page classification: RocksDB's blocks are named in userspace
+    instrument_roles: ClassVar[Mapping[str, str]] = INSTRUMENT_ROLES
+    # rocksdb_datadir is not asked for (directory_variables): ServerContext reads all engines'
+    # directory variables in one SELECT, which a server without MyRocks would fail whole; the
+    # directories are only used to register InnoDB's page files anyway
+
+    # -- files ----------------------------------------------------------------------------
+    def classify_path(self, path: str) -> abi.FileClass | None:
+        return files.classify_path(path)
+
+    def is_page_file(self, path: str) -> bool:
+        return False
+
+    # -- objects ---------------------------------------------------------------------------
+    def object_names(self) -> names.IndexNames:
+        return names.IndexNames()
+
+    # -- roles -----------------------------------------------------------------------------
+    def role_of_comm(self, comm: str) -> str | None:
+        return _role_of_comm(comm)
+
+    # -- counters --------------------------------------------------------------------------
+    extra_settings: ClassVar[Sequence[str]] = (
+        "rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_use_direct_reads",
+        "rocksdb_use_direct_io_for_flush_and_compaction", "rocksdb_max_background_jobs",
+        "rocksdb_flush_log_at_trx_commit", "rocksdb_default_cf_options", "rocksdb_datadir", "rocksdb_wal_dir",
+        "rocksdb_max_open_files", "rocksdb_perf_context_level")
+
+    def counter_sources(self) -> list[CounterSource]:
+        return [PerfContextGlobal(), CfStats(), CompactionStats()]
+
+    # the block cache is MyRocks' cache: a miss is a block (data, index or filter) read from an SST
+    status_counters: ClassVar[Mapping[str, StatusCounter]] = {
+        "cache_misses": StatusCounter("Rocksdb_block_cache_miss", "blocks MyRocks read from SST files"),
+        "cache_requests": StatusCounter("Rocksdb_block_cache_hit", "blocks MyRocks asked its block cache for",
+                                        also=("Rocksdb_block_cache_miss",)),
+    }
+    report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = (
+        ("RocksDB block cache misses", ("status:Rocksdb_block_cache_miss",)),
+        ("RocksDB block cache hits", ("status:Rocksdb_block_cache_hit",)),
+        ("RocksDB index/filter block misses", ("status:Rocksdb_block_cache_index_miss",)),
+        ("RocksDB bytes flushed", ("status:Rocksdb_flush_write_bytes",)),
+        ("RocksDB compaction bytes read", ("status:Rocksdb_compact_read_bytes",)),
+        ("RocksDB compaction bytes written", ("status:Rocksdb_compact_write_bytes",)),
+        ("RocksDB WAL bytes", ("status:Rocksdb_wal_bytes",)),
+    )
+
+    def claims(self, conn: Connection | None) -> bool:
+        """Without a connection, yes (its files are recognised by their directory); with one,
+        when the server has the ROCKSDB plugin active."""
+        return conn is None or rocksdb_active(conn)
