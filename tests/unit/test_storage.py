@@ -22,7 +22,8 @@ def test_storage_classes_are_one_list() -> None:
     from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
     assert {FC_NAMES[c] for c in PAGE_FILE_CLASSES} <= set(storage.STORAGE_FILE_CLASSES)
-    assert set(storage.STORAGE_FILE_CLASSES) == set(FC_NAMES.values()) - {"other"}
+    assert set(storage.STORAGE_FILE_CLASSES) == set(FC_NAMES.values()) - {"other"} - set(storage.NOT_STORAGE_FILE_CLASSES)
+    assert not set(storage.STORAGE_FILE_CLASSES) & set(storage.NOT_STORAGE_FILE_CLASSES)
     # every storage-reads panel of the dashboards selects exactly these classes
     exprs = []
 
