@@ -160,6 +160,9 @@ class PrivateMariaDB:
         start_timeout: float = 60.0,
         mariadbd: str = "mariadbd",
         install_db: str = "mariadb-install-db",
+        rocksdb: bool = False,
+        rocksdb_block_cache: str = "8M",
+        rocksdb_direct_reads: bool = False,
     ) -> None:
         """Describe a server; nothing happens on disk until :meth:`start`.
 
@@ -181,6 +184,14 @@ class PrivateMariaDB:
                 ``mariadb-install-db`` and start-up fast.
             start_timeout: seconds to wait for the server to accept connections.
             mariadbd, install_db: programs to run (names or paths).
+            rocksdb: load MyRocks (``plugin-load-add=ha_rocksdb.so``, Debian's
+                ``mariadb-plugin-rocksdb``); its RocksDB instance lives in
+                ``data/#rocksdb``.
+            rocksdb_block_cache: ``rocksdb_block_cache_size``; small by default
+                so point lookups on a modest table already read SST blocks.
+            rocksdb_direct_reads: ``rocksdb_use_direct_reads=ON`` (O_DIRECT
+                reads of SST files, so each block-cache miss is a read of
+                storage, not of the page cache).
         """
         self._given_basedir = Path(basedir) if basedir is not None else None
         self.buffer_pool = buffer_pool
@@ -192,6 +203,9 @@ class PrivateMariaDB:
         self.start_timeout = start_timeout
         self._mariadbd = mariadbd
         self._install_db = install_db
+        self.rocksdb = rocksdb
+        self.rocksdb_block_cache = rocksdb_block_cache
+        self.rocksdb_direct_reads = rocksdb_direct_reads
 
         self.basedir: Path | None = self._given_basedir
         self.port: int | None = None
@@ -321,6 +335,11 @@ class PrivateMariaDB:
             )
         else:
             opts["performance_schema"] = "OFF"
+        if self.rocksdb:
+            opts["plugin-load-add"] = "ha_rocksdb.so"
+            opts["rocksdb_block_cache_size"] = self.rocksdb_block_cache
+            if self.rocksdb_direct_reads:
+                opts["rocksdb_use_direct_reads"] = "ON"
         opts.update(self.extra_options)
         return opts
 
