@@ -8,7 +8,10 @@
   Counts are kept per inode, and a filesystem reuses the inode of a deleted file
   for the next one created (ext4 does at once): when one inode had several paths
   within an interval, its rows are labelled "DIR/[N files reusing one inode]"
-  (DIR: the paths' common directory) rather than given the newest path.
+  (DIR: the paths' common directory) rather than given the newest path; when the paths
+  share their extension, it is said ("DIR/[N .sst files reusing one inode]"), so the
+  file_class is still known where the extension gives it (an LSM's SSTs: compaction
+  outputs take the inodes of the inputs it just deleted, all the time).
   The table is bounded (least recently used names go first; a live file's name
   comes back from /proc), so millions of short-lived files don't grow it forever.
 - devices: dev_t -> "vda" from sysfs.
@@ -65,17 +68,20 @@ class FileNames:
         self.max_names = max_names
         self.rescan_seconds = rescan_seconds
         self._last_scan: dict[int, float] = {}
-        # inodes that had more than one path since the last end_interval(): (paths, directories)
-        self._reused: dict[tuple[int, int], tuple[int, set[str]]] = {}
+        # inodes that had more than one path since the last end_interval():
+        # (paths, directories, extensions)
+        self._reused: dict[tuple[int, int], tuple[int, set[str], set[str]]] = {}
 
     def _assign(self, key: tuple[int, int], name: str, opened: bool = False) -> None:
         """Name an inode. `opened`: a new open of it -- if the inode had another path that no
         longer leads to it, the filesystem reused a deleted file's inode."""
         prev = self.names.get(key)
         if opened and prev is not None and _base(prev) != _base(name) and not _same_inode(_base(prev), key):
-            n, dirs = self._reused.get(key, (1, {os.path.dirname(_base(prev))}))
+            n, dirs, exts = self._reused.get(key, (1, {os.path.dirname(_base(prev))},
+                                                   {os.path.splitext(_base(prev))[1]}))
             dirs.add(os.path.dirname(_base(name)))
-            self._reused[key] = (n + 1, dirs)
+            exts.add(os.path.splitext(_base(name))[1])
+            self._reused[key] = (n + 1, dirs, exts)
         self.names[key] = name
         self.names.move_to_end(key)
         if len(self.names) > self.max_names:
@@ -161,9 +167,11 @@ class FileNames:
         key = (dev, ino)
         reused = self._reused.get(key)
         if reused is not None:
-            n, dirs = reused
+            n, dirs, exts = reused
             common = os.path.commonpath(sorted(dirs)) if all(d.startswith("/") for d in dirs) else ""
-            return f"{common.rstrip('/')}/[{n} files reusing one inode]"
+            ext = next(iter(exts)) if len(exts) == 1 else ""
+            what = f"{ext} files" if ext and " " not in ext else "files"
+            return f"{common.rstrip('/')}/[{n} {what} reusing one inode]"
         name = self.names.get(key)
         if name is not None:
             self.names.move_to_end(key)

@@ -494,6 +494,10 @@ def test_file_name_table_is_bounded_and_labels_reused_inodes() -> None:
     opened(names, 10_001, "/nonexistent/e/h")
     assert names.lookup(7, 10_001) == "/nonexistent/[3 files reusing one inode]"
     names.end_interval()
+    opened(names, 20_000, "/nonexistent/r/000013.sst")  # an LSM's compaction output on its input's inode
+    opened(names, 20_000, "/nonexistent/r/000020.sst")
+    assert names.lookup(7, 20_000) == "/nonexistent/r/[2 .sst files reusing one inode]"
+    names.end_interval()
     assert names.lookup(7, 10_001) == "/nonexistent/e/h"
 
 

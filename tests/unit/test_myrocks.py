@@ -22,6 +22,8 @@ D = "/var/lib/mysql/#rocksdb"
     ("IDENTITY", FC.MANIFEST), ("LOCK", FC.MANIFEST), ("OPTIONS-000011", FC.OPTIONS),
     ("LOG", FC.INFO_LOG), ("LOG.old.1795489900123456", FC.INFO_LOG), ("000013.sst.trash", FC.TRASH),
     ("000004.dbtmp", FC.TMP), ("OPTIONS-000015.dbtmp", FC.TMP),
+    # collectors/names.py's label for one inode that carried several SSTs (or WALs) in one interval
+    ("[2 .sst files reusing one inode]", FC.SST), ("[3 .log files reusing one inode]", FC.WAL),
 ])
 def test_rocksdb_files_by_name(name: str, fc: FC) -> None:
     assert files.classify_path(f"{D}/{name}") == fc
@@ -34,6 +36,7 @@ def test_rocksdb_files_by_name(name: str, fc: FC) -> None:
     "/var/lib/mysql/db/000013.sst",      # not in #rocksdb: not RocksDB's (MyRocks has one directory)
     "/var/lib/mysql/#rocksdb/archive/000001.log",
     f"{D}/notes.txt", f"{D}/LOGGER", f"{D}/MANIFEST", "/var/lib/mysql/LOG", "", None,
+    f"{D}/[2 files reusing one inode]", f"{D}/[2 .txt files reusing one inode]",  # which files: unknown
 ])
 def test_other_files_are_not_myrocks(path) -> None:
     assert files.classify_path(path) is None

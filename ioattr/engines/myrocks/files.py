@@ -15,6 +15,8 @@ each gets (bpf/ioattr.h enum ioattr_file_class, collectors/abi.FileClass):
     LOG, LOG.old.N        info_log   RocksDB's text log (flush/compaction events, stats dumps)
     *.trash               trash      deleted SSTs the delete scheduler removes at a rate
     *.dbtmp               tmp        a file being written before its rename (CURRENT, OPTIONS)
+    [N .sst files reusing one inode]  sst  one inode that carried several SSTs in one interval
+                                     (collectors/names.py's label; likewise .log: wal)
 
 The directory is recognised by its name (`#rocksdb`), so paths are classified without a
 server connection; a rocksdb_datadir or rocksdb_wal_dir set elsewhere is not recognised
@@ -40,6 +42,10 @@ _MANIFEST_RE = re.compile(r"^MANIFEST-\d+$")
 _OPTIONS_RE = re.compile(r"^OPTIONS-\d+$")
 _INFO_LOG_RE = re.compile(r"^LOG(\.old\.\d+)?$")
 _META_NAMES = frozenset({"CURRENT", "IDENTITY", "LOCK"})
+# collectors/names.py's label for an inode that had several paths in one interval, all with this
+# extension (compaction writes its outputs on the inodes of the inputs it just deleted)
+_REUSED_RE = re.compile(r"^\[\d+ (?P<ext>\.\w+) files reusing one inode\]$")
+_REUSED_CLASSES = {".sst": FC.SST, ".ldb": FC.SST, ".log": FC.WAL}
 
 #: the file classes only MyRocks gives (the storage files among them: sst, wal)
 MYROCKS_CLASSES = (FC.SST, FC.WAL, FC.MANIFEST, FC.OPTIONS, FC.INFO_LOG, FC.TRASH)
@@ -66,6 +72,9 @@ def classify_name(name: str) -> FC | None:
         return FC.TRASH
     if name.endswith(".dbtmp"):
         return FC.TMP
+    m = _REUSED_RE.match(name)
+    if m:
+        return _REUSED_CLASSES.get(m.group("ext"))
     return None
 
 

@@ -1,0 +1,166 @@
+"""MyRocks under real BPF on a private server (ha_rocksdb.so, 8 MB block cache, direct reads).
+
+One recording of five marked phases: load rows (WAL writes), a forced memtable flush (an SST
+written by rocksdb:high), updates and a second flush (two L0 files overlapping), a manual
+compaction of the default column family (rocksdb:low merges them), then point lookups by
+primary key on a cold block cache. Ground truth, all from the server and the kernel, none timed:
+
+* lookups: the SST bytes ioattr charges to the connection equal the server's /proc/PID/io
+  read_bytes over the lookups (direct reads: every block-cache miss is one storage read), and
+  its read count equals RocksDB's own Rocksdb_block_cache_miss;
+* flush: bytes written by the flush role to #rocksdb files (SSTs and the MANIFEST edits the
+  flush job makes) equal RocksDB's Rocksdb_flush_write_bytes over the recording;
+* compaction: bytes written by the compaction role to SSTs equal Rocksdb_compact_write_bytes;
+* every file under #rocksdb the recording names has a MyRocks file_class, the one its name
+  gives; an inode that carried several RocksDB files in one interval (the filesystem reuses
+  a deleted file's inode at once) is labelled so, and classed when the files share their kind.
+
+Nothing waits on time: each phase starts when the recorder has named it, the lookups start
+once RocksDB says no flush or compaction is pending or running.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import record_marked_phases, report_json, wait_until
+
+ROWS = 60000
+LOOKUPS = 2500
+WATCHED = ("Rocksdb_block_cache_miss", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes")
+REUSED = re.compile(r"\[\d+ (\.\w+ )?files reusing one inode\]")
+
+
+def _proc_read_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("read_bytes:"):
+                return int(line.split(":")[1])
+    raise AssertionError(f"/proc/{pid}/io has no read_bytes")
+
+
+def _status(db) -> dict[str, int]:
+    names = ", ".join(f"'{n}'" for n in WATCHED)
+    return {str(k).capitalize(): int(v) for k, v in db.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")}
+
+
+def _idle(db) -> bool:
+    """No flush or compaction pending, none running (the manual compaction returned)."""
+    pending = db.query("SELECT SUM(VALUE) FROM INFORMATION_SCHEMA.ROCKSDB_CFSTATS "
+                       "WHERE STAT_TYPE IN ('COMPACTION_PENDING', 'MEM_TABLE_FLUSH_PENDING', "
+                       "'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
+    running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
+    return int(pending or 0) == 0 and int(running) == 0
+
+
+@pytest.fixture(scope="module")
+def myrocks(tmp_path_factory):
+    from tests.fixtures_mariadb import private_server
+
+    need_plugin = Path("/usr/lib/mysql/plugin/ha_rocksdb.so")
+    from tests.conftest import need
+    need(need_plugin.exists(), "mariadb-plugin-rocksdb is not installed (make deps)")
+    rec = tmp_path_factory.mktemp("myrocks") / "rec"
+    with private_server("CREATE DATABASE t",
+                        "CREATE TABLE t.a (id INT PRIMARY KEY, k INT NOT NULL, v VARCHAR(200), KEY kk (k)) "
+                        "ENGINE=ROCKSDB",
+                        rocksdb=True, rocksdb_block_cache="8M", rocksdb_direct_reads=True) as db:
+        def load(cur) -> None:
+            cur.execute("INSERT INTO t.a SELECT seq, seq % 1000, CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2)) "
+                        f"FROM t.seq_1_to_{ROWS}")
+
+        def flush(cur) -> None:
+            cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")  # returns when flushed
+
+        def update(cur) -> None:
+            cur.execute("UPDATE t.a SET v = CONCAT(MD5(id + 7), MD5(id + 8)) WHERE id % 5 = 0")
+            cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+
+        def compact(cur) -> None:
+            cur.execute("SET GLOBAL rocksdb_compact_cf = 'default'")  # returns when compacted
+            wait_until(lambda: _idle(db), 60, "RocksDB to have no flush or compaction pending or running",
+                       interval=0.05)
+
+        lookups: dict[str, int] = {}
+
+        def lookup(cur) -> None:
+            before, st = _proc_read_bytes(db.pid), _status(db)
+            for i in range(LOOKUPS):
+                cur.execute(f"SELECT v FROM t.a WHERE id = {(i * 7919) % ROWS + 1}")
+                cur.fetchall()
+            lookups["read_bytes"] = _proc_read_bytes(db.pid) - before
+            lookups["misses"] = _status(db)["Rocksdb_block_cache_miss"] - st["Rocksdb_block_cache_miss"]
+
+        start = _status(db)
+        record_marked_phases(db, rec, [("load", load), ("flush", flush), ("update", update),
+                                       ("compact", compact), ("lookup", lookup)], "--interval", "0.5")
+        end = _status(db)
+        yield {"rec": rec, "db": db, "status": {k: end[k] - start[k] for k in end}, "lookups": lookups,
+               "rocksdb_dir": str(Path(db.datadir).resolve() / "#rocksdb")}
+
+
+def _rows(rec: Path, by: str, *extra: str) -> list[dict]:
+    return report_json(rec, "--by", by, "--layer", "syscall", *extra)["rows"]
+
+
+def _in_rocksdb(row: dict, rocksdb_dir: str) -> bool:
+    return (row.get("file") or "").startswith(rocksdb_dir + "/")
+
+
+def test_point_lookups_read_what_the_kernel_and_rocksdb_counted(myrocks) -> None:
+    rows = [r for r in _rows(myrocks["rec"], "file_class,role,op", "--phase", "lookup")
+            if r["op"] == "read" and r["file_class"] == "sst"]
+    lk = myrocks["lookups"]
+    assert lk["misses"] > 500, lk  # the 8 MB cache did not hold the table: a real test
+    assert {r["role"] for r in rows} == {"connection"}, rows
+    assert sum(r["bytes"] for r in rows) == lk["read_bytes"], (rows, lk)
+    assert sum(r["count"] for r in rows) == lk["misses"], (rows, lk)
+
+
+def test_flush_writes_are_the_flush_role_and_rocksdbs_count(myrocks) -> None:
+    d = myrocks["rocksdb_dir"]
+    rows = [r for r in _rows(myrocks["rec"], "file,file_class,role,op") if _in_rocksdb(r, d) and r["op"] == "write"]
+    flushed = sum(r["bytes"] for r in rows if r["role"] == "flush" and r["file_class"] != "info_log")
+    assert myrocks["status"]["Rocksdb_flush_write_bytes"] > 1_000_000, myrocks["status"]
+    # RocksDB counts the flush job's writes: the SST and its MANIFEST edit
+    assert flushed == myrocks["status"]["Rocksdb_flush_write_bytes"], rows
+    # SSTs are written only by flushes and compactions, never by a connection
+    assert {r["role"] for r in rows if r["file_class"] == "sst"} <= {"flush", "compaction"}, rows
+    assert any(r["role"] == "flush" and r["file_class"] == "sst" for r in rows), rows
+
+
+def test_compaction_writes_are_the_compaction_role_and_rocksdbs_count(myrocks) -> None:
+    d = myrocks["rocksdb_dir"]
+    rows = [r for r in _rows(myrocks["rec"], "file,file_class,role,op") if _in_rocksdb(r, d) and r["op"] == "write"]
+    compacted = sum(r["bytes"] for r in rows if r["role"] == "compaction"
+                    and r["file_class"] not in ("info_log", "manifest"))
+    assert myrocks["status"]["Rocksdb_compact_write_bytes"] > 1_000_000, myrocks["status"]
+    assert compacted == myrocks["status"]["Rocksdb_compact_write_bytes"], rows
+    # the WAL is written by the connections that commit
+    wal = [r for r in rows if r["file_class"] == "wal"]
+    assert wal and {r["role"] for r in wal} == {"connection"}, wal
+
+
+def test_every_rocksdb_file_has_its_class(myrocks) -> None:
+    d = myrocks["rocksdb_dir"]
+    want = {".sst": "sst", ".log": "wal"}
+    seen = set()
+    for r in _rows(myrocks["rec"], "file,file_class"):
+        if not _in_rocksdb(r, d):
+            continue
+        name = r["file"][len(d) + 1:].removesuffix(" (deleted)")
+        seen.add(r["file_class"])
+        if REUSED.fullmatch(name):  # several files on one inode: classed only if all of one kind
+            ext = REUSED.fullmatch(name).group(1)
+            assert r["file_class"] == (want.get(ext.strip()) if ext else "other"), r
+        elif name.startswith("MANIFEST-") or name in ("CURRENT", "IDENTITY", "LOCK"):
+            assert r["file_class"] == "manifest", r
+        elif name.startswith("OPTIONS-"):
+            assert r["file_class"] == "options", r
+        elif name.startswith("LOG"):
+            assert r["file_class"] == "info_log", r
+        else:
+            assert r["file_class"] == want[name[name.rindex("."):]], r
+    assert {"sst", "wal", "manifest"} <= seen, seen
