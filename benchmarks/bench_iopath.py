@@ -17,6 +17,15 @@ equal N, each page under the index id and level its header says.
 
     sudo .venv/bin/python benchmarks/bench_iopath.py --variant before=/tmp/bpf_before --variant tree=
     sudo .venv/bin/python benchmarks/bench_iopath.py --untraced ...   # the loop is not a target
+    sudo .venv/bin/python benchmarks/bench_iopath.py --wire query ...  # the statement reader
+
+With --wire query|prepared the loop is benchmarks/wire_loop.c instead: a
+connection thread reading MySQL command packets from a socketpair the way
+MariaDB does (4-byte header read, payload read right after it, EAGAIN + poll
+when the next statement is not there yet), with a client process answering
+each OK; the stage set's wire reader (ioattr_wire_recv) runs on every
+recvfrom of both, and each run is checked exact: wire_stmts and stmt_stats
+count N statements of the server (COM_QUERY: all under one digest).
 
 Figures include the BPF statistics' own two clock reads per run (~65-70 ns
 here). Other processes' syscalls and bios still run the programs while the
@@ -40,14 +49,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from ioattr.collectors import abi, libbpf  # noqa: E402
-from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer  # noqa: E402
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, stmt_stats_drainer  # noqa: E402
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
+from ioattr.collectors.stage_probes import StageProbes  # noqa: E402
 from ioattr.collectors.targets import TargetMap  # noqa: E402
 
 PAGE = 16384
 PAGES = 1024
 SPACE_ID = 7
-PROGRAMS = ("ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
+PROGRAMS = ("ioattr_wire_recv", "ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
 NO_SUCH_PID = 0x7FFFFFF0
 
 
@@ -93,16 +103,16 @@ def expected_pages(n: int) -> dict[tuple[int, int], int]:
 
 
 def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
-            untraced: bool, mode: str = "pread") -> dict[str, object]:
+            untraced: bool, mode: str = "pread", wire: str = "") -> dict[str, object]:
     """One loop process under one variant: per-program ns/run and runs, checked exact."""
     env_before = os.environ.get("IOATTR_BPF_DIR")
     if bpf_dir:
         os.environ["IOATTR_BPF_DIR"] = bpf_dir
     else:
         os.environ.pop("IOATTR_BPF_DIR", None)
-    loop = subprocess.Popen([str(exe), str(data), str(n), str(PAGES), "1" if direct else "0",
-                             mode],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    argv = ([str(exe), str(n), wire] if wire else
+            [str(exe), str(data), str(n), str(PAGES), "1" if direct else "0", mode])
+    loop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert loop.stdout is not None and loop.stdin is not None
         pid = int(loop.stdout.readline().split()[1])
@@ -111,10 +121,16 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
         try:
             TargetMap(session.map_fd("targets"), session.shared_fds.get("target_slots")).add(
                 NO_SUCH_PID if untraced else pid)
-            st = os.stat(data)
-            libbpf.map_update(session.map_fd("innodb_files"),
-                              abi.InodeKey(dev=abi.kernel_dev_of_stat(st.st_dev), ino=st.st_ino),
-                              abi.InnodbFile(space_id=SPACE_ID, page_shift=14, file_class=1))
+            if not wire:
+                st = os.stat(data)
+                libbpf.map_update(session.map_fd("innodb_files"),
+                                  abi.InodeKey(dev=abi.kernel_dev_of_stat(st.st_dev), ino=st.st_ino),
+                                  abi.InnodbFile(space_id=SPACE_ID, page_shift=14, file_class=1))
+            if wire:
+                stages = StageProbes(session, "wire")
+                why = stages._attach_wire()
+                if why:
+                    raise RuntimeError(why)
             fds = {k: v for k, v in session.program_fds().items() if v >= 0 and k in PROGRAMS}
             before = {k: fdinfo(v) for k, v in fds.items()}
             loop.stdin.write("g")
@@ -127,7 +143,8 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
                 runs = a["run_cnt"] - before[k]["run_cnt"]
                 out[k] = {"ns_per_run": (a["run_time_ns"] - before[k]["run_time_ns"]) / max(runs, 1),
                           "runs": runs}
-            out["error"] = check(session, pid, n, untraced)
+            out["error"] = (check_wire(session, stages, pid, n, untraced, wire) if wire
+                            else check(session, pid, n, untraced))
             return out
         finally:
             session.close()
@@ -165,6 +182,24 @@ def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None
     return None
 
 
+def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, untraced: bool,
+               wire: str) -> str | None:
+    """The server's N statements in wire_stmts and stmt_stats, exactly (none when untraced)."""
+    want = 0 if untraced else n
+    if stages.wire_count(pid) != want:
+        return f"wire_stmts counted {stages.wire_count(pid)} statements, expected {want}"
+    fd = next(m.fd for m in session.loaded_set("stage").obj.maps() if m.name == "stmt_stats")
+    raw, vals = stmt_stats_drainer(fd, 16384).read()
+    keys = raw.view(abi.STMT_KEY_DTYPE)
+    mine = keys["tgid"] == pid
+    got = {int(d): int(c) for d, c in zip(keys["digest"][mine], vals["count"][mine])}
+    if sum(got.values()) != want:
+        return f"stmt_stats counted {sum(got.values())} statements, expected {want}"
+    if want and (len(got) != 1 or (wire == "prepared") != (0x17 in got)):
+        return f"stmt_stats digests {got}: expected one ({'0x17' if wire == 'prepared' else 'a text digest'})"
+    return None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
@@ -177,7 +212,10 @@ def main() -> int:
                     help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
     ap.add_argument("--aio", action="store_const", const="aio", dest="mode",
                     help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
-    ap.add_argument("--sets", default="syscalls,targets,block")
+    ap.add_argument("--wire", choices=("query", "prepared"), default="",
+                    help="the statement reader on a socketpair connection (benchmarks/wire_loop.c) "
+                         "instead of page reads; --sets defaults to targets,stage")
+    ap.add_argument("--sets", default="")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     if not args.variant:
@@ -195,17 +233,20 @@ def main() -> int:
     if stats_fd is None:
         print("bench_iopath: cannot turn on BPF run-time statistics", file=sys.stderr)
         return 1
-    sets = tuple(args.sets.split(","))
+    sets = tuple((args.sets or ("targets,stage" if args.wire else "syscalls,targets,block")).split(","))
     runs: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="ioattr-iopath-", dir="/var/tmp") as tmp:
         work = Path(tmp)
         exe = work / "innodb_page_loop"
-        subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / "innodb_page_loop.c")], check=True)
+        src = "wire_loop.c" if args.wire else "innodb_page_loop.c"
+        subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / src)], check=True)
         data = work / "fake.ibd"
-        make_file(data)
+        if not args.wire:
+            make_file(data)
         for r in range(args.rounds):
             for name, d in (variants if r % 2 == 0 else variants[::-1]):
-                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.mode)
+                o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.mode,
+                            args.wire)
                 if o["error"]:
                     print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
                     return 1
@@ -218,11 +259,17 @@ def main() -> int:
         for prog in PROGRAMS:
             vals = [x[prog]["ns_per_run"] for x in mine if prog in x]  # type: ignore[index]
             rns = [x[prog]["runs"] / args.calls for x in mine if prog in x]  # type: ignore[index]
+            # ns per loop call (per statement with --wire): every run of the program, the
+            # untraced client's early exits included
+            per_call = [x[prog]["ns_per_run"] * x[prog]["runs"] / args.calls  # type: ignore[index]
+                        for x in mine if prog in x]
             if vals:
                 summary[name][prog] = {"ns_per_run_median": statistics.median(vals), "min": min(vals),
-                                       "max": max(vals), "runs_per_call_median": statistics.median(rns)}
+                                       "max": max(vals), "runs_per_call_median": statistics.median(rns),
+                                       "ns_per_call_median": statistics.median(per_call)}
         print(name + ": " + ", ".join(
-            f"{p.removeprefix('ioattr_')} {v['ns_per_run_median']:.0f} ({v['min']:.0f}-{v['max']:.0f})"
+            f"{p.removeprefix('ioattr_')} {v['ns_per_run_median']:.0f} ({v['min']:.0f}-{v['max']:.0f}),"
+            f" {v['runs_per_call_median']:.2f} runs/call = {v['ns_per_call_median']:.0f} ns/call"
             for p, v in summary[name].items()))
     if args.json:
         Path(args.json).write_text(json.dumps({

@@ -148,6 +148,9 @@ enum { S_CODE, S_SPACE, S_NUMBER, S_QUOTE, S_COMMENT, S_LINE_COMMENT };
  * verifier does not track map contents as constants, so the state machine's
  * branches converge instead of multiplying verifier states. */
 struct digest_ctx {
+	/* the wire reader reads a payload's command byte to wire_head[7] and
+	 * its arguments right after it, to t: one bpf_probe_read_user for both */
+	__u8 wire_head[8];
 	struct text_buf t[1];
 	__u64 hash;
 	__u32 len;
@@ -331,35 +334,37 @@ static __always_inline void set_stage(__u8 stage)
 
 /* A client statement starts on this thread: command `command` with its
  * `length` bytes of arguments at user address `packet` (for COM_QUERY, the
- * text). The one body of both statement sources, the wire reader and the
- * dispatch_command uprobe, so they give the same stages, digests, counts,
- * texts and phase markers. */
+ * text), or, with `packet` NULL and `c` given, already in c->t (the wire
+ * reader's one read; `length` <= IOATTR_QUERY_MAX). The one body of both
+ * statement sources, the wire reader and the dispatch_command uprobe, so they
+ * give the same stages, digests, counts, texts and phase markers. */
 static __always_inline int statement_start(struct task_io_state *st, __u64 pid_tgid, int command,
-					   const char *packet, unsigned int length)
+					   const char *packet, unsigned int length, struct digest_ctx *c)
 {
-	struct digest_ctx *c;
 	__u32 zero = 0, len;
 
 	st->stage = cfg.fine_stages ? IOA_STAGE_PARSE : IOA_STAGE_STATEMENT;
 	st->est_depth = 0; /* an estimate whose return was never seen ends with its statement */
 	st->digest = 0;
-	if (command != COM_QUERY || !packet) {
+	if (command != COM_QUERY || (!packet && !c)) {
 		count_statement(pid_tgid >> 32, (__u64)(command & 0xff));
 		return 0;
 	}
-	c = bpf_map_lookup_elem(&digest_scratch, &zero);
-	if (!c)
-		return 0;
 	len = length < IOATTR_QUERY_MAX ? length : IOATTR_QUERY_MAX;
-	/* only the statement's bytes (the digest and userspace, which slices the
-	 * text by len, never look past them) */
-	__u64 nread = len; /* 64-bit, so the bound checked is the register passed */
+	if (packet) {
+		c = bpf_map_lookup_elem(&digest_scratch, &zero);
+		if (!c)
+			return 0;
+		/* only the statement's bytes (the digest and userspace, which slices the
+		 * text by len, never look past them) */
+		__u64 nread = len; /* 64-bit, so the bound checked is the register passed */
 
-	asm volatile("" : "+r"(nread));
-	if (nread > IOATTR_QUERY_MAX)
-		return 0;
-	if (bpf_probe_read_user(c->t->b, nread, packet))
-		return 0;
+		asm volatile("" : "+r"(nread));
+		if (nread > IOATTR_QUERY_MAX)
+			return 0;
+		if (bpf_probe_read_user(c->t->b, nread, packet))
+			return 0;
+	}
 	/* ioattr's own statements (prefixed with the ioattr-internal comment) are neither digested
 	 * nor counted: they are not the workload's */
 	if (len >= 12 && c->t->b[0] == '/' && c->t->b[1] == '*' && c->t->b[3] == 'i' &&
@@ -443,7 +448,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 		st->wire_stmt = 0;
 		return 0;
 	}
-	return statement_start(st, pid_tgid, command, packet, length);
+	return statement_start(st, pid_tgid, command, packet, length, NULL);
 }
 
 /*
@@ -464,7 +469,8 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
  *                 skipped over as WIRE_REST, never a statement
  *   WIRE_PAYLOAD  the next read on wire_fd asking for wire_need bytes starts
  *                 the statement (statement_start, the same body as the
- *                 uprobe's: command = its first byte, the text after it)
+ *                 uprobe's: command = its first byte, the text after it,
+ *                 both read with one bpf_probe_read_user)
  *   WIRE_REST     the rest of a payload that came in several reads
  * Any read that does not fit (another fd, another size) drops the state, so a
  * thread attached mid-packet resynchronises at the next header. What the
@@ -534,18 +540,25 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 	st->wire_stmt = 0;
 	if (st->wire_state != WIRE_IDLE) {
 		if (fd == st->wire_fd && st->wire_state == WIRE_PAYLOAD && size == st->wire_need) {
-			__u32 need = st->wire_need;
-			__u8 cmd = 0;
+			__u32 need = st->wire_need, zero = 0;
+			struct digest_ctx *c = bpf_map_lookup_elem(&digest_scratch, &zero);
+			/* the command and up to IOATTR_QUERY_MAX bytes of its arguments (those
+			 * that arrived: all of them but for a payload split across reads), in
+			 * one read into the digest scratch: a bpf_probe_read_user costs ~200 ns
+			 * whatever its size, and COM_QUERY's text is digested from there */
+			__u64 n = (__u64)ret < IOATTR_QUERY_MAX + 1 ? (__u64)ret : IOATTR_QUERY_MAX + 1;
 
 			st->wire_state = (__u64)ret < need ? WIRE_REST : WIRE_IDLE;
 			st->wire_need = (__u64)ret < need ? need - (__u32)ret : 0;
-			if (bpf_probe_read_user(&cmd, 1, (void *)buf) || !client_command(cmd))
+			if (!c)
+				return 0;
+			asm volatile("" : "+r"(n)); /* the bound checked is the register passed */
+			if (n > IOATTR_QUERY_MAX + 1 || bpf_probe_read_user(&c->wire_head[7], n, (void *)buf) ||
+			    !client_command(c->wire_head[7]))
 				return 0;
 			st->wire_stmt = 1;
 			count_wire(pid_tgid >> 32);
-			/* the arguments that arrived (all of them but for a payload split across reads) */
-			return statement_start(st, pid_tgid, cmd, (const char *)(buf + 1),
-					       ((__u64)ret < need ? (__u32)ret : need) - 1);
+			return statement_start(st, pid_tgid, c->wire_head[7], NULL, (__u32)n - 1, c);
 		}
 		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
 			if ((__u64)ret < st->wire_need) {

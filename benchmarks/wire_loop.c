@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wire_loop N MODE: a MySQL-protocol "connection" over a unix socketpair, for
+ * bench_iopath.py --wire. The parent is the server's connection thread: it
+ * reads each command packet the way MariaDB's my_real_read() does --
+ * recvfrom(fd, buf, 4, MSG_DONTWAIT) for the header (EAGAIN: poll, read again),
+ * then recvfrom(fd, buf + 4, length, MSG_DONTWAIT) for the payload right after
+ * it in the same buffer -- and answers each with an 11-byte OK packet. The
+ * child is the client: N statements, each sent as one packet, then reads the
+ * answer (its recvfrom runs the wire reader too, as an untraced process).
+ * MODE "query": COM_QUERY "SELECT c FROM sbtest1 WHERE id=<5 digits>" (one
+ * digest); "prepared": a COM_STMT_EXECUTE of 18 bytes. Prints "ready <pid>"
+ * (the server's), waits for one byte on stdin (so the caller can attach and
+ * add the server to the targets first), runs, prints "done".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static unsigned char sbuf[1 << 16];
+
+static long server_read(int fd, unsigned char *p, size_t n)
+{
+	for (;;) {
+		long r = recvfrom(fd, p, n, MSG_DONTWAIT, NULL, NULL);
+		if (r >= 0 || errno != EAGAIN)
+			return r;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, -1) < 0)
+			return -1;
+	}
+}
+
+static int client(int fd, long n, int query)
+{
+	unsigned char pkt[256], resp[64];
+
+	for (long i = 0; i < n; i++) {
+		int len;
+		if (query) {
+			pkt[4] = 3;
+			len = 1 + sprintf((char *)pkt + 5, "SELECT c FROM sbtest1 WHERE id=%05ld", 10000 + i % 90000);
+		} else {
+			memset(pkt + 4, 0, 18);
+			pkt[4] = 0x17; /* COM_STMT_EXECUTE: id 1, no cursor, 1 iteration, one long param */
+			pkt[5] = 1;
+			pkt[10] = 1;
+			pkt[15] = 1;
+			pkt[16] = 3;
+			memcpy(pkt + 18, &i, 4);
+			len = 18;
+		}
+		pkt[0] = len & 0xff;
+		pkt[1] = (len >> 8) & 0xff;
+		pkt[2] = len >> 16;
+		pkt[3] = 0;
+		if (write(fd, pkt, 4 + len) != 4 + len)
+			return 1;
+		if (recv(fd, resp, 11, MSG_WAITALL) != 11)
+			return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long n = atol(argv[1]);
+	int query = argc > 2 && !strcmp(argv[2], "query");
+	int sv[2];
+	char c;
+	static const unsigned char ok[11] = { 7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0 };
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 1; }
+	printf("ready %d\n", getpid()); fflush(stdout);
+	if (read(0, &c, 1) != 1) return 1;
+	pid_t kid = fork();
+	if (kid == 0) {
+		close(sv[0]);
+		_exit(client(sv[1], n, query));
+	}
+	close(sv[1]);
+	for (long i = 0; i < n; i++) {
+		if (server_read(sv[0], sbuf, 4) != 4) { perror("header"); return 1; }
+		unsigned len = sbuf[0] | sbuf[1] << 8 | sbuf[2] << 16;
+		if (server_read(sv[0], sbuf + 4, len) != (long)len) { perror("payload"); return 1; }
+		if (send(sv[0], ok, sizeof(ok), 0) != sizeof(ok)) { perror("send"); return 1; }
+	}
+	int status;
+	if (waitpid(kid, &status, 0) != kid || !WIFEXITED(status) || WEXITSTATUS(status)) return 1;
+	printf("done\n"); fflush(stdout);
+	return 0;
+}
