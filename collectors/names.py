@@ -23,6 +23,7 @@ import os
 import re
 import time
 from collections import OrderedDict
+from typing import Callable
 
 from ioattr.collectors import abi
 from ioattr.collectors.targets import read_proc_text
@@ -71,6 +72,9 @@ class FileNames:
         # inodes that had more than one path since the last end_interval():
         # (paths, directories, extensions)
         self._reused: dict[tuple[int, int], tuple[int, set[str], set[str]]] = {}
+        # pid -> its working directory, for relative opens of processes already gone (the
+        # session's: a PostgreSQL backend runs in its cluster's data directory)
+        self.cwd_hint: Callable[[int], str | None] | None = None
 
     def _assign(self, key: tuple[int, int], name: str, opened: bool = False) -> None:
         """Name an inode. `opened`: a new open of it -- if the inode had another path that no
@@ -117,7 +121,13 @@ class FileNames:
             try:
                 path = os.path.join(os.readlink(base), path)
             except OSError:
-                pass
+                # the process is gone (a short-lived PostgreSQL backend opens "base/5/1259"
+                # relative to its data directory): its cwd from who knows it, else the file stays
+                # unnamed -- never resolved against ioattr's own directory
+                hint = self.cwd_hint(int(ev.tgid)) if self.cwd_hint is not None and ev.dfd == -100 else None
+                if hint is None:
+                    return
+                path = os.path.join(hint, path)
         # the file may be gone already: its directory's real path (as /proc/PID/fd would show it)
         path = os.path.normpath(path)
         path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))

@@ -222,6 +222,24 @@ class EngineAdapter(ABC):
         """Whether a server (through its connection; None: not connected) uses this engine."""
         return True
 
+    # -- servers of its own ----------------------------------------------------------------------
+    # An engine that is its own server (PostgreSQL), not a storage engine inside a MySQL/MariaDB
+    # server (those get a collectors.mysqld.ServerContext and the statement probes).
+    def owns_server(self, pid: int) -> bool:
+        """Whether process pid is a server of this engine's own (PostgreSQL's postmaster)."""
+        return False
+
+    def server_context(self, pid: int) -> Any:
+        """The session's context of such a server (asked only when owns_server(pid)): .pid,
+        .start(), .children(), .role(pid), .names (describe_path), .refresh_names(force),
+        .stage_status, .error, .describe(), .close() -- ioattr/engines/postgres/server.py."""
+        raise NotImplementedError
+
+    def forks_servers(self, pid: int) -> bool:
+        """Whether process pid is a server that forks a process per connection or job, whose
+        children the session must follow from their fork on (mysqld/mariadbd use threads)."""
+        return False
+
     def __repr__(self) -> str:
         return f"<engine {self.name}>"
 

@@ -10,10 +10,11 @@ from ioattr.collectors import abi
 from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCounter, first_class
 from ioattr.engines.innodb import InnodbAdapter
 from ioattr.engines.myrocks import MyrocksAdapter
+from ioattr.engines.postgres import PostgresAdapter
 from ioattr.model.labels import FILE_CLASS_NAMES
 
 #: every engine adapter, in the order they are asked
-ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(), MyrocksAdapter())
+ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(), MyrocksAdapter(), PostgresAdapter())
 
 
 def engines_for(conn: Connection | None) -> tuple[EngineAdapter, ...]:
@@ -72,3 +73,15 @@ def advice_fields() -> dict[str, AdviceField]:
         for name, spec in e.advice_fields.items():
             out.setdefault(name, spec)
     return out
+
+
+def server_engine(pid: int) -> EngineAdapter | None:
+    """The engine whose own server process pid is (PostgreSQL's postmaster); None for anything
+    else, a MySQL/MariaDB server included (collectors.mysqld.is_server answers for those)."""
+    return next((e for e in ENGINES if e.owns_server(pid)), None)
+
+
+def forks_servers(pids: list[int]) -> bool:
+    """Whether one of these processes is a server that forks its workers (PostgreSQL), so its
+    targets' children must be followed from their fork on."""
+    return any(e.forks_servers(p) for p in pids for e in ENGINES)

@@ -226,9 +226,8 @@ class PrivatePostgres:
         raise SandboxError(f"postgres did not accept connections within {self.start_timeout:.0f}s "
                            f"(last error: {last}); last lines of {self.log_file}:\n{self.log_tail()}")
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Fast shutdown (SIGINT to our postmaster's pid), SIGKILL after `timeout`; remove the
-        directory. Safe to call twice and after a failed start."""
+    def _shutdown(self, timeout: float) -> None:
+        """Fast shutdown of our postmaster (SIGINT to its pid), SIGKILL after `timeout`."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             try:
@@ -242,6 +241,18 @@ class PrivatePostgres:
         self._proc = None
         with _LIVE_LOCK:
             _LIVE.discard(self)
+
+    def restart(self, timeout: float = 30.0) -> "PrivatePostgres":
+        """Shut down and start again on the same data directory and port: empty shared_buffers
+        (the kernel's page cache keeps the files). The postmaster's pid changes."""
+        self._shutdown(timeout)
+        self._launch_and_wait()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Fast shutdown (SIGINT to our postmaster's pid), SIGKILL after `timeout`; remove the
+        directory. Safe to call twice and after a failed start."""
+        self._shutdown(timeout)
         if self.basedir is not None and not self.keep:
             shutil.rmtree(self.basedir, ignore_errors=True)
             self.basedir = None

@@ -329,6 +329,11 @@ class Recorder:
             ctx.names.refresh_if_stale(0.0 if final else 10.0)
             names.update({str(i): n for i, n in ctx.names.names.items()})
         writer.meta["indexes"] = names
+        # PostgreSQL's data files: path -> database.schema.relation, kind, fork, segment (the
+        # names re-read at the end: relfilenodes change under TRUNCATE, VACUUM FULL, REINDEX...)
+        relations = session.relation_files(final=final)
+        if relations or "relations" in writer.meta:
+            writer.meta["relations"] = relations
         if final:
             Recorder._tablespace_sizes(session, writer)
         # the recorder's name tables (bounded: collectors/names.py), to see they don't grow forever
@@ -508,10 +513,12 @@ class Recorder:
                 next_tick = now + o.interval
             changes = session.refresh_targets(skip_pid=self.child_pid)
             for pid in changes.appeared:
-                if pid != self.child_pid and o.targets.comms:
+                # a forking server's children (PostgreSQL's backends) come and go all the time:
+                # followed from their fork, not noted one by one
+                if pid != self.child_pid and o.targets.comms and pid not in session.followed_pids:
                     writer.note(f"target {session.naming.tasks.process(pid)}[{pid}] appeared")
             for pid in changes.exited:
-                if pid in o.targets.pids or o.targets.comms:
+                if (pid in o.targets.pids or o.targets.comms) and pid not in session.followed_pids:
                     writer.note(f"target {session.naming.tasks.procs.get(pid, '?')}[{pid}] exited")
             if changes.appeared or changes.exited:
                 self._describe(session, writer)

@@ -43,6 +43,10 @@ class Naming:
     stages: str | None = None  # the stage probes' mode, "statement" or "full" (None: not attached)
 
     connection_tids: set[int] = field(default_factory=set)
+    # roles of whole processes, for servers whose processes have one job each (PostgreSQL's
+    # backends and auxiliary processes: the session's engine server contexts answer, from the
+    # process titles); None when no such server is traced
+    process_role: Callable[[int], str | None] | None = None
 
     def role(self, pid: int, tid: int, stage: int = 0) -> str | None:
         if not tid:
@@ -57,6 +61,8 @@ class Naming:
         ctx = self.servers.get(pid)
         comm = self.tasks.thread(pid, tid)
         role = ctx.role(tid, comm) if ctx is not None else role_of_comm(comm)
+        if role is None and ctx is None and self.process_role is not None:
+            role = self.process_role(pid)
         if role is None and tid in self.connection_tids:
             return "connection"
         return role

@@ -33,12 +33,13 @@ from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, StageProbes
-from ioattr.collectors.targets import TargetSpec, TargetTracker
+from ioattr.collectors.targets import FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
 from ioattr.engines import registry as engines
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 
 
 THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
+MAX_PROCESS_ROLES = 100_000  # roles of exited processes kept (a forking server's backends come and go)
 
 
 @dataclass(kw_only=True)
@@ -110,6 +111,13 @@ class LiveSession:
         self._bump_fd: int | None = None
         self._ack_fd: int | None = None  # stage.bpf.c phase_ack: SQL markers wait for it
         self.past_servers: list[dict] = []
+        # servers of an engine's own (not MySQL/MariaDB: PostgreSQL's postmasters), by pid:
+        # their adapters' server_context() (ioattr/engines/base.py)
+        self.native_servers: dict[int, object] = {}
+        self.followed_pids: set[int] = set()  # targets the kernel added at their fork
+        self.follow_forks = False
+        self._process_roles: dict[int, str] = {}
+        self._not_relations: set[str] = set()  # file names relation_files() parsed as none
 
     # -- attach / detach ---------------------------------------------------------
     def __enter__(self) -> "LiveSession":
@@ -123,7 +131,11 @@ class LiveSession:
         o = self.opts
         features.require_tracing_host()
         o.targets.validate()
-        self.probes = ProbeSession(o.probe_sets, follow_forks=o.follow_forks, innodb_pages=o.innodb_pages,
+        # a server that forks a process per connection (PostgreSQL) is traced with its children
+        # from their fork on, or the backends that do its IO are never seen; mysqld/mariadbd do
+        # not fork, so their sessions keep fork following off unless a command is wrapped
+        self.follow_forks = o.follow_forks or self._forking_targets()
+        self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, innodb_pages=o.innodb_pages,
                                    fine_stages=o.stages == "full", max_stats=o.max_stats)
         self.probes.open()
         try:
@@ -134,6 +146,8 @@ class LiveSession:
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes())
+            self.naming.process_role = self._process_role
+            self.naming.files.cwd_hint = self._cwd_hint
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
                                          self.probes.shared_fds.get("target_slots"))
             self._init_phases()
@@ -168,6 +182,8 @@ class LiveSession:
         self.stage.close()
         for ctx in self.naming.servers.values():
             ctx.close()
+        for native in self.native_servers.values():
+            native.close()  # type: ignore[attr-defined]
         self.probes.close()
         self.probes = None
 
@@ -185,7 +201,69 @@ class LiveSession:
 
     def servers(self) -> list[dict]:
         """Every server traced so far: exited ones (with "exited": time) first."""
-        return self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
+        return (self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
+                + [s.describe() for s in self.native_servers.values()])  # type: ignore[attr-defined]
+
+    def _forking_targets(self) -> bool:
+        """Whether a target given now is a server that forks its workers (PostgreSQL)."""
+        t = self.opts.targets
+        pids = list(t.pids) + (pids_with_comm(t.comms) if t.comms else [])
+        return engines.forks_servers(pids)
+
+    def _process_role(self, pid: int) -> str | None:
+        """The role of a process of a native server (PostgreSQL: postmaster, checkpointer,
+        connection, ioattr's own backends...), remembered once known (it outlives the process)."""
+        role = self._process_roles.get(pid)
+        if role is not None or not self.native_servers:
+            return role
+        for srv in self.native_servers.values():
+            role = srv.role(pid)  # type: ignore[attr-defined]
+            if role is not None:
+                self._process_roles[pid] = role
+                while len(self._process_roles) > MAX_PROCESS_ROLES:
+                    del self._process_roles[next(iter(self._process_roles))]
+                return role
+        return None
+
+    def _cwd_hint(self, pid: int) -> str | None:
+        """The working directory of a target already gone, where only a native server's children
+        can be such a target (one PostgreSQL cluster and no wrapped command): its data directory,
+        where every PostgreSQL process runs."""
+        if len(self.native_servers) != 1 or self.opts.targets.command:
+            return None
+        srv = next(iter(self.native_servers.values()))
+        return srv.datadir  # type: ignore[attr-defined]
+
+    def relation_files(self, final: bool = False) -> dict[str, dict]:
+        """meta.json "relations": every named file of a traced native server that holds a
+        relation (PostgreSQL: base/<db>/<relfilenode>...) -> its relation, kind, fork and segment.
+        Names are re-read when a file is unknown (at most every few seconds) and always at the
+        end (`final`): relfilenodes change under TRUNCATE, VACUUM FULL, CLUSTER, REINDEX."""
+        out: dict[str, dict] = {}
+        if not self.native_servers:
+            return out
+        servers = list(self.native_servers.values())
+        if final:
+            for srv in servers:
+                srv.refresh_names(force=True)  # type: ignore[attr-defined]
+        paths = [p for p in set(self.naming.files.names.values()) if p not in self._not_relations]
+        for attempt in range(2):
+            missing = False
+            for path in paths:
+                for srv in servers:
+                    d = srv.names.describe_path(path)  # type: ignore[attr-defined]
+                    if d is None:
+                        self._not_relations.add(path)  # parsed once: no relation file's name
+                        continue
+                    if d["relation"] is None:
+                        missing = True
+                    if d["relation"] is not None or path not in out:
+                        out[path] = d
+            if not missing or attempt or final:
+                break
+            for srv in servers:
+                srv.refresh_names()  # type: ignore[attr-defined]  # throttled
+        return out
 
     def welcome(self, pids: list[int], skip_pid: int | None = None) -> None:
         """Learn what we can about new targets while they are alive."""
@@ -194,8 +272,40 @@ class LiveSession:
                 continue  # a command not exec'd yet: its names would be ours
             self.naming.files.scan_process(pid)
             self.naming.tasks.remember_threads(pid)
-            if is_server(pid) and pid not in self.naming.servers:
-                self._attach_server(pid)
+            if self.native_servers:
+                self._process_role(pid)  # its title, while it lives
+            if pid in self.naming.servers or pid in self.native_servers:
+                continue
+            if is_server(pid):
+                self._attach_server(pid)  # MySQL/MariaDB: the statement probes are theirs only
+                continue
+            engine = engines.server_engine(pid)
+            if engine is not None:
+                self._attach_native(pid, engine)
+
+    def _attach_native(self, pid: int, engine: object) -> None:
+        """A server of an engine's own (PostgreSQL's postmaster): its context (connection,
+        names, roles); the MySQL statement probes and wire reader are never attached to it."""
+        srv = engine.server_context(pid)  # type: ignore[attr-defined]
+        srv.start()
+        self.native_servers[pid] = srv
+        self._process_roles.pop(pid, None)
+        if srv.error:
+            self.opts.log(f"server {pid} ({engine.name}): {srv.error}; relation names will be missing, "  # type: ignore[attr-defined]
+                          "file-level attribution and roles continue")
+        self.opts.log(f"server {pid} ({engine.name}): {srv.stage_status}")  # type: ignore[attr-defined]
+        # its processes already traced (--comm postgres lists them before the postmaster)
+        for other in list(self.tracker.current):
+            self._process_role(other)
+        # the processes it forked before the attach (checkpointer, open connections...) are
+        # its too: targets like the ones the kernel adds at their fork from now on
+        born = [c for c in srv.children() if c not in self.tracker.current]  # type: ignore[attr-defined]
+        for child in born:
+            self.tracker.add(child, FLAG_FOLLOWED, sync=False)
+        if born:
+            self.tracker.map.sync_slots({slot_of(c) for c in born})
+            self.followed_pids.update(born)
+            self.welcome(born)
 
     def _attach_server(self, pid: int) -> None:
         ctx = ServerContext(pid, self.opts.engine, self.file_map, engines=engines.engines_for(None))
@@ -253,6 +363,9 @@ class LiveSession:
             ev = abi.TaskEvent.from_buffer_copy(data)
             self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
                                             renamed=kind == abi.EV_EXEC)
+            if self.native_servers and int(ev.tgid) == int(ev.tid):
+                # a forked server process's first IO: its title, before a short-lived one exits
+                self._process_role(int(ev.tgid))
 
     def _refresh_servers(self) -> None:
         for ctx in list(self.naming.servers.values()):
@@ -403,6 +516,7 @@ class LiveSession:
 
     def refresh_targets(self, skip_pid: int | None = None) -> TargetChanges:
         new, gone = self.tracker.refresh()
+        self.followed_pids.update(p for p in new if self.tracker.current.get(p, 0) & FLAG_FOLLOWED)
         self.welcome(new, skip_pid)
         for pid in gone:
             ctx = self.naming.servers.pop(pid, None)
@@ -411,6 +525,10 @@ class LiveSession:
                 self.past_servers.append(dict(ctx.describe(), exited=time.time()))
                 ctx.close()
                 self.stage.detach(pid)
+            native = self.native_servers.pop(pid, None)
+            if native is not None:
+                self.past_servers.append(dict(native.describe(), exited=time.time()))  # type: ignore[attr-defined]
+                native.close()  # type: ignore[attr-defined]
         for pid, ctx in self.naming.servers.items():
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")

@@ -1,0 +1,54 @@
+"""The PostgreSQL adapter: PostgreSQL's files and their classes, relation names, and the roles
+of its processes behind ioattr.engines.base.EngineAdapter.
+
+What works (issue 16's first step): every backend and auxiliary process is traced from its
+fork (the session follows forks when a target is a postmaster), files are classified
+(files.py), data files are named database.schema.relation with fork and segment (names.py,
+over a psycopg connection), processes get roles from their titles (roles.py). Not yet: page
+classification (heap/btree pages), statements and stages (the MySQL statement probes are never
+attached to PostgreSQL processes), counters (pg_stat_io / pg_statio_*), findings.
+
+A PostgreSQL cluster is not a MySQL/MariaDB server: it has no ServerContext; the session
+keeps a server.PostgresServer per postmaster (server_context()).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ioattr.collectors import abi
+from ioattr.engines.base import Connection, EngineAdapter
+from ioattr.engines.postgres import files, names, roles, server
+
+
+class PostgresAdapter(EngineAdapter):
+    """PostgreSQL (15 here; the file layout is the same since 10)."""
+
+    name = "postgres"
+
+    def classify_path(self, path: str) -> abi.FileClass | None:
+        return files.classify_path(path)
+
+    def is_page_file(self, path: str) -> bool:
+        return False  # no page classification in BPF yet
+
+    def object_names(self) -> names.RelationNames:
+        return names.RelationNames()
+
+    def claims(self, conn: Connection | None) -> bool:
+        # never a MySQL/MariaDB server's engine (its files are never there); PostgreSQL's own
+        # servers are found by owns_server()
+        return conn is not None and getattr(conn, "flavor", None) == "postgresql"
+
+    def owns_server(self, pid: int) -> bool:
+        """Process pid is a PostgreSQL postmaster."""
+        return server.is_postmaster(pid)
+
+    def server_context(self, pid: int) -> Any:
+        return server.PostgresServer(pid)
+
+    def forks_servers(self, pid: int) -> bool:
+        """The server forks a process per connection: targets must follow forks."""
+        return server.is_postgres_process(pid)
+
+
+__all__ = ["PostgresAdapter", "files", "names", "roles", "server"]

@@ -1,0 +1,174 @@
+"""One traced PostgreSQL cluster: its postmaster, connections, relation names and the roles of
+its processes (what ServerContext is to a MySQL/MariaDB server; the PostgreSQL adapter's
+server_context()).
+
+The postmaster forks a process per connection and per auxiliary job; with fork following on
+(the session turns it on when a target is a postmaster) every child is a target from its fork
+on, so its IO is counted from its first syscall. Roles come from the process titles
+(roles.py), read while the process lives. ioattr's own connections (for the catalogs) are
+backends too: their pids are known, and their IO gets the role `ioattr`.
+
+The connection: the postmaster's unix socket (found in /proc), as $PGUSER (default postgres),
+with libpq's own password sources ($PGPASSWORD, ~/.pgpass). Failing to connect is not fatal:
+files, classes and roles do not need it, relation names do.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+from ioattr.collectors.engine import server_sockets
+from ioattr.engines.postgres import roles
+from ioattr.engines.postgres.names import RelationNames
+
+OWN_ROLE = "ioattr"  # ioattr's own backends (catalog reads for names)
+STATEMENTS_STATUS = "statements: not yet for PostgreSQL"
+MAX_DESCRIBED = 10_000  # process roles listed in meta.json (a busy cluster forks many backends)
+MAX_ROLES = 100_000     # roles remembered (the oldest go first)
+_SOCKET_RE = re.compile(r"^(?P<dir>.*)/\.s\.PGSQL\.(?P<port>\d+)$")
+SERVER_BINARIES = ("postgres", "postmaster")
+
+
+def _exe_name(pid: int) -> str | None:
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)"))
+    except OSError:
+        return None
+
+
+def is_postgres_process(pid: int) -> bool:
+    """A process running the PostgreSQL server binary (postmaster or any child of it)."""
+    return _exe_name(pid) in SERVER_BINARIES
+
+
+def is_postmaster(pid: int) -> bool:
+    """The postmaster of a cluster: the server binary, and the pid its data directory's
+    postmaster.pid names (the postmaster runs in its data directory)."""
+    if not is_postgres_process(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/cwd/postmaster.pid") as f:
+            return f.readline().strip() == str(pid)
+    except OSError:
+        return False
+
+
+def socket_of(pid: int) -> tuple[str, int] | None:
+    """(socket directory, port) of the postmaster's unix socket, None if it has none."""
+    for path in server_sockets(pid):
+        m = _SOCKET_RE.match(path)
+        if m:
+            return m.group("dir"), int(m.group("port"))
+    return None
+
+
+class PostgresServer:
+    """A traced cluster, by its postmaster's pid."""
+
+    engine = "postgres"
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.names = RelationNames()
+        self.conns: dict[str, Any] = {}
+        self.own_pids: set[int] = set()
+        self.error: str | None = None
+        self.version: str | None = None
+        self.stage_status = STATEMENTS_STATUS
+        self.roles: dict[int, str] = {pid: "postmaster"}
+        self._next_names = 0.0
+        try:
+            self.datadir: str | None = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            self.datadir = None
+
+    # -- connections ---------------------------------------------------------------
+    def connect(self, dbname: str = "postgres") -> Any:
+        """An open connection to `dbname` (kept for the session). Raises on failure."""
+        conn = self.conns.get(dbname)
+        if conn is not None and not conn.closed:
+            return conn
+        import psycopg
+
+        where = socket_of(self.pid)
+        if where is None:
+            raise RuntimeError(f"no unix socket found for postmaster {self.pid}")
+        conn = psycopg.connect(host=where[0], port=where[1], dbname=dbname,
+                               user=os.environ.get("PGUSER") or "postgres", autocommit=True,
+                               connect_timeout=5, application_name="ioattr")
+        self.conns[dbname] = conn
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        self.own_pids.add(int(backend))
+        self.roles[int(backend)] = OWN_ROLE
+        if self.version is None:
+            self.version = str(conn.execute("SHOW server_version").fetchone()[0])
+        return conn
+
+    def start(self) -> None:
+        """Connect and read the relation names once (errors kept in `error`)."""
+        try:
+            self.connect()
+            self.error = None
+        except Exception as e:  # noqa: BLE001 - psycopg's errors, no socket: file-level attribution goes on
+            self.error = f"cannot connect: {str(e).strip().splitlines()[0] if str(e) else type(e).__name__}"
+            return
+        self.refresh_names(force=True)
+
+    def refresh_names(self, force: bool = False) -> None:
+        """Re-read the relation names (at most every 5 s unless forced)."""
+        now = time.monotonic()
+        if not force and now < self._next_names:
+            return
+        self._next_names = now + 5.0
+        if self.error is not None and not self.conns:
+            self.start()
+            return
+        self.names.refresh(self.connect)
+
+    def children(self) -> list[int]:
+        """The postmaster's live child processes (its backends and auxiliary processes)."""
+        out = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and roles.parent_pid(int(entry.name)) == self.pid:
+                out.append(int(entry.name))
+        return sorted(out)
+
+    # -- roles ---------------------------------------------------------------------
+    def is_child(self, pid: int) -> bool:
+        return roles.parent_pid(pid) == self.pid
+
+    def role(self, pid: int) -> str | None:
+        """The role of the postmaster or one of its children (None: unknown, e.g. a child gone
+        before its title was read, or one that has not set its title yet)."""
+        if pid == self.pid:
+            return "postmaster"
+        role = self.roles.get(pid)
+        if role is not None:
+            return role
+        if not self.is_child(pid):
+            return None
+        role = roles.process_role(pid)
+        if role is not None:
+            self.roles[pid] = role
+            while len(self.roles) > MAX_ROLES:
+                del self.roles[next(iter(self.roles))]
+        return role
+
+    def describe(self) -> dict[str, Any]:
+        """meta.json "servers" entry: the keys MySQL servers have, the engine, and the roles of
+        the cluster's processes seen so far ("processes", the latest MAX_DESCRIBED of them)."""
+        recent = list(self.roles.items())[-MAX_DESCRIBED:]
+        return {"pid": self.pid, "engine": self.engine, "datadir": self.datadir,
+                "connected": bool(self.conns), "version": self.version, "flavor": "postgresql",
+                "error": self.error, "names_error": self.names.error, "roles_error": None,
+                "stage_probes": self.stage_status, "processes": {str(p): r for p, r in recent}}
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing a connection to a server that is gone
+                pass
+        self.conns.clear()
