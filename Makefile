@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := clang llvm libbpf-dev libbpf1 bpftool bpftrace libelf-dev zlib1g-dev pkg-config \
-	gcc make liburing-dev mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench prometheus tmux \
+	gcc make liburing-dev mariadb-server mariadb-client mariadb-plugin-rocksdb postgresql-15 sysbench prometheus tmux \
 	python3-venv python3-dev util-linux procps iproute2 linux-perf chromium
 DEPS_STAMP := $(VENV)/.deps-installed
 CONSTRAINTS := requirements/constraints.txt
