@@ -150,6 +150,8 @@ class PrivatePostgres:
             "autovacuum": "off",
             "logging_collector": "off",
             "fsync": "on",
+            # "checkpoint complete: wrote N buffers": the ground truth of a checkpoint's writes
+            "log_checkpoints": "on",
             "max_connections": "40",
         }
         opts.update(self.extra_options)

@@ -1,0 +1,162 @@
+"""PostgreSQL under real BPF, against a private cluster (tests/fixtures_postgres.py): backends
+forked after the attach are traced from their fork, their reads charged to the right relation
+and index files, a checkpoint's writes to the checkpointer, WAL to the wal class; roles agree
+with pg_stat_activity. Ground truth:
+
+- pg_statio_user_tables/indexes blocks read: each one a buffer the backend did not find in
+  shared_buffers, read with one 8 KiB pread (buffered IO, PostgreSQL 15 reads block by block),
+  so reads x 8 KiB equals the syscall-layer bytes exactly. Relation extensions also count as
+  "read" there (smgrextend writes a page), so the ground truth is taken before any write.
+- the server log's "checkpoint complete: wrote N buffers" (log_checkpoints): the checkpoint's
+  shared buffers and SLRU pages, each one 8 KiB pwrite by the checkpointer.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ioattr.engines.postgres.roles import BACKEND_TYPE_ROLES
+from ioattr.host.pg_sandbox import PrivatePostgres
+from tests.helpers import Background, report_json, wait_until
+
+PAGE = 8192
+RELATION_CLASSES = ("relation", "fsm", "vm", "init_fork")
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres: PrivatePostgres) -> PrivatePostgres:
+    """The module's cluster with a table (30,000 rows, ~250 heap pages) and an index on it."""
+    postgres.execute("CREATE TABLE t (id int, v text); "
+                     "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 30000) g; "
+                     "CREATE INDEX t_id ON t (id); CHECKPOINT")
+    return postgres
+
+
+def _meta(rec: Path) -> dict:
+    try:
+        return json.loads((rec / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _role_known(rec: Path, pid: int) -> bool:
+    """The recorder has seen process pid alive and knows its role (meta.json "servers")."""
+    return any(str(pid) in (s.get("processes") or {}) for s in _meta(rec).get("servers", []))
+
+
+def _rows(rec: Path) -> list[dict]:
+    return report_json(rec, "--by", "process,role,file,file_class,op", "--layer", "syscall")["rows"]
+
+
+def _pid_of(row: dict) -> int:
+    return int(re.search(r"\[(\d+)\]$", row["process"]).group(1))
+
+
+def test_backend_forked_after_attach(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    pg = cluster
+    pg.restart()  # empty shared_buffers: the scans below read from outside them
+    log_offset = pg.log_file.stat().st_size
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        assert f"server {pg.pid} (postgres): statements: not yet for PostgreSQL" in recorder.stderr
+        with pg.connect() as b:  # a new backend, forked after the attach
+            backend = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+            b.execute("SELECT pg_stat_reset()")
+            # an index range scan, then a sequential scan of the rest
+            b.execute("SET enable_seqscan = off; SET enable_bitmapscan = off")
+            b.execute("SELECT sum(length(v)) FROM t WHERE id BETWEEN 1000 AND 3000").fetchone()
+            b.execute("RESET enable_seqscan; SET enable_indexscan = off; SET enable_indexonlyscan = off")
+            assert b.execute("SELECT count(*) FROM t").fetchone()[0] == 30000
+            b.execute("SELECT pg_stat_force_next_flush()")  # flushed before the backend says it is idle
+            with pg.connect() as c:
+                heap_read, idx_read = c.execute(
+                    "SELECT heap_blks_read, idx_blks_read FROM pg_statio_user_tables WHERE relname = 't'").fetchone()
+                (index_read,) = c.execute(
+                    "SELECT idx_blks_read FROM pg_statio_user_indexes WHERE indexrelname = 't_id'").fetchone()
+                activity = c.execute("SELECT pid, backend_type, application_name FROM pg_stat_activity").fetchall()
+            wait_until(lambda: _role_known(rec, backend), 60, f"the recorder to see backend {backend}")
+        # another backend dirties pages (and writes WAL at commit); the checkpoint writes them
+        with pg.connect() as d:
+            d.execute("UPDATE t SET v = v || 'x' WHERE id <= 500")
+            d.execute("CHECKPOINT")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+
+    assert heap_read > 0 and index_read > 0 and idx_read == index_read
+    meta = _meta(rec)
+    relations = meta["relations"]
+    rows = _rows(rec)
+
+    def relation(row: dict) -> str | None:
+        return (relations.get(row["file"]) or {}).get("relation")
+
+    # the backend's reads, charged to the table's and the index's files
+    mine = [r for r in rows if _pid_of(r) == backend and r["op"] == "read"]
+    assert {r["role"] for r in mine} == {"connection"}
+    table = [r for r in mine if relation(r) == "postgres.public.t"]
+    index = [r for r in mine if relation(r) == "postgres.public.t_id"]
+    assert sum(r["bytes"] for r in table) == heap_read * PAGE
+    assert sum(r["count"] for r in table) == heap_read
+    assert sum(r["bytes"] for r in index) == index_read * PAGE
+    assert sum(r["count"] for r in index) == index_read
+    assert {r["file_class"] for r in table + index} <= set(RELATION_CLASSES)
+    assert {relations[r["file"]]["kind"] for r in table} == {"table"}
+    assert {relations[r["file"]]["kind"] for r in index} == {"index"}
+
+    # the checkpoint's writes: the checkpointer's, exactly the buffers the server says it wrote
+    logged = pg.log_file.read_bytes()[log_offset:].decode(errors="replace")
+    written = sum(int(n) for n in re.findall(r"checkpoint complete: wrote (\d+) buffers", logged))
+    assert written > 0
+    ckpt = [r for r in rows if r["role"] == "checkpointer" and r["op"] == "write"
+            and r["file_class"] in RELATION_CLASSES + ("slru",)]
+    assert sum(r["bytes"] for r in ckpt) == written * PAGE
+    assert sum(r["count"] for r in ckpt) == written
+    assert any(relation(r) == "postgres.public.t" for r in ckpt)
+
+    # WAL: written to pg_wal/, class wal; nothing else is
+    wal = [r for r in rows if r["file_class"] == "wal"]
+    assert sum(r["bytes"] for r in wal if r["op"] == "write") > 0
+    assert all("/pg_wal/" in r["file"] for r in wal)
+    assert all(r["file_class"] == "wal" for r in rows if r["file"] and "/pg_wal/0" in r["file"])
+
+    # roles agree with pg_stat_activity's backend types (ioattr's own connections: role ioattr).
+    # A backend gone before the recorder read its title (the few-millisecond connection that
+    # read the ground truth) has no role: unknown, never guessed
+    seen = {_pid_of(r): r["role"] for r in rows}
+    checked = set()
+    for pid, backend_type, app in activity:
+        if seen.get(pid) is not None:
+            assert seen[pid] == ("ioattr" if app == "ioattr" else BACKEND_TYPE_ROLES[backend_type]), (pid, backend_type)
+            checked.add(seen[pid])
+    assert seen[backend] == "connection" and {"connection", "checkpointer"} <= checked
+    assert meta["statement_sources"] == {} and not meta["stage_probes"]  # no MySQL probes on postgres
+
+
+def test_comm_follows_new_backends(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """--comm postgres: a backend forked after the attach is traced from its fork (its first
+    reads, the relation cache init files at connection start, are there), and the postmaster's
+    children are not noted one by one."""
+    pg = cluster
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--comm", "postgres", "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as b:
+            backend = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+            wait_until(lambda: _role_known(rec, backend), 60, f"the recorder to see backend {backend}")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    rows = _rows(rec)
+    first = [r for r in rows if _pid_of(r) == backend and r["op"] == "read"
+             and r["file"] and r["file"].endswith("/pg_internal.init")]
+    assert first and {r["role"] for r in first} == {"connection"}
+    assert not [n for n in _meta(rec).get("notes", []) if f"[{backend}]" in n]
