@@ -4,8 +4,8 @@
  * bench_iopath.py --wire. The parent is the server's connection thread: it
  * reads each command packet the way MariaDB's my_real_read() does --
  * recvfrom(fd, buf, 4, MSG_DONTWAIT) for the header (EAGAIN: poll, read again),
- * then recvfrom(fd, buf + 4, length, MSG_DONTWAIT) for the payload right after
- * it in the same buffer -- and answers each with an 11-byte OK packet. The
+ * then recvfrom(fd, buf, length, MSG_DONTWAIT) for the payload, over the header
+ * (MariaDB 10.11 under strace: the same address) -- and answers each with an 11-byte OK packet. The
  * child is the client: N statements, each sent as one packet, then reads the
  * answer (its recvfrom runs the wire reader too, as an untraced process).
  * MODE "query": COM_QUERY "SELECT c FROM sbtest1 WHERE id=<5 digits>" (one
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	for (long i = 0; i < n; i++) {
 		if (server_read(sv[0], sbuf, 4) != 4) { perror("header"); return 1; }
 		unsigned len = sbuf[0] | sbuf[1] << 8 | sbuf[2] << 16;
-		if (server_read(sv[0], sbuf + 4, len) != (long)len) { perror("payload"); return 1; }
+		if (server_read(sv[0], sbuf, len) != (long)len) { perror("payload"); return 1; }
 		if (send(sv[0], ok, sizeof(ok), 0) != sizeof(ok)) { perror("send"); return 1; }
 	}
 	int status;

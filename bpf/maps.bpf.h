@@ -120,6 +120,8 @@ struct task_io_state {
 	__u8 pad_est[1];
 	__s32 wire_fd;   /* the connection socket whose packet is being read */
 	__u32 wire_need; /* bytes of that packet's payload not read yet */
+	__u64 wire_conn; /* wire_fd's socket inode number while its connection is known to be between
+	                  * commands (bpf/stage.bpf.c: its next header need not be read); 0: unknown */
 };
 
 struct {

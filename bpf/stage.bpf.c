@@ -472,6 +472,21 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
  *                 uprobe's: command = its first byte, the text after it,
  *                 both read with one bpf_probe_read_user)
  *   WIRE_REST     the rest of a payload that came in several reads
+ *   WIRE_COMMAND  a 4-byte read on a connection known to be between commands
+ *                 (below), header not read: the next read on wire_fd is a
+ *                 command packet's payload of the size it asks for
+ * Between commands: the header read costs a bpf_probe_read_user (~130-200 ns)
+ * whose answer is known when the connection is between commands -- its next
+ * packet is a command, sequence id 0, and MariaDB asks for exactly the length
+ * the header says. The wire reader knows it after a command whose exchange
+ * has no other client packet than the command itself (client_command_only:
+ * not COM_QUERY, whose LOAD DATA LOCAL makes the client send the file, nor
+ * COM_CHANGE_USER's authentication exchange, nor a 16 MB packet's
+ * continuation), and only for that connection: wire_conn is the socket's inode
+ * number (unique per socket: a thread that serves a new connection, even on
+ * the same fd number with the same buffer, reads its handshake and
+ * authentication packets with headers read again). Anything out of step, or a
+ * payload that is no client command, forgets it.
  * Any read that does not fit (another fd, another size) drops the state, so a
  * thread attached mid-packet resynchronises at the next header. What the
  * socket does not carry in clear -- TLS records (5-byte headers), the
@@ -479,7 +494,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
  * such statements are not seen here, and userspace attaches the
  * dispatch_command uprobe as the fallback (collectors/stage_probes.py).
  */
-enum { WIRE_IDLE, WIRE_PAYLOAD, WIRE_REST };
+enum { WIRE_IDLE, WIRE_PAYLOAD, WIRE_REST, WIRE_COMMAND };
 
 /* statements the wire reader started, per target process (ioattr's own included):
  * userspace compares their growth with the server's Questions to tell whether
@@ -511,6 +526,27 @@ static __always_inline bool client_command(__u8 cmd)
 	return (cmd >= 1 && cmd <= 0x1f) || cmd == 0xfa;
 }
 
+/* commands after which the client's next packet is a command again: no client
+ * packet is part of their exchange (a prepared statement cannot be LOAD DATA
+ * LOCAL: it is not preparable). COM_INIT_DB 2, COM_PING 0xe, COM_STMT_PREPARE
+ * 0x16 .. COM_STMT_FETCH 0x1c (EXECUTE, SEND_LONG_DATA, CLOSE, RESET, SET_OPTION),
+ * COM_RESET_CONNECTION 0x1f, COM_STMT_BULK_EXECUTE 0xfa */
+static __always_inline bool client_command_only(__u8 cmd)
+{
+	return cmd == 2 || cmd == 0xe || (cmd >= 0x16 && cmd <= 0x1c) || cmd == 0x1f || cmd == 0xfa;
+}
+
+/* wire_fd's socket inode number (0: none, or no bpf_rdonly_cast: the header is
+ * then always read, fd_to_file()'s probe reads would cost as much) */
+static __always_inline __u64 wire_socket(struct task_struct *task, int fd)
+{
+	struct inode_id id;
+
+	if (!bpf_rdonly_cast || !fd_inode_id(task, fd, &id))
+		return 0;
+	return id.ino;
+}
+
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 {
@@ -539,26 +575,36 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 	 * the fallback uprobe (a cached thread's last clear statement) to skip a statement by */
 	st->wire_stmt = 0;
 	if (st->wire_state != WIRE_IDLE) {
-		if (fd == st->wire_fd && st->wire_state == WIRE_PAYLOAD && size == st->wire_need) {
-			__u32 need = st->wire_need, zero = 0;
+		/* WIRE_COMMAND: the header was not read; MariaDB asks for the length it says */
+		if (fd == st->wire_fd && ((st->wire_state == WIRE_PAYLOAD && size == st->wire_need) ||
+					  (st->wire_state == WIRE_COMMAND && size && size <= WIRE_MAX_PACKET))) {
+			__u32 need = st->wire_state == WIRE_COMMAND ? (__u32)size : st->wire_need, zero = 0;
 			struct digest_ctx *c = bpf_map_lookup_elem(&digest_scratch, &zero);
 			/* the command and up to IOATTR_QUERY_MAX bytes of its arguments (those
 			 * that arrived: all of them but for a payload split across reads), in
 			 * one read into the digest scratch: a bpf_probe_read_user costs ~200 ns
 			 * whatever its size, and COM_QUERY's text is digested from there */
 			__u64 n = (__u64)ret < IOATTR_QUERY_MAX + 1 ? (__u64)ret : IOATTR_QUERY_MAX + 1;
+			__u8 cmd;
 
 			st->wire_state = (__u64)ret < need ? WIRE_REST : WIRE_IDLE;
 			st->wire_need = (__u64)ret < need ? need - (__u32)ret : 0;
-			if (!c)
-				return 0;
 			asm volatile("" : "+r"(n)); /* the bound checked is the register passed */
-			if (n > IOATTR_QUERY_MAX + 1 || bpf_probe_read_user(&c->wire_head[7], n, (void *)buf) ||
-			    !client_command(c->wire_head[7]))
+			if (!c || n > IOATTR_QUERY_MAX + 1 || bpf_probe_read_user(&c->wire_head[7], n, (void *)buf) ||
+			    !client_command(c->wire_head[7])) {
+				st->wire_conn = 0;
 				return 0;
+			}
+			cmd = c->wire_head[7];
+			/* between commands after this one? (a 16 MB payload: its continuation's
+			 * header comes next, sequence id 1) */
+			if (!client_command_only(cmd) || need >= WIRE_MAX_PACKET)
+				st->wire_conn = 0;
+			else if (!st->wire_conn)
+				st->wire_conn = wire_socket(task, fd);
 			st->wire_stmt = 1;
 			count_wire(pid_tgid >> 32);
-			return statement_start(st, pid_tgid, c->wire_head[7], NULL, (__u32)n - 1, c);
+			return statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c);
 		}
 		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
 			if ((__u64)ret < st->wire_need) {
@@ -570,11 +616,19 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 			return 0;
 		}
 		st->wire_state = WIRE_IDLE; /* out of step: look for the next header */
+		st->wire_conn = 0;
 	}
 	if (size == 4 && ret == 4) {
 		__u8 h[4];
 		__u32 len;
 
+		if (st->wire_conn) {
+			if (fd == st->wire_fd && wire_socket(task, fd) == st->wire_conn) {
+				st->wire_state = WIRE_COMMAND;
+				return 0;
+			}
+			st->wire_conn = 0; /* another fd, or another connection on this fd number */
+		}
 		if (bpf_probe_read_user(h, sizeof(h), (void *)buf))
 			return 0;
 		len = h[0] | (h[1] << 8) | ((__u32)h[2] << 16);
@@ -583,6 +637,8 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 		st->wire_fd = fd;
 		st->wire_need = len;
 		st->wire_state = h[3] == 0 ? WIRE_PAYLOAD : WIRE_REST;
+	} else {
+		st->wire_conn = 0; /* not a header where one was due: where the connection is is not known */
 	}
 	return 0;
 }
