@@ -17,6 +17,7 @@ phase of its key, so an interval that spans a phase change is split exactly.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -210,9 +211,16 @@ class LiveSession:
         pids = list(t.pids) + (pids_with_comm(t.comms) if t.comms else [])
         return engines.forks_servers(pids)
 
-    def _process_role(self, pid: int) -> str | None:
+    def _process_role(self, pid: int, fresh: bool = False) -> str | None:
         """The role of a process of a native server (PostgreSQL: postmaster, checkpointer,
-        connection, ioattr's own backends...), remembered once known (it outlives the process)."""
+        connection, ioattr's own backends...), remembered once known (it outlives the process).
+        `fresh`: pid is a new process (it just appeared, or did its first IO): what was known of
+        an earlier process with the same pid is forgotten (pids are reused) -- if it still lives
+        to be asked again; a process gone already keeps what was read while it lived."""
+        if fresh and os.path.exists(f"/proc/{pid}"):
+            self._process_roles.pop(pid, None)
+            for srv in self.native_servers.values():
+                srv.forget(pid)  # type: ignore[attr-defined]
         role = self._process_roles.get(pid)
         if role is not None or not self.native_servers:
             return role
@@ -273,7 +281,7 @@ class LiveSession:
             self.naming.files.scan_process(pid)
             self.naming.tasks.remember_threads(pid)
             if self.native_servers:
-                self._process_role(pid)  # its title, while it lives
+                self._process_role(pid, fresh=True)  # its title, while it lives
             if pid in self.naming.servers or pid in self.native_servers:
                 continue
             if is_server(pid):
@@ -363,9 +371,9 @@ class LiveSession:
             ev = abi.TaskEvent.from_buffer_copy(data)
             self.naming.tasks.on_task_event(int(ev.tgid), int(ev.tid), ev.comm.decode(errors="replace"),
                                             renamed=kind == abi.EV_EXEC)
-            if self.native_servers and int(ev.tgid) == int(ev.tid):
+            if self.native_servers and int(ev.tgid) == int(ev.tid) and kind == abi.EV_TASK:
                 # a forked server process's first IO: its title, before a short-lived one exits
-                self._process_role(int(ev.tgid))
+                self._process_role(int(ev.tgid), fresh=True)
 
     def _refresh_servers(self) -> None:
         for ctx in list(self.naming.servers.values()):

@@ -184,3 +184,19 @@ def test_adapter_is_no_mysql_servers_engine() -> None:
     assert not a.claims(None) and a not in registry.engines_for(None)
     assert not a.is_page_file(f"{D}/base/5/16384")  # no page classification in BPF yet
     assert not a.owns_server(1) and not a.forks_servers(1)  # init is no postmaster
+
+
+def test_reused_pids_forget_roles() -> None:
+    """A new process on a pid an exited backend had gets its own role: the old one is forgotten
+    (the postmaster's and ioattr's own connections' are not)."""
+    from ioattr.engines.postgres.server import PostgresServer
+
+    srv = PostgresServer(4_000_000_000)  # no such process: nothing read from /proc
+    assert srv.datadir is None and srv.role(srv.pid) == "postmaster"
+    srv.roles.update({5: "autovacuum_worker", 6: "ioattr"})
+    srv.own_pids.add(6)
+    for pid in (5, 6, srv.pid):
+        srv.forget(pid)
+    assert 5 not in srv.roles and srv.roles[6] == "ioattr" and srv.role(srv.pid) == "postmaster"
+    assert srv.describe()["processes"] == {str(srv.pid): "postmaster", "6": "ioattr"}
+    assert srv.describe()["stage_probes"] == "statements: not yet for PostgreSQL"

@@ -156,6 +156,12 @@ class PostgresServer:
                 del self.roles[next(iter(self.roles))]
         return role
 
+    def forget(self, pid: int) -> None:
+        """pid is a new process: an earlier one's role no longer applies (pids are reused).
+        The postmaster and ioattr's own backends stay what they are while they live."""
+        if pid != self.pid and pid not in self.own_pids:
+            self.roles.pop(pid, None)
+
     def describe(self) -> dict[str, Any]:
         """meta.json "servers" entry: the keys MySQL servers have, the engine, and the roles of
         the cluster's processes seen so far ("processes", the latest MAX_DESCRIBED of them)."""
