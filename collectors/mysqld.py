@@ -50,6 +50,7 @@ class ServerContext:
     engine_error: str | None = None
     stage_status: str | None = None
     directories: list[str] = field(default_factory=list)
+    catalogs: list = field(default_factory=list)  # the engines' file catalogs (EngineAdapter.file_catalog)
     _next_names: float = 0.0
     _next_roles: float = 0.0
     _next_files: float = 0.0
@@ -62,6 +63,8 @@ class ServerContext:
         if self.roles is None:
             engine_roles = {k: v for e in self.engines for k, v in e.instrument_roles.items()}
             self.roles = ThreadRoles(engine_roles, [e.role_of_comm for e in self.engines])
+        if not self.catalogs:
+            self.catalogs = [c for c in (e.file_catalog() for e in self.engines) if c is not None]
 
     def connect(self) -> None:
         try:
@@ -110,6 +113,8 @@ class ServerContext:
             "error": self.engine_error,
             "names_error": self.names.error if self.names is not None else None,
             "roles_error": self.roles.error,
+            **({"files_error": "; ".join(c.error for c in self.catalogs if c.error)}
+               if any(c.error for c in self.catalogs) else {}),
             "stage_probes": self.stage_status,
         }
 
@@ -133,6 +138,23 @@ class ServerContext:
         if unknown_thread and now >= self._next_roles or self._next_roles == 0.0:
             self.roles.refresh(self.engine)
             self._next_roles = now + 2.0
+
+    def refresh_catalogs(self, force: bool = False) -> None:
+        """Bring the engines' file catalogs up to date (each re-reads only when its files
+        changed, unless `force`): once per interval, and with force at the end."""
+        if self.engine is None:
+            return
+        for c in self.catalogs:
+            c.refresh(self.engine, force=force)
+
+    def file_table(self, final: bool = False) -> dict[str, dict]:
+        """meta.json "files": path -> what the engines know of that file (an SST's level and
+        indexes); `final` re-reads first."""
+        self.refresh_catalogs(force=final)
+        out: dict[str, dict] = {}
+        for c in self.catalogs:
+            out.update(c.entries())
+        return out
 
     def role(self, tid: int, comm: str | None) -> str | None:
         """A thread's role; a thread P_S has not shown us yet triggers a (throttled) re-read."""

@@ -1,4 +1,5 @@
-"""MyRocks under real BPF on a private server (ha_rocksdb.so, 8 MB block cache, direct reads).
+"""MyRocks under real BPF on a private server (ha_rocksdb.so, 8 MB block cache, direct reads,
+no automatic compactions: the one compaction is the test's own, so nothing runs in the background).
 
 One recording of five marked phases: load rows (WAL writes), a forced memtable flush (an SST
 written by rocksdb:high), updates and a second flush (two L0 files overlapping), a manual
@@ -13,10 +14,16 @@ primary key on a cold block cache. Ground truth, all from the server and the ker
 * compaction: bytes written by the compaction role to SSTs equal Rocksdb_compact_write_bytes;
 * every file under #rocksdb the recording names has a MyRocks file_class, the one its name
   gives; an inode that carried several RocksDB files in one interval (the filesystem reuses
-  a deleted file's inode at once) is labelled so, and classed when the files share their kind.
+  a deleted file's inode at once) is labelled so, and classed when the files share their kind;
+* SSTs named (meta.json "files"): the level of every live SST per column family as
+  ROCKSDB_COMPACTION_STATS counts them, its indexes as ROCKSDB_INDEX_FILE_MAP lists them; the
+  compacted-away L0 files kept, marked deleted; the secondary index lives in its own column
+  family, so the primary key's SST holds one index and the lookups' reads are charged to it
+  (`--by index`), exactly.
 
-Nothing waits on time: each phase starts when the recorder has named it, the lookups start
-once RocksDB says no flush or compaction is pending or running.
+Nothing waits on time: each phase starts when the recorder has named it; flush and compaction
+requests return when done, and the lookups start once RocksDB says no flush is pending and no
+manual compaction running.
 """
 from __future__ import annotations
 
@@ -47,10 +54,10 @@ def _status(db) -> dict[str, int]:
 
 
 def _idle(db) -> bool:
-    """No flush or compaction pending, none running (the manual compaction returned)."""
+    """No flush pending, no manual compaction running (automatic ones are off: a compaction
+    RocksDB finds due, COMPACTION_PENDING, is never started)."""
     pending = db.query("SELECT SUM(VALUE) FROM INFORMATION_SCHEMA.ROCKSDB_CFSTATS "
-                       "WHERE STAT_TYPE IN ('COMPACTION_PENDING', 'MEM_TABLE_FLUSH_PENDING', "
-                       "'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
+                       "WHERE STAT_TYPE IN ('MEM_TABLE_FLUSH_PENDING', 'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
     running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
     return int(pending or 0) == 0 and int(running) == 0
 
@@ -64,9 +71,12 @@ def myrocks(tmp_path_factory):
     need(need_plugin.exists(), "mariadb-plugin-rocksdb is not installed (make deps)")
     rec = tmp_path_factory.mktemp("myrocks") / "rec"
     with private_server("CREATE DATABASE t",
-                        "CREATE TABLE t.a (id INT PRIMARY KEY, k INT NOT NULL, v VARCHAR(200), KEY kk (k)) "
-                        "ENGINE=ROCKSDB",
-                        rocksdb=True, rocksdb_block_cache="8M", rocksdb_direct_reads=True) as db:
+                        # the secondary index in a column family of its own: the primary key's SSTs
+                        # then hold one index only
+                        "CREATE TABLE t.a (id INT PRIMARY KEY, k INT NOT NULL, v VARCHAR(200), "
+                        "KEY kk (k) COMMENT 'cf_kk') ENGINE=ROCKSDB",
+                        rocksdb=True, rocksdb_block_cache="8M", rocksdb_direct_reads=True,
+                        extra_options={"rocksdb_default_cf_options": "disable_auto_compactions=true"}) as db:
         def load(cur) -> None:
             cur.execute("INSERT INTO t.a SELECT seq, seq % 1000, CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2)) "
                         f"FROM t.seq_1_to_{ROWS}")
@@ -80,7 +90,7 @@ def myrocks(tmp_path_factory):
 
         def compact(cur) -> None:
             cur.execute("SET GLOBAL rocksdb_compact_cf = 'default'")  # returns when compacted
-            wait_until(lambda: _idle(db), 60, "RocksDB to have no flush or compaction pending or running",
+            wait_until(lambda: _idle(db), 60, "RocksDB to have no flush pending and no compaction running",
                        interval=0.05)
 
         lookups: dict[str, int] = {}
@@ -97,8 +107,18 @@ def myrocks(tmp_path_factory):
         record_marked_phases(db, rec, [("load", load), ("flush", flush), ("update", update),
                                        ("compact", compact), ("lookup", lookup)], "--interval", "0.5")
         end = _status(db)
+        # the server's own word on its SSTs now: files per (column family, level), indexes per SST
+        per_level = {(cf, level): int(n) for cf, level, n in db.query(
+            "SELECT CF_NAME, LEVEL, VALUE FROM INFORMATION_SCHEMA.ROCKSDB_COMPACTION_STATS "
+            "WHERE TYPE = 'NumFiles' AND LEVEL <> 'Sum' AND VALUE > 0")}
+        ddl = {int(n): f"{s}.{t}.{i}" for s, t, i, n in db.query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, INDEX_NUMBER FROM INFORMATION_SCHEMA.ROCKSDB_DDL")}
+        sst_indexes: dict[str, set] = {}
+        for sst, number in db.query("SELECT SST_NAME, INDEX_NUMBER FROM INFORMATION_SCHEMA.ROCKSDB_INDEX_FILE_MAP"):
+            sst_indexes.setdefault(sst, set()).add(ddl.get(int(number), f"myrocks.__system__.{number}"))
         yield {"rec": rec, "db": db, "status": {k: end[k] - start[k] for k in end}, "lookups": lookups,
-               "rocksdb_dir": str(Path(db.datadir).resolve() / "#rocksdb")}
+               "rocksdb_dir": str(Path(db.datadir).resolve() / "#rocksdb"), "per_level": per_level,
+               "sst_indexes": sst_indexes}
 
 
 def _rows(rec: Path, by: str, *extra: str) -> list[dict]:
@@ -164,3 +184,44 @@ def test_every_rocksdb_file_has_its_class(myrocks) -> None:
         else:
             assert r["file_class"] == want[name[name.rindex("."):]], r
     assert {"sst", "wal", "manifest"} <= seen, seen
+
+
+def _files(rec: Path) -> dict[str, dict]:
+    import json
+
+    return json.loads((rec / "meta.json").read_text())["files"]
+
+
+def test_sst_levels_and_indexes_are_the_servers(myrocks) -> None:
+    files = _files(myrocks["rec"])
+    live = {p: f for p, f in files.items() if not f["deleted"]}
+    counted: dict[tuple, int] = {}
+    for f in live.values():
+        key = (f["column_family"], f"L{f['level']}")
+        counted[key] = counted.get(key, 0) + 1
+    assert counted == myrocks["per_level"], (counted, myrocks["per_level"])
+    assert ("default", "L1") in counted  # the compaction's output, one level down
+    assert {p.rsplit("/", 1)[1]: {i["index"] for i in f["indexes"]} for p, f in live.items()} == myrocks["sst_indexes"]
+    # the two flushes' L0 files of the default column family, compacted away, are still named
+    gone = [f for f in files.values() if f["deleted"] and f["column_family"] == "default"]
+    assert len(gone) == 2 and all(f["level"] == 0 and [i["index"] for i in f["indexes"]] == ["t.a.PRIMARY"]
+                                  for f in gone), gone
+    assert all(f["engine"] == "rocksdb" and f["ino"] > 0 and f["size"] > 0 for f in files.values())
+
+
+def test_lookups_are_charged_to_the_one_index_of_their_sst(myrocks) -> None:
+    d = myrocks["rocksdb_dir"]
+    # --by file: which SSTs the lookups read, with their level and indexes
+    by_file = [r for r in _rows(myrocks["rec"], "file", "--phase", "lookup")
+               if _in_rocksdb(r, d) and r["op"] == "read" and r["file"].endswith(".sst")]
+    assert sum(r["bytes"] for r in by_file) == myrocks["lookups"]["read_bytes"], by_file
+    primary = [r for r in by_file if r["sst_indexes"] == "t.a.PRIMARY"]
+    # the compaction's output, one level down, holds the primary key alone (a lookup may also
+    # read a block of the __system__ column family's SST, which holds MyRocks' dictionary)
+    assert len(primary) == 1 and primary[0]["sst_level"] == 1, by_file
+    assert primary[0]["bytes"] > 0.9 * myrocks["lookups"]["read_bytes"], by_file
+    # --by index charges exactly that SST's IO to t.a.PRIMARY
+    rows = [r for r in _rows(myrocks["rec"], "index,role,op", "--phase", "lookup")
+            if r["op"] == "read" and r["index"] == "t.a.PRIMARY"]
+    assert [(r["role"], r["bytes"], r["count"]) for r in rows] == [
+        ("connection", primary[0]["bytes"], primary[0]["count"])], rows

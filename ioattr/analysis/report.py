@@ -43,6 +43,8 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         rows, unjoined = _io_rows(rec, dims, req), 0
     if req.top is not None:
         rows = rows[: req.top]
+    if "file" in dims:
+        _file_objects(rec, rows)
     out = {
         "recording": str(rec.path),
         "phases": rec.phases(),
@@ -69,6 +71,40 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
 
         # the insert benchmark's per-phase terms, next to the attributed rows
         out["summary"] = all_phase_summaries(rec)
+    return out
+
+
+def _catalog(rec: Recording) -> dict[str, dict]:
+    """meta.json "files" (the engines' per-file facts: an SST's level and indexes), by path."""
+    files = rec.meta.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def _file_objects(rec: Recording, rows: list[dict]) -> None:
+    """--by file on a recording with a file catalog (MyRocks): every row gets sst_level and
+    sst_indexes (the indexes whose key ranges the SST holds, biggest share first), null for
+    files that are not SSTs or not seen by the catalog (an SST created and deleted within one
+    interval, a row of several files reusing one inode)."""
+    files = _catalog(rec)
+    if not files:
+        return
+    for r in rows:
+        f = files.get((r.get("file") or "").removesuffix(" (deleted)"))
+        ok = isinstance(f, dict)
+        r["sst_level"] = f.get("level") if ok else None
+        idx = f.get("indexes") if ok else None
+        r["sst_indexes"] = ", ".join(str(i.get("index")) for i in idx if isinstance(i, dict)) if idx else None
+
+
+def _one_index_files(rec: Recording) -> dict[str, str]:
+    """path -> index of the catalogued files that hold exactly one index (an SST with the key
+    range of one index only): their IO is that index's, exactly. SSTs holding several indexes
+    are not split (RocksDB's blocks are not classified), so their IO keeps index null."""
+    out = {}
+    for path, f in _catalog(rec).items():
+        idx = f.get("indexes") if isinstance(f, dict) else None
+        if isinstance(idx, list) and len(idx) == 1 and isinstance(idx[0], dict) and idx[0].get("index"):
+            out[path] = str(idx[0]["index"])
     return out
 
 
@@ -186,11 +222,18 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
             acc[3] = [x + y for x, y in zip(acc[3], hist)]
 
     none_pg = dict.fromkeys(all_pg)
-    # IO of files not split (and every other layer): page dimensions null, latency kept
-    nw = len(want_io)
-    for r in rec.query(f"SELECT {', '.join(f'{io_expr[d]} AS {d}' for d in want_io)}, {sums}, {hists} "
+    # IO of files not split (and every other layer): page dimensions null, latency kept; the
+    # syscall IO of a file that holds one index only (a MyRocks SST, meta.json "files") is
+    # that index's
+    one_index = _one_index_files(rec) if "index" in want_pg else {}
+    q_io = want_io + (["file"] if one_index and "file" not in want_io else [])
+    nw = len(q_io)
+    for r in rec.query(f"SELECT {', '.join(f'{io_expr[d]} AS {d}' for d in q_io)}, {sums}, {hists} "
                        f"FROM {src} WHERE NOT m GROUP BY ALL", params):
-        add(dict(zip(want_io, r)) | none_pg, int(r[nw]), int(r[nw + 1]), 0, tuple(r[nw + 2:]))
+        values = dict(zip(q_io, r)) | none_pg
+        if one_index and values.get("layer") == "syscall":
+            values["index"] = one_index.get((values.get("file") or "").removesuffix(" (deleted)"))
+        add(values, int(r[nw]), int(r[nw + 1]), 0, tuple(r[nw + 2:]))
     # IO of split files: per join key, at the finest grain, split by its pages
     io_groups: dict[tuple, list] = {}
     key = ", ".join(JOIN_KEY)

@@ -6,7 +6,9 @@ behind `EngineAdapter`:
 
     files       which of a server's files are the engine's, and their file_class
                 (the vocabulary is ioattr.model.labels.FILE_CLASS_NAMES, shared by all engines)
-    objects     naming the objects inside those files from the server (ObjectNames)
+    objects     naming the objects inside those files from the server (ObjectNames), and for
+                an engine whose files each hold a known set of objects (an LSM's SSTs) a
+                per-file catalog (FileCatalog, meta.json "files")
     pages       the page/block kinds it classifies: the userspace half of a BPF classifier,
                 with the table of kinds defined once (a unit test checks it against the
                 BPF header it mirrors)
@@ -66,6 +68,21 @@ class FileRegistry(Protocol):
     pending: bool
 
     def sync(self, pid: int, directories: list[str] | None = None) -> list: ...
+
+
+class FileCatalog(Protocol):
+    """What an engine's files hold, per file (path -> facts), for meta.json "files": an LSM's
+    SST files change all the time (flushes and compactions create and delete them), and what
+    each holds (its level, the indexes whose key ranges it has) is the engine's to say, not
+    the page classifier's. InnoDB has none (its files are named by their pages' index ids).
+    refresh() re-reads only when the files changed unless `force` (the end of a recording);
+    entries of files that vanished stay, marked "deleted", so their earlier IO keeps a name."""
+
+    error: str | None
+
+    def refresh(self, conn: Connection, force: bool = False) -> bool: ...
+
+    def entries(self) -> dict[str, dict[str, Any]]: ...
 
 
 #: the engine-neutral server counters `top` and the exporter read once per interval (the keys of
@@ -165,6 +182,14 @@ class EngineAdapter(ABC):
         """Bytes on disk per table (schema.table), for explain's working-set finding.
         Raises collectors.engine.EngineError. Default: unknown (empty)."""
         return {}
+
+    def file_catalog(self) -> FileCatalog | None:
+        """A fresh per-server catalog of the objects inside the engine's files, by file (an LSM:
+        each SST's level and indexes), or None where the objects are named per page instead
+        (InnoDB: index ids in page headers, ObjectNames). The LSM's answer to "which index is
+        this IO": an SST holds key ranges of one or several indexes, so IO is charged to an
+        index only when its file holds exactly one."""
+        return None
 
     # -- pages / blocks ------------------------------------------------------------------
     def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:

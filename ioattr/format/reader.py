@@ -86,6 +86,8 @@ OPTIONAL_META = {
     "notes": lambda v: isinstance(v, list),
     "targets": lambda v: isinstance(v, list),
     "probe_sets": lambda v: isinstance(v, list),
+    # per-file facts of the engines' catalogs (an SST's level and indexes), keyed by path
+    "files": lambda v: _str_map(v, lambda x: isinstance(x, dict)),
 }
 
 

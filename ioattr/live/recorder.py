@@ -329,6 +329,15 @@ class Recorder:
             ctx.names.refresh_if_stale(0.0 if final else 10.0)
             names.update({str(i): n for i, n in ctx.names.names.items()})
         writer.meta["indexes"] = names
+        # what the engines know of each file by path (MyRocks: an SST's level and the indexes it
+        # holds), gathered as files come and go; the last one re-reads every catalog
+        catalog: dict[str, dict] = {}
+        for ctx in session.naming.servers.values():
+            file_table = getattr(ctx, "file_table", None)  # MySQL/MariaDB servers' contexts
+            if file_table is not None:
+                catalog.update(file_table(final))
+        if catalog or "files" in writer.meta:
+            writer.meta["files"] = catalog
         # PostgreSQL's data files: path -> database.schema.relation, kind, fork, segment (the
         # names re-read at the end: relfilenodes change under TRUNCATE, VACUUM FULL, REINDEX...)
         relations = session.relation_files(final=final)
@@ -360,6 +369,11 @@ class Recorder:
                                      session.phase if phase is None else phase, force=force)
         if cols is not None:
             writer.add_columns(cols, "counters")
+        # the engines' file catalogs (MyRocks' SSTs) with them: every interval where files
+        # changed, and always at a phase boundary, so a file that lived across one is named
+        for ctx in list(session.naming.servers.values()):
+            if hasattr(ctx, "refresh_catalogs"):
+                ctx.refresh_catalogs(force=force)
         if self.counters.settings != writer.meta.get("settings"):
             writer.meta["settings"] = dict(self.counters.settings)
             writer.write_meta()

@@ -56,7 +56,9 @@ _DIMS = [
               "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, "
               "sst, wal, manifest, options, info_log, trash (MyRocks), relation, fsm, vm, init_fork, slru "
               "(PostgreSQL; its WAL is wal, its temp files tmp), other"),
-    Dimension("index", None, INDEX_SQL, "InnoDB index as schema.table.INDEX"),
+    Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
+              "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "
+              "several stays null, their indexes are listed by --by file)"),
     Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
               "B-tree level: leaf or non_leaf"),
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),

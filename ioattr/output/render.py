@@ -78,14 +78,16 @@ def state_line(report: dict) -> str | None:
 def render_table(report: dict, by: list[str], width: int | None = None) -> str:
     dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
     table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
-    for d in dims + ["layer", "op"]:
-        table.add_column(d, overflow="fold")
+    # --by file on a MyRocks recording: each SST's LSM level and indexes (meta.json "files")
+    sst = [c for c in ("sst_level", "sst_indexes") if any(c in r for r in report["rows"])]
+    for d in dims + ["layer", "op"] + sst:
+        table.add_column(d.replace("_", " ") if d in sst else d, overflow="fold")
     # with page dimensions rows carry InnoDB pages next to the IO operations (count)
     pages = any("pages" in r for r in report["rows"])
     for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs"):
         table.add_column(c, justify="right")
     for r in report["rows"]:
-        table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"]],
+        table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"] + sst],
                       f"{r['count']:,}", *([f"{r.get('pages', 0):,}"] if pages else []), human_bytes(r["bytes"]),
                       _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
     buf = io.StringIO()

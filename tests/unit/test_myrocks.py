@@ -10,7 +10,7 @@ from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
 from ioattr.collectors.thread_roles import ThreadRoles, role_of_instrument
 from ioattr.engines import registry
-from ioattr.engines.myrocks import MyrocksAdapter, counters, files, names, roles
+from ioattr.engines.myrocks import MyrocksAdapter, counters, files, names, roles, sst
 
 FC = abi.FileClass
 D = "/var/lib/mysql/#rocksdb"
@@ -143,3 +143,88 @@ def test_block_cache_answers_top_and_the_exporter() -> None:
                     ("Rocksdb_block_cache_miss", "7"), ("Rocksdb_block_cache_hit", "93")]
 
     assert server_counters.read_status(Conn()) == {"questions": 10, "cache_misses": 9, "cache_requests": 150}
+
+
+# -- the MANIFEST: which SST is at which level ------------------------------------------------------
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _lp(b: bytes) -> bytes:
+    return _varint(len(b)) + b
+
+
+def _new_file4(level: int, number: int, size: int) -> bytes:
+    return (_varint(103) + _varint(level) + _varint(number) + _varint(size) + _lp(b"k1" + b"\0" * 8)
+            + _lp(b"k9" + b"\0" * 8) + _varint(5) + _varint(9)
+            + _varint(2) + _lp(b"\x01") + _varint(1))  # a custom field (need-compaction), then kTerminate
+
+
+def _log(records: list[bytes]) -> bytes:
+    """RocksDB's log format: 7-byte headers (crc, length, type), records split across 32 KiB blocks."""
+    import struct
+
+    out = bytearray()
+    for rec in records:
+        first = True
+        while True:
+            left = sst.BLOCK - len(out) % sst.BLOCK
+            if left < 7:
+                out += b"\0" * left
+                left = sst.BLOCK
+            take = min(len(rec), left - 7)
+            last = take == len(rec)
+            rtype = (1 if last else 2) if first else (4 if last else 3)
+            out += struct.pack("<IHB", 0, take, rtype) + rec[:take]
+            rec, first = rec[take:], False
+            if last:
+                break
+    return bytes(out)
+
+
+def test_manifest_replay_gives_each_live_file_its_level() -> None:
+    edits = [
+        _varint(1) + _lp(b"leveldb.BytewiseComparator") + _varint(2) + _varint(5) + _varint(3) + _varint(12),
+        _varint(201) + _lp(b"__system__") + _varint(200) + _varint(1),                       # cf 1 added
+        _new_file4(0, 13, 3_000_000) + _varint(4) + _varint(100),                             # flush, cf 0
+        _varint(200) + _varint(1) + _new_file4(0, 14, 1500),                                  # flush, cf 1
+        _new_file4(0, 20, 1_000_000) + _varint(8193) + _lp(b"db-id"),                         # a safe-to-ignore tag
+        # the compaction: 13 and 20 out of L0, 22 into L1, in one edit
+        _varint(6) + _varint(0) + _varint(13) + _varint(6) + _varint(0) + _varint(20) + _new_file4(1, 22, 3_100_000),
+        b"\x7f" * 3 + b"\x01",                                                                 # not an edit: skipped
+    ]
+    live, bad = sst.parse_manifest(_log(edits))
+    assert live == {14: (1, 0), 22: (0, 1)} and bad == 1
+    # the same across block boundaries (records in fragments, block tails padded)
+    big = [_new_file4(0, n, n) + _varint(8194) + _lp(b"x" * 300) for n in range(100, 400)]
+    live, bad = sst.parse_manifest(_log(big + [_varint(6) + _varint(0) + _varint(150)]))
+    assert bad == 0 and len(live) == 299 and 150 not in live and live[399] == (0, 0)
+    # a torn tail (RocksDB appending right now) loses the torn record only
+    data = _log(edits[:3])
+    assert sst.parse_manifest(data[:-5])[0] == {}
+    assert sst.parse_manifest(data)[0] == {13: (0, 0)}
+
+
+def test_report_names_ssts_and_charges_one_index_files() -> None:
+    from ioattr.analysis import report
+
+    class Rec:
+        meta = {"files": {
+            f"{D}/000022.sst": {"level": 1, "indexes": [{"index": "t.a.PRIMARY", "rows": 9, "bytes": 90}]},
+            f"{D}/000023.sst": {"level": 0, "indexes": [{"index": "t.a.kk", "rows": 9, "bytes": 50},
+                                                       {"index": "t.b.PRIMARY", "rows": 1, "bytes": 5}]},
+            f"{D}/000024.sst": "not an entry"}}
+
+    rows = [{"file": f"{D}/000022.sst (deleted)"}, {"file": f"{D}/000023.sst"}, {"file": None},
+            {"file": f"{D}/000024.sst"}]
+    report._file_objects(Rec(), rows)  # type: ignore[arg-type]
+    assert [(r["sst_level"], r["sst_indexes"]) for r in rows] == [
+        (1, "t.a.PRIMARY"), (0, "t.a.kk, t.b.PRIMARY"), (None, None), (None, None)]
+    # exact: one index per SST; an SST of several indexes is not split
+    assert report._one_index_files(Rec()) == {f"{D}/000022.sst": "t.a.PRIMARY"}  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from typing import ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
-from ioattr.engines.myrocks import files, names
+from ioattr.engines.myrocks import files, names, sst
 from ioattr.engines.myrocks.counters import CfStats, CompactionStats, PerfContextGlobal, rocksdb_active
 from ioattr.engines.myrocks.roles import INSTRUMENT_ROLES
 from ioattr.engines.myrocks.roles import role_of_comm as _role_of_comm
@@ -45,6 +45,9 @@ class MyrocksAdapter(EngineAdapter):
     # -- objects ---------------------------------------------------------------------------
     def object_names(self) -> names.IndexNames:
         return names.IndexNames()
+
+    def file_catalog(self) -> sst.SstCatalog:
+        return sst.SstCatalog()
 
     # -- roles -----------------------------------------------------------------------------
     def role_of_comm(self, comm: str) -> str | None:

@@ -1,0 +1,326 @@
+"""MyRocks' SST files named: for every SST, its LSM level and the indexes whose key ranges it
+holds (the MyRocks adapter's file catalog, meta.json "files").
+
+Where each fact comes from on MariaDB 10.11's plugin (what its INFORMATION_SCHEMA has):
+
+  indexes  ROCKSDB_INDEX_FILE_MAP: one row per (SST, index) with the index's rows and data
+           bytes in that SST (COLUMN_FAMILY, INDEX_NUMBER, SST_NAME, NUM_ROWS, DATA_SIZE),
+           named through ROCKSDB_DDL (names.py); MyRocks' data dictionary indexes (numbers
+           below 256, column family __system__) are myrocks.__system__.N.
+  level    not in INFORMATION_SCHEMA (ROCKSDB_SST_PROPS has no level, ROCKSDB_CFSTATS and
+           ROCKSDB_COMPACTION_STATS only count files per level): read from the MANIFEST the
+           CURRENT file names, RocksDB's own record of which file is at which level -- a log of
+           version edits (32 KiB blocks of checksummed records; each edit adds files
+           (NewFile4: level, number, size, keys, ...) and deletes them (level, number), per
+           column family). parse_manifest replays it; a record it cannot decode is skipped
+           and counted (levels then stay unknown for the files it touched, never guessed).
+           RocksDB appends to the MANIFEST as flushes and compactions finish, so re-reading
+           it (a few KiB) gives the levels of now.
+  identity the file's (dev, inode) and size from stat(2), so a recording's io rows (which
+           carry dev, inode and path) can be matched; keyed by path in meta.json, as SST
+           numbers never repeat while inodes are reused.
+
+The catalog is refreshed when the #rocksdb directory changes (its mtime: an SST or WAL
+created or deleted) and at the end of every recording; an SST that vanished (compacted away)
+keeps its last entry, marked "deleted", so the IO it had before is still named.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ioattr.collectors import abi
+from ioattr.collectors.engine import EngineError
+from ioattr.engines.base import Connection
+from ioattr.engines.myrocks import files
+from ioattr.engines.myrocks.counters import rocksdb_active
+from ioattr.engines.myrocks.names import IndexNames
+
+BLOCK = 32768
+# record types of RocksDB's log format (db/log_format.h): full, first, middle, last; +4 recyclable
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+# version edit tags (db/version_edit.h)
+_COMPARATOR, _LOG_NUMBER, _NEXT_FILE, _LAST_SEQ, _COMPACT_CURSOR = 1, 2, 3, 4, 5
+_DELETED_FILE, _NEW_FILE, _PREV_LOG, _MIN_LOG = 6, 7, 9, 10
+_NEW_FILE2, _NEW_FILE3, _NEW_FILE4 = 100, 102, 103
+_CF, _CF_ADD, _CF_DROP, _MAX_CF = 200, 201, 202, 203
+_ATOMIC_GROUP = 300
+_SAFE_IGNORE = 1 << 13  # tags from the future with this bit carry one length-prefixed payload
+_TERMINATE = 1          # end of a NewFile4's custom fields
+
+INDEX_FILE_MAP_QUERY = ("SELECT COLUMN_FAMILY, INDEX_NUMBER, SST_NAME, NUM_ROWS, DATA_SIZE "
+                        "FROM INFORMATION_SCHEMA.ROCKSDB_INDEX_FILE_MAP")
+# column family id (NAME) -> "name [flags]" (VALUE)
+CF_QUERY = "SELECT NAME, VALUE FROM INFORMATION_SCHEMA.ROCKSDB_GLOBAL_INFO WHERE TYPE = 'CF_FLAGS'"
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result, shift = 0, 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise _Bad("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _slice(buf: bytes, pos: int) -> tuple[bytes, int]:
+    n, pos = _varint(buf, pos)
+    if pos + n > len(buf):
+        raise _Bad("truncated slice")
+    return buf[pos:pos + n], pos + n
+
+
+def log_records(data: bytes) -> tuple[list[bytes], int]:
+    """The records of a RocksDB log file (the MANIFEST's format), fragments joined; and how many
+    fragments were skipped (a torn tail while RocksDB appends, or damage)."""
+    out: list[bytes] = []
+    skipped = 0
+    partial: bytearray | None = None
+    for start in range(0, len(data), BLOCK):
+        block = data[start:start + BLOCK]
+        pos = 0
+        while pos + 7 <= len(block):
+            length = struct.unpack_from("<H", block, pos + 4)[0]
+            rtype = block[pos + 6]
+            header = 7
+            if rtype == 0 and length == 0:
+                break  # zero padding: the rest of the block is unused (preallocated)
+            if rtype > 4:  # recyclable records carry a 4-byte log number
+                header, rtype = 11, rtype - 4
+            end = pos + header + length
+            if end > len(block) or rtype not in (_FULL, _FIRST, _MIDDLE, _LAST):
+                skipped += 1
+                break
+            payload = block[pos + header:end]
+            pos = end
+            if rtype == _FULL:
+                out.append(bytes(payload))
+                partial = None
+            elif rtype == _FIRST:
+                partial = bytearray(payload)
+            elif partial is None:
+                skipped += 1
+            else:
+                partial += payload
+                if rtype == _LAST:
+                    out.append(bytes(partial))
+                    partial = None
+    return out, skipped
+
+
+@dataclass
+class Edit:
+    """What one version edit says about files: column family, files added (level, number,
+    size), files deleted (level, number)."""
+
+    cf: int = 0
+    added: list[tuple[int, int, int]] = field(default_factory=list)
+    deleted: list[tuple[int, int]] = field(default_factory=list)
+    cf_name: str | None = None  # a column family added
+    cf_dropped: bool = False
+
+
+def decode_edit(rec: bytes) -> Edit:
+    """One VersionEdit record. Raises ValueError for a tag it does not know how to skip."""
+    e = Edit()
+    pos = 0
+    while pos < len(rec):
+        tag, pos = _varint(rec, pos)
+        if tag in (_LOG_NUMBER, _NEXT_FILE, _LAST_SEQ, _PREV_LOG, _MIN_LOG):
+            _, pos = _varint(rec, pos)
+        elif tag == _COMPARATOR or tag == _CF_ADD:
+            name, pos = _slice(rec, pos)
+            if tag == _CF_ADD:
+                e.cf_name = name.decode(errors="replace")
+        elif tag == _COMPACT_CURSOR:
+            _, pos = _varint(rec, pos)
+            _, pos = _slice(rec, pos)
+        elif tag == _DELETED_FILE:
+            level, pos = _varint(rec, pos)
+            number, pos = _varint(rec, pos)
+            e.deleted.append((level, number))
+        elif tag in (_NEW_FILE, _NEW_FILE2, _NEW_FILE3, _NEW_FILE4):
+            level, pos = _varint(rec, pos)
+            number, pos = _varint(rec, pos)
+            if tag == _NEW_FILE3:
+                _, pos = _varint(rec, pos)  # path id
+            size, pos = _varint(rec, pos)
+            _, pos = _slice(rec, pos)  # smallest key
+            _, pos = _slice(rec, pos)  # largest key
+            if tag != _NEW_FILE:
+                _, pos = _varint(rec, pos)  # smallest seqno
+                _, pos = _varint(rec, pos)  # largest seqno
+            if tag == _NEW_FILE4:
+                while True:
+                    ftag, pos = _varint(rec, pos)
+                    if ftag == _TERMINATE:
+                        break
+                    _, pos = _slice(rec, pos)
+            e.added.append((level, number & 0x3FFFFFFFFFFFFFFF, size))
+        elif tag in (_CF, _MAX_CF, _ATOMIC_GROUP):
+            v, pos = _varint(rec, pos)
+            if tag == _CF:
+                e.cf = v
+        elif tag == _CF_DROP:
+            e.cf_dropped = True
+        elif tag & _SAFE_IGNORE:
+            _, pos = _slice(rec, pos)
+        else:
+            raise _Bad(f"version edit tag {tag} not understood")
+    return e
+
+
+def parse_manifest(data: bytes) -> tuple[dict[int, tuple[int, int]], int]:
+    """SST file number -> (column family id, level) of the live files a MANIFEST describes,
+    and how many records could not be decoded."""
+    records, bad = log_records(data)
+    live: dict[int, tuple[int, int]] = {}
+    for rec in records:
+        try:
+            e = decode_edit(rec)
+        except ValueError:
+            bad += 1
+            continue
+        if e.cf_dropped:
+            for n in [n for n, (cf, _) in live.items() if cf == e.cf]:
+                del live[n]
+            continue
+        for level, number in e.deleted:
+            if live.get(number) == (e.cf, level):
+                del live[number]
+        for level, number, _size in e.added:
+            live[number] = (e.cf, level)
+    return live, bad
+
+
+def read_manifest(rocksdb_dir: str) -> tuple[dict[int, tuple[int, int]], str | None]:
+    """parse_manifest of the MANIFEST that rocksdb_dir/CURRENT names; (levels, error)."""
+    try:
+        with open(os.path.join(rocksdb_dir, "CURRENT"), "rb") as f:
+            name = f.read(256).decode(errors="replace").strip()
+        with open(os.path.join(rocksdb_dir, os.path.basename(name)), "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return {}, f"MANIFEST unreadable ({e.strerror or e})"
+    levels, bad = parse_manifest(data)
+    return levels, (f"{bad} MANIFEST records not decoded" if bad else None)
+
+
+def _text(v: Any) -> str:
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+class SstCatalog:
+    """One server's SST files: path -> {dev, ino, size, level, column_family, indexes, deleted}
+    (EngineAdapter.file_catalog: meta.json "files")."""
+
+    #: at most one re-read per this many seconds while the directory keeps changing
+    min_interval = 0.5
+
+    def __init__(self) -> None:
+        self.files: dict[str, dict[str, Any]] = {}
+        self.error: str | None = None
+        self.active: bool | None = None
+        self.rocksdb_dir: str | None = None
+        self.names = IndexNames()
+        self._cf_names: dict[int, str] = {}
+        self._dir_mtime: int | None = None
+        self._read_at = 0.0
+
+    def _locate(self, conn: Connection) -> None:
+        self.active = rocksdb_active(conn)
+        if not self.active:
+            return
+        try:
+            rocks, datadir = conn.query("SELECT @@rocksdb_datadir, @@datadir")[0]
+        except (EngineError, IndexError) as e:
+            self.error = f"MyRocks directory unknown: {e}"
+            self.active = False
+            return
+        path = os.path.join(_text(datadir), _text(rocks))
+        self.rocksdb_dir = os.path.realpath(path)
+
+    def refresh(self, conn: Connection, force: bool = False) -> bool:
+        """Re-read if the directory changed (or `force`); True when the table was re-read."""
+        if self.active is None:
+            self._locate(conn)
+        if not self.active or self.rocksdb_dir is None:
+            return False
+        try:
+            mtime = os.stat(self.rocksdb_dir).st_mtime_ns
+        except OSError as e:
+            self.error = f"{self.rocksdb_dir}: {e.strerror}"
+            return False
+        now = time.monotonic()
+        if not force and (mtime == self._dir_mtime or now - self._read_at < self.min_interval):
+            return False
+        self._read_at = now
+        try:
+            self._read(conn)
+        except EngineError as e:
+            self.error = f"SST names unavailable: {e}"
+            return False
+        self._dir_mtime = mtime
+        return True
+
+    def _read(self, conn: Connection) -> None:
+        assert self.rocksdb_dir is not None
+        if not self._cf_names:
+            for cf_id, value in conn.query(CF_QUERY):  # ("0", "default [0]")
+                try:
+                    self._cf_names[int(_text(cf_id))] = _text(value).rpartition(" [")[0] or _text(value)
+                except ValueError:
+                    continue
+        self.names.refresh(conn)
+        by_sst: dict[str, list[dict[str, Any]]] = {}
+        for cf, number, sst, rows, size in conn.query(INDEX_FILE_MAP_QUERY):
+            n = int(number)
+            by_sst.setdefault(os.path.basename(_text(sst)), []).append(
+                {"index": self.names.lookup(n) or f"index_{n}", "rows": int(rows or 0), "bytes": int(size or 0)})
+        levels, err = read_manifest(self.rocksdb_dir)
+        self.error = err or self.names.error
+        present = set()
+        try:
+            entries = list(os.scandir(self.rocksdb_dir))
+        except OSError as e:
+            self.error = f"{self.rocksdb_dir}: {e.strerror}"
+            entries = []
+        for ent in entries:
+            if files.classify_name(ent.name) != abi.FileClass.SST:
+                continue
+            try:
+                st = ent.stat(follow_symlinks=False)
+            except OSError:
+                continue  # deleted meanwhile
+            number = int(ent.name.split(".", 1)[0])
+            cf_level = levels.get(number)
+            indexes = sorted(by_sst.get(ent.name, []), key=lambda x: (-x["bytes"], x["index"]))
+            path = ent.path
+            present.add(path)
+            self.files[path] = {
+                "engine": "rocksdb",
+                "dev": "%d:%d" % abi.dev_major_minor(abi.kernel_dev_of_stat(st.st_dev)),
+                "ino": st.st_ino,
+                "size": st.st_size,
+                "level": cf_level[1] if cf_level else None,
+                "column_family": (self._cf_names.get(cf_level[0], str(cf_level[0])) if cf_level else None),
+                "indexes": indexes,
+                "deleted": False,
+            }
+        for path, entry in self.files.items():
+            if path not in present:
+                entry["deleted"] = True
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        return self.files
