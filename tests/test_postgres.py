@@ -142,14 +142,21 @@ def test_backend_forked_after_attach(cluster: PrivatePostgres, tmp_path: Path) -
 def test_comm_follows_new_backends(cluster: PrivatePostgres, tmp_path: Path) -> None:
     """--comm postgres: a backend forked after the attach is traced from its fork (its first
     reads, the relation cache init files at connection start, are there), and the postmaster's
-    children are not noted one by one."""
+    children are not noted one by one. A TRUNCATE during the recording gives the table a new
+    relfilenode: its new file is named after the table (the names are re-read at the end)."""
     pg = cluster
+    pg.execute("CREATE TABLE u (id int); INSERT INTO u SELECT generate_series(1, 1000)")
+    old_path = pg.query("SELECT pg_relation_filepath('u')")[0][0]
     rec = tmp_path / "rec"
     recorder = Background("record", "-o", str(rec), "--comm", "postgres", "--interval", "0.3")
     try:
         recorder.wait_recording()
         with pg.connect() as b:
             backend = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+            b.execute("TRUNCATE u")
+            b.execute("INSERT INTO u SELECT generate_series(1, 1000)")
+            b.execute("CHECKPOINT")  # the checkpointer writes the new file's pages
+            new_path = b.execute("SELECT pg_relation_filepath('u')").fetchone()[0]
             wait_until(lambda: _role_known(rec, backend), 60, f"the recorder to see backend {backend}")
         code, err = recorder.stop()
         assert code == 0, err
@@ -159,4 +166,10 @@ def test_comm_follows_new_backends(cluster: PrivatePostgres, tmp_path: Path) -> 
     first = [r for r in rows if _pid_of(r) == backend and r["op"] == "read"
              and r["file"] and r["file"].endswith("/pg_internal.init")]
     assert first and {r["role"] for r in first} == {"connection"}
-    assert not [n for n in _meta(rec).get("notes", []) if f"[{backend}]" in n]
+    meta = _meta(rec)
+    assert not [n for n in meta.get("notes", []) if f"[{backend}]" in n]
+    assert new_path != old_path
+    new_file = f"{pg.datadir}/{new_path}"
+    assert any(r["file"] == new_file and r["role"] == "checkpointer" and r["op"] == "write" for r in rows)
+    assert meta["relations"][new_file]["relation"] == "postgres.public.u"
+    assert meta["relations"][new_file]["kind"] == "table"
