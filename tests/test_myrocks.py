@@ -225,3 +225,20 @@ def test_lookups_are_charged_to_the_one_index_of_their_sst(myrocks) -> None:
             if r["op"] == "read" and r["index"] == "t.a.PRIMARY"]
     assert [(r["role"], r["bytes"], r["count"]) for r in rows] == [
         ("connection", primary[0]["bytes"], primary[0]["count"])], rows
+
+
+def test_roles_are_the_threads_rocksdb_named(myrocks) -> None:
+    """Every row charged to an LSM role is IO of a thread whose name says so (the comm ps -T
+    shows), and RocksDB's pool threads have no other role."""
+    want = {"flush": "rocksdb:high", "compaction": "rocksdb:low"}
+    rows = _rows(myrocks["rec"], "thread,role")
+    seen = set()
+    for r in rows:
+        thread = r["thread"] or ""
+        for role, prefix in want.items():
+            if r["role"] == role:
+                assert thread.startswith(prefix), r
+                seen.add(role)
+            if thread.startswith(prefix):
+                assert r["role"] == role, r
+    assert seen == set(want), seen
