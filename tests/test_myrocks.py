@@ -242,3 +242,18 @@ def test_roles_are_the_threads_rocksdb_named(myrocks) -> None:
             if thread.startswith(prefix):
                 assert r["role"] == role, r
     assert seen == set(want), seen
+
+
+def test_counters_table_has_myrocks_sources(myrocks) -> None:
+    """The recording keeps MyRocks' own counters beside ours: its status, perf context, column
+    family and compaction statistics, and the block-cache misses moved by the lookups' count."""
+    from ioattr.format.reader import Recording
+
+    rec = Recording(myrocks["rec"])
+    sources = {s for (s,) in rec.query("SELECT DISTINCT source FROM counters")}
+    assert {"rocksdb_perf_context", "rocksdb_cfstats", "rocksdb_compaction"} <= sources, sources
+    (span,) = rec.query("SELECT max(value) - min(value) FROM counters WHERE source = 'status' "
+                        "AND name = 'Rocksdb_block_cache_miss'")
+    assert span[0] >= myrocks["lookups"]["misses"], span
+    names = {n for (n,) in rec.query("SELECT DISTINCT name FROM counters WHERE source = 'rocksdb_compaction'")}
+    assert "default:L1:NumFiles" in names, sorted(names)[:20]
