@@ -159,6 +159,7 @@ struct digest_ctx {
 	__u8 prev;      /* last character that went into the hash */
 	__u8 escaped;
 	__u32 marker;   /* how much of "ioattr:phase=" matched so far; 13 = found */
+	__u8 local;     /* how much of "local" (any case) matched so far; 5 = found (LOAD DATA LOCAL) */
 };
 
 struct {
@@ -186,6 +187,17 @@ static __always_inline __u8 marker_char(__u32 i)
 	case 10: return 's';
 	case 11: return 'e';
 	default: return '=';
+	}
+}
+
+/* "local" one character at a time, lower case */
+static __always_inline __u8 local_char(__u32 i)
+{
+	switch (i) {
+	case 1: return 'o';
+	case 2: return 'c';
+	case 3: return 'a';
+	default: return 'l';
 	}
 }
 
@@ -233,6 +245,17 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 			c->marker++;
 		else
 			c->marker = ch == 'i' ? 1 : 0;
+	}
+	/* and for LOCAL, anywhere (LOAD DATA LOCAL makes the client send the file in packets
+	 * that are no commands: the wire reader reads the next headers; see WIRE_COMMAND) */
+	if (c->local == 0) {
+		if ((ch | 0x20) == 'l')
+			c->local = 1;
+	} else if (c->local < 5) {
+		if ((ch | 0x20) == local_char(c->local))
+			c->local++;
+		else
+			c->local = (ch | 0x20) == 'l';
 	}
 	switch (c->state) {
 	case S_QUOTE:
@@ -337,7 +360,9 @@ static __always_inline void set_stage(__u8 stage)
  * text), or, with `packet` NULL and `c` given, already in c->t (the wire
  * reader's one read; `length` <= IOATTR_QUERY_MAX). The one body of both
  * statement sources, the wire reader and the dispatch_command uprobe, so they
- * give the same stages, digests, counts, texts and phase markers. */
+ * give the same stages, digests, counts, texts and phase markers. Returns 1
+ * for a COM_QUERY whose whole text was digested and holds no LOCAL (so it is
+ * no LOAD DATA LOCAL), else 0. */
 static __always_inline int statement_start(struct task_io_state *st, __u64 pid_tgid, int command,
 					   const char *packet, unsigned int length, struct digest_ctx *c)
 {
@@ -380,9 +405,13 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 	c->prev = 0;
 	c->escaped = 0;
 	c->marker = 0;
+	c->local = 0;
 	struct digest_ref ref = { .c = c };
 
 	bpf_loop(((len < DIGEST_MAX ? len : DIGEST_MAX) + DIGEST_CHUNK - 1) / DIGEST_CHUNK, digest_step, &ref, 0);
+	/* every byte looked at, and no LOCAL: not LOAD DATA LOCAL, the client's next packet is a command */
+	int between = length <= DIGEST_MAX && c->local < 5;
+
 	if (c->hash < 256)
 		c->hash += 256; /* below 256 are command numbers */
 	st->digest = c->hash;
@@ -406,11 +435,11 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 	 * before it finds the key exists, on every statement */
 	if (c->marker < 13 && (bpf_map_lookup_elem(&seen_digests, &digest) ||
 			       bpf_map_update_elem(&seen_digests, &digest, &one, BPF_NOEXIST)))
-		return 0;
+		return between;
 	struct query_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(IOA_DROP_EVENTS_FULL);
-		return 0; /* the recorder won't hear of it: don't wait for it either */
+		return between; /* the recorder won't hear of it: don't wait for it either */
 	}
 	e->type = IOA_EV_QUERY;
 	e->tgid = pid_tgid >> 32;
@@ -424,11 +453,11 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 	/* a marker wakes the recorder, which snapshots the engine counters at the boundary */
 	if (!new_phase) {
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-		return 0;
+		return between;
 	}
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* wake the recorder now */
 	wait_for_recorder(new_phase, marker_ts);
-	return 0;
+	return between;
 }
 
 SEC("uprobe")
@@ -448,7 +477,8 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 		st->wire_stmt = 0;
 		return 0;
 	}
-	return statement_start(st, pid_tgid, command, packet, length, NULL);
+	statement_start(st, pid_tgid, command, packet, length, NULL);
+	return 0;
 }
 
 /*
@@ -479,10 +509,11 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
  * whose answer is known when the connection is between commands -- its next
  * packet is a command, sequence id 0, and MariaDB asks for exactly the length
  * the header says. The wire reader knows it after a command whose exchange
- * has no other client packet than the command itself (client_command_only:
- * not COM_QUERY, whose LOAD DATA LOCAL makes the client send the file, nor
- * COM_CHANGE_USER's authentication exchange, nor a 16 MB packet's
- * continuation), and only for that connection: wire_conn is the socket's inode
+ * has no other client packet than the command itself (client_command_only,
+ * or a COM_QUERY read whole, up to DIGEST_MAX bytes, without the word LOCAL:
+ * LOAD DATA LOCAL makes the client send the file; not COM_CHANGE_USER's
+ * authentication exchange, nor a 16 MB packet's continuation), and only for
+ * that connection: wire_conn is the socket's inode
  * number (unique per socket: a thread that serves a new connection, even on
  * the same fd number with the same buffer, reads its handshake and
  * authentication packets with headers read again). Anything out of step, or a
@@ -586,6 +617,7 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 			 * whatever its size, and COM_QUERY's text is digested from there */
 			__u64 n = (__u64)ret < IOATTR_QUERY_MAX + 1 ? (__u64)ret : IOATTR_QUERY_MAX + 1;
 			__u8 cmd;
+			int between;
 
 			st->wire_state = (__u64)ret < need ? WIRE_REST : WIRE_IDLE;
 			st->wire_need = (__u64)ret < need ? need - (__u32)ret : 0;
@@ -596,15 +628,17 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 				return 0;
 			}
 			cmd = c->wire_head[7];
-			/* between commands after this one? (a 16 MB payload: its continuation's
-			 * header comes next, sequence id 1) */
-			if (!client_command_only(cmd) || need >= WIRE_MAX_PACKET)
+			st->wire_stmt = 1;
+			count_wire(pid_tgid >> 32);
+			between = statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c);
+			/* between commands after this one? (a COM_QUERY: if all of it was read and
+			 * scanned; a 16 MB payload: its continuation's header comes next, sequence id 1) */
+			if (!(client_command_only(cmd) || (between && (__u64)ret == need)) ||
+			    need >= WIRE_MAX_PACKET)
 				st->wire_conn = 0;
 			else if (!st->wire_conn)
 				st->wire_conn = wire_socket(task, fd);
-			st->wire_stmt = 1;
-			count_wire(pid_tgid >> 32);
-			return statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c);
+			return 0;
 		}
 		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
 			if ((__u64)ret < st->wire_need) {
