@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import need, need_root
 from tests.helpers import IOATTR, IOGEN, Background, assert_no_ioattr_programs, ioattr, report_json
 
-COMMANDS = ("compact", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "top")
+COMMANDS = ("compact", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "script", "top")
 
 
 PHASES = ("main", "load", "read")
@@ -149,6 +149,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("exporter", ["--pid", "999999999"], "no such process"),
     # mark (always with --recording: never disturb a recording someone else is running)
     ("mark", [], "PHASE"),
+    ("script", ["no_such_script"], "no script named 'no_such_script'"),
     ("mark", ["bad name!", "--recording", "{rec}"], "bad phase name"),
     ("mark", ["x", "--recording", "{missing}"], "not an ioattr recording"),
     ("mark", ["x", "--recording", "{file}"], "not an ioattr recording"),
