@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from ioattr.collectors import features, libbpf
 from ioattr.collectors.elf import symbol_offsets
 from ioattr.collectors.probes import ProbeSession
+from ioattr.collectors.targets import TARGET_SLOTS  # wire_slots has as many slots as target_slots
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ DISPATCH_PROGRAM = "ioattr_dispatch_command"
 WIRE_CHECK_QUESTIONS = 200
 WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
+
+
+class WireSlot(ctypes.Structure):
+    """bpf/stage.bpf.c struct wire_slot: the process counting in this slot, its statements."""
+    _fields_ = [("tgid", ctypes.c_uint64), ("count", ctypes.c_uint64)]
 
 
 # The server's (SQL layer's) probes, whatever engine stores the tables; an engine adapter adds
@@ -118,8 +124,10 @@ class StageProbes:
         self._dispatch_at: dict[int, tuple[str, int]] = {}  # pid -> (binary, offset) for a later fallback
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
+        self._wire_slots_fd: int | None = None  # absent from objects built before the slots
         if self.loaded is not None:
             self._wire_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_stmts"), None)
+            self._wire_slots_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_slots"), None)
         if statements != "uprobe":
             self.wire_why = self._wire_unavailable()
 
@@ -234,12 +242,25 @@ class StageProbes:
         self._set_status(pid)
         return f"server {pid}: statement source: {why}: dispatch_command uprobe attached as the fallback"
 
+    def _wire_slot(self, pid: int) -> tuple[ctypes.c_uint32, WireSlot] | None:
+        """pid's slot of the BPF array wire_slots and its value, when pid owns it."""
+        if self._wire_slots_fd is None:
+            return None
+        key, slot = ctypes.c_uint32(pid & (TARGET_SLOTS - 1)), WireSlot()
+        if libbpf.map_lookup(self._wire_slots_fd, key, slot) and slot.tgid == pid:
+            return key, slot
+        return None
+
     def wire_count(self, pid: int) -> int:
-        """Statements the wire reader started in server pid (its own connections' included)."""
+        """Statements the wire reader started in server pid (its own connections' included):
+        its slot of wire_slots (if it owns it) plus its wire_stmts entry (if its slot was
+        another's at some statement). Read in that order, the sum never goes back."""
         if self._wire_fd is None:
             return 0
+        got = self._wire_slot(pid)
+        n = int(got[1].count) if got else 0
         v = ctypes.c_uint64(0)
-        return int(v.value) if libbpf.map_lookup(self._wire_fd, ctypes.c_uint32(pid), v) else 0
+        return n + (int(v.value) if libbpf.map_lookup(self._wire_fd, ctypes.c_uint32(pid), v) else 0)
 
     def check_wire(self, pid: int, questions: int) -> str:
         """Under --statements auto: given server pid's Questions counter now, decide whether the
@@ -279,6 +300,9 @@ class StageProbes:
         self._wire_base.pop(pid, None)
         if self._wire_fd is not None:
             libbpf.map_delete(self._wire_fd, ctypes.c_uint32(pid))
+        got = self._wire_slot(pid)
+        if got:  # free the slot for another server (a statement of pid's counted meanwhile is lost)
+            libbpf.map_update(self._wire_slots_fd, got[0], WireSlot())
 
     def close(self) -> None:
         for pid in list(self.links):
