@@ -27,51 +27,29 @@ Example::
 """
 from __future__ import annotations
 
-import atexit
 import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ioattr.host.sandbox import SandboxError, _die_with_parent
+from ioattr.host.sandbox import LiveSet, SandboxError, _die_with_parent, _free_tcp_port
 
 __all__ = ["PrivatePostgres", "PG_BINDIR", "live_clusters"]
 
 #: Debian's postgresql-15 binaries (the package the project's set-up installs)
 PG_BINDIR = Path("/usr/lib/postgresql/15/bin")
 
-_LIVE: "set[PrivatePostgres]" = set()
-_LIVE_LOCK = threading.Lock()
+_LIVE = LiveSet()
 
 
 def live_clusters() -> list["PrivatePostgres"]:
     """Clusters started by this process whose stop() has not been called."""
-    with _LIVE_LOCK:
-        return list(_LIVE)
-
-
-@atexit.register
-def _stop_all_at_exit() -> None:
-    for pg in live_clusters():
-        try:
-            pg.stop(timeout=10)
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
-
-
-def _free_port() -> int:
-    """A port number nobody listens on at 127.0.0.1 (the cluster only uses it to name its
-    socket file, but a free one keeps it clear of any cluster on the host)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return _LIVE.list()
 
 
 class PrivatePostgres:
@@ -183,7 +161,7 @@ class PrivatePostgres:
         try:
             if self.basedir is None:
                 self._init()
-            self.port = _free_port()
+            self.port = _free_tcp_port()
             conf = self.datadir / "postgresql.conf"
             lines = ["", "# written by ioattr.host.pg_sandbox.PrivatePostgres"]
             lines += [f"{k} = {v}" for k, v in self.server_options().items()]
@@ -208,8 +186,7 @@ class PrivatePostgres:
                 start_new_session=True, preexec_fn=_die_with_parent)
         finally:
             log.close()
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        _LIVE.add(self)
         deadline = time.monotonic() + self.start_timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
@@ -241,8 +218,7 @@ class PrivatePostgres:
             except ProcessLookupError:
                 pass
         self._proc = None
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        _LIVE.discard(self)
 
     def restart(self, timeout: float = 30.0) -> "PrivatePostgres":
         """Shut down and start again on the same data directory and port: empty shared_buffers

@@ -52,8 +52,6 @@ _SUN_PATH_MAX = 107
 # Every started, not yet stopped server, so an interpreter exit (or a test
 # guard) can stop the ones somebody forgot.  Strong references on purpose: a
 # running server whose object was dropped must still be found and stopped.
-_LIVE: "set[PrivateMariaDB]" = set()
-_LIVE_LOCK = threading.Lock()
 
 
 class SandboxError(RuntimeError):
@@ -68,25 +66,44 @@ class SysbenchError(subprocess.CalledProcessError):
         return f"{super().__str__()}\n{tail}"
 
 
+class LiveSet:
+    """The private servers one launcher started in this process whose ``stop()`` has not
+    been called (servers that crashed on their own included: their directory still needs
+    removing). The test plugin uses it to prove no test leaves a server behind; at interpreter
+    exit it stops what is left, the last line of defence: a crashed test run must not leave a
+    server behind. PrivateMariaDB and pg_sandbox.PrivatePostgres each keep one."""
+
+    def __init__(self) -> None:
+        self._items: set[Any] = set()
+        self._lock = threading.Lock()
+        atexit.register(self.stop_all)
+
+    def add(self, server: Any) -> None:
+        with self._lock:
+            self._items.add(server)
+
+    def discard(self, server: Any) -> None:
+        with self._lock:
+            self._items.discard(server)
+
+    def list(self) -> list[Any]:
+        with self._lock:
+            return list(self._items)
+
+    def stop_all(self) -> None:
+        for server in self.list():
+            try:
+                server.stop(timeout=10)
+            except Exception:  # noqa: BLE001 - best effort at interpreter exit
+                pass
+
+
+_LIVE = LiveSet()
+
+
 def live_servers() -> list["PrivateMariaDB"]:
-    """Servers started by this process whose ``stop()`` has not been called.
-
-    Includes servers that crashed on their own (their directory still needs
-    removing).  Used by the test plugin to prove that no test leaves a server
-    behind, and by the exit handler.
-    """
-    with _LIVE_LOCK:
-        return list(_LIVE)
-
-
-@atexit.register
-def _stop_all_at_exit() -> None:
-    # Last line of defence: a crashed test run must not leave mariadbd behind.
-    for server in live_servers():
-        try:
-            server.stop(timeout=10)
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
+    """MariaDB servers started by this process whose ``stop()`` has not been called."""
+    return _LIVE.list()
 
 
 def _free_tcp_port() -> int:
@@ -433,8 +450,7 @@ class PrivateMariaDB:
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        _LIVE.add(self)
         deadline = time.monotonic() + self.start_timeout
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -487,8 +503,7 @@ class PrivateMariaDB:
                 proc.kill()
                 proc.wait()
         self._proc = None
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        _LIVE.discard(self)
 
     def restart(self, timeout: float = 30.0) -> "PrivateMariaDB":
         """Shut down and start again on the same datadir and port.
