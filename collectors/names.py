@@ -26,7 +26,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from ioattr.collectors import abi
-from ioattr.collectors.targets import read_proc_text
+from ioattr.collectors.targets import open_fds, read_proc_text
 
 _TMPFILE_RE = re.compile(r"^(?P<dir>.*)/#\d+ \(deleted\)$")
 
@@ -142,21 +142,9 @@ class FileNames:
     def scan_process(self, pid: int) -> None:
         """Name every file pid has open or mapped."""
         self._last_scan[pid] = time.monotonic()
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            return
-        for fd in fds:
-            link = f"{fd_dir}/{fd}"
-            try:
-                st = os.stat(link)
-                target = os.readlink(link)
-            except OSError:
-                continue
-            if target.startswith(("socket:", "pipe:", "anon_inode:")):
-                continue
-            self.set(abi.kernel_dev_of_stat(st.st_dev), st.st_ino, label_link(target))
+        for target, dev, ino in open_fds(pid):
+            if not target.startswith(("socket:", "pipe:", "anon_inode:")):
+                self.set(dev, ino, label_link(target))
         try:
             with open(f"/proc/{pid}/maps") as f:
                 for line in f:

@@ -12,12 +12,34 @@ import ctypes
 import os
 from dataclasses import dataclass, field
 
-from ioattr.collectors import libbpf
+from ioattr.collectors import abi, libbpf
 from ioattr.errors import UsageError
 
 DEFAULT_COMMS = ("mysqld", "mariadbd")
 FLAG_EXPLICIT = 1
 FLAG_FOLLOWED = 2
+
+
+def open_fds(pid: int) -> list[tuple[str, int, int]]:
+    """(link target, kernel dev, inode) of every fd pid has open, sockets and pipes included
+    (their targets say so: "socket:[N]"): the one /proc/PID/fd scan that file naming
+    (collectors/names.py) and engines' file registries (InnoDB's page files) share. An fd
+    closed during the scan, or a process gone, is skipped."""
+    out: list[tuple[str, int, int]] = []
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return out
+    for fd in fds:
+        link = f"{fd_dir}/{fd}"
+        try:
+            st = os.stat(link)
+            target = os.readlink(link)
+        except OSError:
+            continue
+        out.append((target, abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
+    return out
 
 
 def read_proc_text(path: str) -> str | None:

@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from ioattr.collectors import abi, libbpf
+from ioattr.collectors.targets import open_fds
 from ioattr.engines.innodb.pages import FIL_PAGE_TYPE_FSP_HDR
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
@@ -165,23 +166,7 @@ def datadir_files(directories: list[str], depth: int = 2) -> list[tuple[str, int
 
 def open_files(pid: int) -> list[tuple[str, int, int]]:
     """(path, kernel dev, inode) of every regular file pid has open."""
-    out = []
-    fd_dir = f"/proc/{pid}/fd"
-    try:
-        fds = os.listdir(fd_dir)
-    except OSError:
-        return out
-    for fd in fds:
-        link = f"{fd_dir}/{fd}"
-        try:
-            target = os.readlink(link)
-            st = os.stat(link)
-        except OSError:
-            continue
-        if not target.startswith("/"):
-            continue
-        out.append((target, abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
-    return out
+    return [f for f in open_fds(pid) if f[0].startswith("/")]
 
 
 class InnodbFileMap:
