@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ioattr.host.sandbox import LiveSet, SandboxError, _die_with_parent, _free_tcp_port
+from ioattr.host.sandbox import ChildServer, LiveSet, SandboxError, _die_with_parent, _free_tcp_port
 
 __all__ = ["PrivatePostgres", "PG_BINDIR", "live_clusters"]
 
@@ -52,7 +52,7 @@ def live_clusters() -> list["PrivatePostgres"]:
     return _LIVE.list()
 
 
-class PrivatePostgres:
+class PrivatePostgres(ChildServer):
     """A private postmaster living entirely under one directory.
 
     Layout under ``basedir`` (owned by ``user``)::
@@ -91,15 +91,6 @@ class PrivatePostgres:
     @property
     def log_file(self) -> Path:
         return self.socket_dir / "server.log"
-
-    @property
-    def pid(self) -> int | None:
-        """The postmaster's pid, None when not running."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -98,6 +98,21 @@ class LiveSet:
                 pass
 
 
+class ChildServer:
+    """A server this process started as its child (``_proc``) and stops by its pid."""
+
+    _proc: "subprocess.Popen[bytes] | None" = None
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid, ``None`` when not running."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+
 _LIVE = LiveSet()
 
 
@@ -142,7 +157,7 @@ class _InBasedir:
     def __get__(self, obj: "PrivateMariaDB | None", owner: type | None = None) -> Any:
         return self if obj is None else obj._path(self.name)
 
-class PrivateMariaDB:
+class PrivateMariaDB(ChildServer):
     """A private mariadbd living entirely under one directory.
 
     Use it as a context manager (``with PrivateMariaDB() as db: ...``) or call
@@ -259,15 +274,6 @@ class PrivateMariaDB:
         server-specific has to go on a command line.
         """
         return self._path("client.cnf")
-
-    @property
-    def pid(self) -> int | None:
-        """Pid of the mariadbd we started, or ``None`` when not running."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     @property
     def aio_backend(self) -> str | None:

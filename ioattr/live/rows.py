@@ -116,10 +116,15 @@ def _block_roles(roles: list, layers: list[int], pids: list[int], tids: list[int
     return out
 
 
-class IoRows:
+class TableRows:
+    """Turns one drained map's deltas into one table's columns (columns()), naming ids through
+    the session's Naming; one subclass per table (io, statements, pages)."""
+
     def __init__(self, naming: Naming) -> None:
         self.n = naming
 
+
+class IoRows(TableRows):
     def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
         n = self.n
         n.tasks.new_interval()
@@ -188,10 +193,7 @@ def statement_kind(command: str, query: str | None) -> str:
     return verb
 
 
-class StatementRows:
-    def __init__(self, naming: Naming) -> None:
-        self.n = naming
-
+class StatementRows(TableRows):
     def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
         n = self.n
         k = d.keys
@@ -254,10 +256,7 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
     return by_space.get(space_id)
 
 
-class PageRows:
-    def __init__(self, naming: Naming) -> None:
-        self.n = naming
-
+class PageRows(TableRows):
     def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
         n = self.n
         k = d.keys
