@@ -58,8 +58,10 @@ struct {
 	__type(value, struct stmt_val);
 } stmt_stats SEC(".maps");
 
-/* Count a statement start (estimate 0) or an index range estimate (estimate 1) of digest. */
-static __always_inline void count_stmt(__u32 tgid, __u64 digest, int estimate)
+/* Count a statement start (estimate 0) or an index range estimate (estimate 1) of digest.
+ * Returns 1 when the (process, phase, digest) entry was there already: this digest went
+ * through statement_start before (an estimate's digest is its statement's). */
+static __always_inline int count_stmt(__u32 tgid, __u64 digest, int estimate)
 {
 	struct stmt_key k = { .tgid = tgid, .phase = current_phase(), .digest = digest };
 	struct stmt_val init = { .count = !estimate, .estimates = !!estimate };
@@ -67,20 +69,21 @@ static __always_inline void count_stmt(__u32 tgid, __u64 digest, int estimate)
 
 	if (!v) {
 		if (bpf_map_update_elem(&stmt_stats, &k, &init, BPF_NOEXIST) != -EEXIST)
-			return;
+			return 0;
 		v = bpf_map_lookup_elem(&stmt_stats, &k);
 		if (!v)
-			return;
+			return 0;
 	}
 	if (estimate)
 		__sync_fetch_and_add(&v->estimates, 1);
 	else
 		__sync_fetch_and_add(&v->count, 1);
+	return 1;
 }
 
-static __always_inline void count_statement(__u32 tgid, __u64 digest)
+static __always_inline int count_statement(__u32 tgid, __u64 digest)
 {
-	count_stmt(tgid, digest, 0);
+	return count_stmt(tgid, digest, 0);
 }
 
 /* [0]: the last phase number whose boundary a recorder has dealt with (counters
@@ -426,14 +429,16 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 			marker_ts = bpf_ktime_get_ns();
 		}
 	}
-	count_statement(pid_tgid >> 32, c->hash);
+	int known = count_statement(pid_tgid >> 32, c->hash);
 
 	/* a sample of the text, once per digest (or always for a phase marker) */
 	__u8 one = 1;
 	__u64 digest = c->hash;
-	/* look first: an update of an LRU map takes a free node (and its lock)
-	 * before it finds the key exists, on every statement */
-	if (c->marker < 13 && (bpf_map_lookup_elem(&seen_digests, &digest) ||
+	/* a digest already counted in this process and phase was looked up here before
+	 * (its text sent then, or its sending attempted): no seen_digests lookup. Else
+	 * look first: an update of an LRU map takes a free node (and its lock) before it
+	 * finds the key exists */
+	if (c->marker < 13 && (known || bpf_map_lookup_elem(&seen_digests, &digest) ||
 			       bpf_map_update_elem(&seen_digests, &digest, &one, BPF_NOEXIST)))
 		return between;
 	struct query_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
