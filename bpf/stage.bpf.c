@@ -347,16 +347,32 @@ static __always_inline struct task_io_state *thread_state(void)
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/* The calling thread's state if its process is traced (created on first use), else NULL. */
+static __always_inline struct task_io_state *target_thread(__u64 pid_tgid)
+{
+	if (!is_target(pid_tgid >> 32))
+		return NULL;
+	return thread_state();
+}
+
 static __always_inline void set_stage(__u8 stage)
 {
-	struct task_io_state *st;
+	struct task_io_state *st = target_thread(bpf_get_current_pid_tgid());
 
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))
-		return;
-	st = thread_state();
 	if (st)
 		st->stage = stage;
 }
+
+/* A uprobe whose only job is to say where the thread now is: program `name`
+ * sets the traced thread's stage to `stage` (the entries of mysql_execute_command,
+ * JOIN::optimize, JOIN::exec, ha_commit_trans, thd_attach_thd, thd_detach_thd). */
+#define STAGE_PROBE(name, stage)            \
+	SEC("uprobe")                       \
+	int BPF_KPROBE(name)                \
+	{                                   \
+		set_stage(stage);           \
+		return 0;                   \
+	}
 
 /* A client statement starts on this thread: command `command` with its
  * `length` bytes of arguments at user address `packet` (for COM_QUERY, the
@@ -469,11 +485,8 @@ SEC("uprobe")
 int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *packet, unsigned int length)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct task_io_state *st;
+	struct task_io_state *st = target_thread(pid_tgid);
 
-	if (!is_target(pid_tgid >> 32))
-		return 0;
-	st = thread_state();
 	if (!st)
 		return 0;
 	/* attached as the fallback next to the wire reader: a statement the wire
@@ -723,33 +736,13 @@ int ioattr_phase_bump(void *ctx)
 	return (int)(__sync_fetch_and_add(seq, 1) + 1);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_execute_command)
-{
-	set_stage(IOA_STAGE_EXECUTE);
-	return 0;
-}
+STAGE_PROBE(ioattr_execute_command, IOA_STAGE_EXECUTE)
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_join_optimize)
-{
-	set_stage(IOA_STAGE_OPTIMIZE);
-	return 0;
-}
+STAGE_PROBE(ioattr_join_optimize, IOA_STAGE_OPTIMIZE)
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_join_exec)
-{
-	set_stage(IOA_STAGE_EXECUTE);
-	return 0;
-}
+STAGE_PROBE(ioattr_join_exec, IOA_STAGE_EXECUTE)
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_commit)
-{
-	set_stage(IOA_STAGE_COMMIT);
-	return 0;
-}
+STAGE_PROBE(ioattr_commit, IOA_STAGE_COMMIT)
 
 /* Index range estimates (index dives): entry and return of
  * handler::multi_range_read_info_const, which the optimizer calls once per
@@ -766,11 +759,8 @@ SEC("uprobe")
 int BPF_KPROBE(ioattr_estimate_enter)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct task_io_state *st;
+	struct task_io_state *st = target_thread(pid_tgid);
 
-	if (!is_target(pid_tgid >> 32))
-		return 0;
-	st = thread_state();
 	if (!st)
 		return 0;
 	if (!st->est_depth) {
@@ -799,18 +789,8 @@ int BPF_KRETPROBE(ioattr_estimate_return)
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_thd_attach)
-{
-	set_stage(IOA_STAGE_PURGE);
-	return 0;
-}
+STAGE_PROBE(ioattr_thd_attach, IOA_STAGE_PURGE)
 
-SEC("uprobe")
-int BPF_KPROBE(ioattr_thd_detach)
-{
-	set_stage(IOA_STAGE_UNKNOWN);
-	return 0;
-}
+STAGE_PROBE(ioattr_thd_detach, IOA_STAGE_UNKNOWN)
 
 char LICENSE[] SEC("license") = "GPL";
