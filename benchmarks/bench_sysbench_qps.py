@@ -82,10 +82,11 @@ IOATTR_ENV: dict[str, str] | None = None
 IOATTR_CWD: str | None = None  # not the repo: '' on sys.path would find the live tree first
 
 # package -> source folder, as setup.py maps them
+# (every package under ioattr/, found, not listed: a new folder such as engines/myrocks must not
+# be left out of the snapshot, which would then import it from nowhere)
 PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
-                **{f"ioattr/{p}": f"ioattr/{p}" for p in ("model", "format", "live", "analysis",
-                                                          "output", "topview", "prometheus", "host",
-                                                          "engines", "engines/innodb")}}
+                **{str(d.parent.relative_to(REPO)): str(d.parent.relative_to(REPO))
+                   for d in sorted((REPO / "ioattr").glob("*/**/__init__.py"))}}
 
 
 def snapshot_ioattr(work: Path) -> dict[str, object]:
