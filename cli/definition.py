@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # reason: the shared groups import what their defaults come from when a parser uses them.
 COMMANDS: dict[str, str] = {
     "compact": "merge a recording's chunks into segments (faster reports)",
+    "compare": "N benchmark runs side by side: per phase rates and IO per query/transaction",
     "demo": "the whole story on a private MariaDB, no set-up",
     "doctor": "check what this host can trace",
     "explain": "why did the IO change between two phases (or two runs)?",

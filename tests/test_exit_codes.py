@@ -21,7 +21,8 @@ import pytest
 from tests.conftest import need, need_root
 from tests.helpers import IOATTR, IOGEN, Background, assert_no_ioattr_programs, ioattr, report_json
 
-COMMANDS = ("compact", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "script", "top")
+COMMANDS = ("compact", "compare", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "script",
+            "top")
 
 
 PHASES = ("main", "load", "read")
@@ -107,10 +108,23 @@ def _unusable_output(command: str) -> list[tuple[str, list[str], str]]:
 CASES: list[tuple[str, list[str], str]] = [
     # every subcommand: an unknown option
     *[(c, ["--no-such-option"], "unrecognized arguments: --no-such-option") for c in COMMANDS
-      if c not in ("compact", "explain", "report")],
-    *[(c, ["{rec}", "--no-such-option"], "unrecognized arguments") for c in ("compact", "explain", "report")],
+      if c not in ("compact", "compare", "explain", "report")],
+    *[(c, ["{rec}", "--no-such-option"], "unrecognized arguments") for c in ("compact", "compare", "explain",
+                                                                           "report")],
     # compact
     *_unreadable_recording("compact")[:-1],
+    # compare
+    ("compare", [], "required: REC"),
+    *[c for c in _unreadable_recording("compare")[1:]],
+    ("compare", ["{rec}", "{missing}"], "no such recording"),
+    ("compare", ["{rec}", "--phase", "nosuch"], "unknown phase 'nosuch'"),
+    ("compare", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
+    ("compare", ["{rec}", "--by", "colour"], "invalid choice: 'colour'"),
+    ("compare", ["{rec}", "--top", "0"], "--top"),
+    ("compare", ["{rec}", "--top", "abc"], "invalid int value"),
+    ("compare", ["{rec}", "{rec}", "--label", "one"], "--label given 1 times for 2 recordings"),
+    ("compare", ["{rec}", "-o", "{dir}"], "cannot write"),
+    ("compare", ["{rec}", "--html", "{missing}/out.html"], "cannot write"),
     # demo (refused before any server starts)
     ("demo", ["--seconds", "0"], "--seconds"),
     ("demo", ["--seconds", "abc"], "invalid int value"),

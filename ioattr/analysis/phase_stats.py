@@ -99,21 +99,23 @@ def _r(v: float | None) -> float | None:
     return storage.sig(v, 4)
 
 
-def counter_deltas(rec: Recording, phase: str) -> dict[str, float]:
+def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) -> dict[str, float]:
     """Per counter: its last value in the phase minus its last value before the phase.
 
     The recorder snapshots at every phase switch (tagged with the phase that
     ends) and every interval, so this is exact at phase boundaries. For the
     first phase the baseline is its first snapshot. Gauges also get
     `<source>_last:<name>` (value at the phase's end) and `<source>_max:<name>`.
-    Servers and host keys are summed (one benchmark, one server is the norm)."""
+    Servers and host keys are summed (one benchmark, one server is the norm); `pids` keeps only
+    those processes' rows (e.g. the servers' own CPU, without a wrapped client's)."""
     if not rec.has_table("counters"):
         return {}
     names = rec.phase_names()
     prev = names[: names.index(phase)]
+    only = "" if pids is None else f"AND pid IN ({', '.join(str(int(p)) for p in pids) or 'NULL'}) "
     rows = rec.query(
         "WITH c AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
-        "           WHERE value IS NOT NULL), "
+        f"           WHERE value IS NOT NULL {only}), "
         "cur AS (SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
         "               max(value) AS max_v FROM c WHERE phase = ? GROUP BY ALL), "
         "before AS (SELECT source, name, pid, arg_max(value, ts) AS prev_v FROM c "

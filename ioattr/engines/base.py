@@ -219,6 +219,12 @@ class EngineAdapter(ABC):
     #: the server has none), and more recorded when the server has them
     settings: ClassVar[Sequence[str]] = ()
     extra_settings: ClassVar[Sequence[str]] = ()
+    #: what `ioattr compare` shows of a run for this engine, by role: "cache" (the engine's cache
+    #: size, bytes), "io" (how it reads/writes its files: flush method, direct reads, WAL sync),
+    #: "page" (page or block size, bytes) -- each a settings name as meta.json keeps it (the
+    #: server's "settings", or a native server's servers[].settings); one the recording lacks is
+    #: shown as "-". An engine is listed for a run when its "cache" setting was recorded.
+    run_settings: ClassVar[Mapping[str, str]] = {}
 
     def counter_sources(self) -> list[CounterSource]:
         """Fresh per-server counter sources, in the order they are read."""

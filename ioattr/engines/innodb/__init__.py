@@ -95,6 +95,9 @@ class InnodbAdapter(EngineAdapter):
         "innodb_stats_persistent", "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
         "innodb_log_files_in_group")
 
+    run_settings: ClassVar[Mapping[str, str]] = {
+        "cache": "innodb_buffer_pool_size", "io": "innodb_flush_method", "page": "innodb_page_size"}
+
     def counter_sources(self) -> list[CounterSource]:
         return [InnodbMetrics(), InnodbStatus()]
 

@@ -60,6 +60,9 @@ class MyrocksAdapter(EngineAdapter):
         "rocksdb_flush_log_at_trx_commit", "rocksdb_default_cf_options", "rocksdb_datadir", "rocksdb_wal_dir",
         "rocksdb_max_open_files", "rocksdb_perf_context_level")
 
+    run_settings: ClassVar[Mapping[str, str]] = {
+        "cache": "rocksdb_block_cache_size", "io": "rocksdb_use_direct_reads", "page": "rocksdb_block_size"}
+
     def counter_sources(self) -> list[CounterSource]:
         return [PerfContextGlobal(), CfStats(), CompactionStats()]
 

@@ -24,6 +24,8 @@ class PostgresAdapter(EngineAdapter):
     """PostgreSQL (15 here; the file layout is the same since 10)."""
 
     name = "postgres"
+    # recorded in meta.json servers[].settings by server.PostgresServer (bytes for sizes)
+    run_settings = {"cache": "shared_buffers", "io": "wal_sync_method", "page": "block_size"}
 
     def classify_path(self, path: str) -> abi.FileClass | None:
         return files.classify_path(path)

@@ -64,10 +64,43 @@ def socket_of(pid: int) -> tuple[str, int] | None:
     return None
 
 
+#: what a run's settings keep of a cluster (meta.json servers[].settings; `ioattr compare` shows
+#: them): pg_settings values, memory sizes in bytes, numbers as numbers
+SETTINGS = ("shared_buffers", "effective_cache_size", "block_size", "wal_segment_size", "wal_sync_method",
+            "wal_buffers", "synchronous_commit", "full_page_writes", "checkpoint_timeout", "max_wal_size",
+            "effective_io_concurrency", "server_version")
+_UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "16kB": 16384, "MB": 1 << 20, "16MB": 16 << 20, "GB": 1 << 30,
+               "TB": 1 << 40}
+
+
+def setting_value(setting: str, unit: str | None) -> Any:
+    """A pg_settings value as meta.json keeps it: a size in bytes (its unit applied), another
+    number as a number (seconds and the like keep their unit's number), else the text."""
+    try:
+        n = int(setting)
+    except (TypeError, ValueError):
+        try:
+            return float(setting)
+        except (TypeError, ValueError):
+            return setting
+    return n * _UNIT_BYTES[unit] if unit in _UNIT_BYTES else n
+
+
+def read_settings(conn: Any) -> dict[str, Any] | None:
+    """SETTINGS of the cluster (None when they cannot be read: the recording says '-')."""
+    try:
+        rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)",
+                            [list(SETTINGS)]).fetchall()
+    except Exception:  # noqa: BLE001 - psycopg's errors: the settings stay unknown, never guessed
+        return None
+    return {str(name): setting_value(setting, unit) for name, setting, unit in rows}
+
+
 class PostgresServer:
     """A traced cluster, by its postmaster's pid."""
 
     engine = "postgres"
+    settings: dict[str, Any] | None = None  # read_settings() at the first connection
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -104,6 +137,8 @@ class PostgresServer:
         self.roles[int(backend)] = OWN_ROLE
         if self.version is None:
             self.version = str(conn.execute("SHOW server_version").fetchone()[0])
+        if self.settings is None:
+            self.settings = read_settings(conn)
         return conn
 
     def start(self) -> None:
@@ -169,7 +204,8 @@ class PostgresServer:
         return {"pid": self.pid, "engine": self.engine, "datadir": self.datadir,
                 "connected": bool(self.conns), "version": self.version, "flavor": "postgresql",
                 "error": self.error, "names_error": self.names.error, "roles_error": None,
-                "stage_probes": self.stage_status, "processes": {str(p): r for p, r in recent}}
+                "stage_probes": self.stage_status, "processes": {str(p): r for p, r in recent},
+                "settings": self.settings}
 
     def close(self) -> None:
         for conn in self.conns.values():

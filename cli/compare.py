@@ -1,0 +1,78 @@
+"""`ioattr compare`: N benchmark runs side by side, one row per run x phase."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ioattr.cli.definition import command_parser, examples
+from ioattr.errors import UsageError
+
+FORMATS = ("table", "json", "csv")
+BY = ("index", "file_class", "role", "stage")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = command_parser(sub, "compare",
+        description="One row per run and phase: each run's engine and settings from its meta.json "
+                    "('-' where not recorded), then per phase the rates and per-operation IO: storage "
+                    "reads and KB per query, writes and KB per transaction (else per query, else per row "
+                    "inserted), the block and page-cache layers beside them, the engine's own cache misses "
+                    "and the server's CPU per query. Runs are aligned by phase name.",
+        epilog=examples("ioattr compare /tmp/bp16m /tmp/bp64m",
+                        "ioattr compare run1 run2 --label innodb --label myrocks --phase q100 --by index",
+                        "ioattr compare run1 run2 --format csv > runs.csv",
+                        "ioattr compare run1 run2 --html runs.html"))
+    p.add_argument("recordings", nargs="+", metavar="REC", help="recordings (one run each), in the order shown")
+    p.add_argument("--label", action="append", metavar="NAME",
+                   help="a run's name in the output, once per REC in the same order (default: the run "
+                        "directory's name)")
+    p.add_argument("--phase", metavar="NAME[,NAME...]", help="only these phases (default: every phase)")
+    p.add_argument("--by", choices=BY, help="also split the storage terms by this dimension")
+    p.add_argument("--top", type=int, default=10, help="with --by: rows per run and phase")
+    p.add_argument("--format", default="table", help="|".join(FORMATS))
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with the tables and plots")
+    p.add_argument("-o", "--output", help="write the table/JSON/CSV to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ioattr.cli.explain import check_output
+
+    if args.format not in FORMATS:
+        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    phases = None
+    if args.phase is not None:
+        phases = [x.strip() for x in args.phase.split(",") if x.strip()]
+        if not phases:
+            raise UsageError("--phase needs a phase name")
+    check_output(args.output)
+    check_output(args.html)
+    from ioattr.analysis.compare import compare, labels_for
+    from ioattr.format.reader import Recording
+    from ioattr.output.render import write_output
+
+    labels_for(args.recordings, args.label)  # a bad --label count is bad usage before any reading
+    recs = [Recording(p) for p in args.recordings]
+    result = compare(recs, args.label, phases=phases, by=args.by, top=args.top)
+    if args.format == "json":
+        text = json.dumps(result, indent=2) + "\n"
+    elif args.format == "csv":
+        from ioattr.output.compare_view import to_csv
+
+        text = to_csv(result)
+        for info in result["runs"]:  # CSV has no place a parser would not trip on: stderr
+            if info.get("recording_state"):
+                print(f"ioattr compare: WARNING: {info['label']}: {info['recording_state']['message']}",
+                      file=sys.stderr)
+    else:
+        from ioattr.output.compare_view import render_table
+
+        text = render_table(result)
+    if args.html:
+        from ioattr.output.compare_html import render_compare_html
+
+        write_output(render_compare_html(result), args.html)
+    write_output(text, args.output)
+    return 0
