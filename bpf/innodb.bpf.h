@@ -20,6 +20,7 @@
 
 #include "ioattr.h"
 #include "innodb_page.h"
+#include "pg_page.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -93,6 +94,20 @@ static __always_inline long classify_step(__u32 i, struct classify_ctx *c)
 
 	if (!h)
 		return 1;
+	if (c->file.engine != IOA_ENGINE_INNODB) {
+		/* a PostgreSQL relation page (pg_page.h): one small read, where its kind needs it */
+		__u32 want = ioa_pg_read_len(&c->file);
+		__u64 at = addr + ioa_pg_read_offset(&c->file, c->page_bytes);
+
+		len = want;
+		if (want == PG_PAGE_HDR_BYTES && bpf_probe_read_user(h->b, PG_PAGE_HDR_BYTES, (void *)at))
+			len = 0;
+		else if (want == PG_BT_OPAQUE_BYTES && bpf_probe_read_user(h->b, PG_BT_OPAQUE_BYTES, (void *)at))
+			len = 0;
+		ioa_pg_classify_page(&k, &c->file, c->page_bytes, h->b, len);
+		account_pages(&k, 1, c->page_bytes);
+		return 0;
+	}
 	/* an encrypted file's headers are not looked at: don't read them either */
 	if (!c->file.encrypted && bpf_probe_read_user(h->b, PAGE_HDR_BYTES, (void *)addr))
 		len = 0;

@@ -121,15 +121,28 @@ enum ioattr_file_class {
 	IOA_FC_SLRU = 19,      /* pg_xact, pg_multixact, pg_subtrans, pg_commit_ts, pg_serial, pg_notify */
 };
 
-/* userspace -> BPF: an InnoDB page file of a target server (map innodb_files) */
+/* Whose pages a registered file holds (innodb_file.engine): how its pages are read and
+ * classified (InnoDB: innodb_page.h; PostgreSQL: pg_page.h, by the relation's kind). */
+enum ioattr_page_engine {
+	IOA_ENGINE_INNODB = 0,
+	IOA_ENGINE_PG_HEAP = 1,  /* a PostgreSQL heap relation's main fork (table, toast, matview) */
+	IOA_ENGINE_PG_BTREE = 2, /* a PostgreSQL btree index's main fork */
+	IOA_ENGINE_PG_OTHER = 3, /* another PostgreSQL relation (other index AMs, sequences): not read */
+};
+
+/* userspace -> BPF: a page file of a target server (map innodb_files): an InnoDB tablespace,
+ * or a PostgreSQL relation's main fork (engine != IOA_ENGINE_INNODB: space_id is the database
+ * oid, object_id the relfilenode, segment the 1 GiB segment number) */
 struct innodb_file {
 	__u32 space_id;
 	__u8 page_shift;  /* log2 of the physical page size */
 	__u8 file_class;  /* enum ioattr_file_class */
 	__u8 encrypted;   /* pages are encrypted: their index id can't be read */
-	__u8 pad;
+	__u8 engine;      /* enum ioattr_page_engine (was padding: InnoDB's files are 0) */
 	__u32 dblwr_lo;   /* system tablespace: doublewrite pages [lo, hi) */
 	__u32 dblwr_hi;
+	__u32 object_id;  /* PostgreSQL: relfilenode (page_key.index_id's low 32 bits) */
+	__u32 segment;    /* PostgreSQL: segment number (page_key.index_id's high 32 bits) */
 };
 
 #define IOA_PAGE_F_MISMATCH 1   /* header's space/page is not where it was read */

@@ -112,10 +112,21 @@ class IoKey(ctypes.Structure):
                 ("pad", ctypes.c_uint8 * 4)]
 
 
+class PageEngine(enum.IntEnum):
+    """Whose pages a registered page file holds (innodb_file.engine, enum ioattr_page_engine)."""
+
+    INNODB = 0
+    PG_HEAP = 1
+    PG_BTREE = 2
+    PG_OTHER = 3
+
+
 class InnodbFile(ctypes.Structure):
     _fields_ = [("space_id", ctypes.c_uint32), ("page_shift", ctypes.c_uint8),
-                ("file_class", ctypes.c_uint8), ("encrypted", ctypes.c_uint8), ("pad", ctypes.c_uint8),
-                ("dblwr_lo", ctypes.c_uint32), ("dblwr_hi", ctypes.c_uint32)]
+                ("file_class", ctypes.c_uint8), ("encrypted", ctypes.c_uint8), ("engine", ctypes.c_uint8),
+                ("dblwr_lo", ctypes.c_uint32), ("dblwr_hi", ctypes.c_uint32),
+                # PostgreSQL relation files: relfilenode and segment (page_key.index_id's two halves)
+                ("object_id", ctypes.c_uint32), ("segment", ctypes.c_uint32)]
 
 
 class InodeKey(ctypes.Structure):
@@ -187,7 +198,7 @@ COMMANDS = {0: "sleep", 1: "quit", 2: "init_db", 3: "query", 4: "field_list", 5:
 
 assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
 assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
-assert ctypes.sizeof(InnodbFile) == 16
+assert ctypes.sizeof(InnodbFile) == 24
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
 assert ctypes.sizeof(Config) == 16
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ioattr.engines.postgres.roles import BACKEND_TYPE_ROLES
+from ioattr.format.reader import Recording
 from ioattr.host.pg_sandbox import PrivatePostgres
 from tests.helpers import Background, report_json, wait_until
 
@@ -173,3 +174,69 @@ def test_comm_follows_new_backends(cluster: PrivatePostgres, tmp_path: Path) -> 
     assert any(r["file"] == new_file and r["role"] == "checkpointer" and r["op"] == "write" for r in rows)
     assert meta["relations"][new_file]["relation"] == "postgres.public.u"
     assert meta["relations"][new_file]["kind"] == "table"
+
+
+def _pages(rec: Path, *dims: str) -> list[dict]:
+    return report_json(rec, "--by", ",".join(dims), "--layer", "syscall")["rows"]
+
+
+def test_btree_path_pages(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """Page classification of relation files (bpf/pg_page.h): an index scan by a new backend on
+    cold shared buffers reads one page per level of the btree's path -- the metapage (the
+    planner's, cached in the relation cache after), the root, the internal page, the leaf --
+    and one heap page, each counted once with its level and page type and named after its
+    relation. Ground truth: pageinspect's bt_metap (root block and level), bt_page_stats (each
+    page's type and level), and pg_statio_user_indexes/tables (blocks read). Cold reads: the
+    cluster is restarted (empty shared_buffers; pg_prewarm cannot evict, DISCARD does not touch
+    buffers); the page cache may still hold the pages, which the syscall layer counts alike."""
+    pg = cluster
+    pg.execute("CREATE EXTENSION IF NOT EXISTS pageinspect; "
+               "CREATE TABLE w (id int, v text); "
+               "INSERT INTO w SELECT g, md5(g::text) FROM generate_series(1, 200000) g; "
+               "CREATE INDEX w_id ON w (id); CHECKPOINT")
+    root, level = pg.query("SELECT root, level FROM bt_metap('w_id')")[0]
+    assert level == 2  # a root above one level of internal pages: three levels below the metapage
+    pg.restart()  # empty shared_buffers
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as b:  # a new backend
+            backend = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+            b.execute("SELECT pg_stat_reset()")  # the counters survive the restart (bt_metap's read)
+            b.execute("SET enable_seqscan = off; SET enable_bitmapscan = off")
+            assert len(b.execute("SELECT v FROM w WHERE id = 12345").fetchall()) == 1
+            b.execute("SELECT pg_stat_force_next_flush()")
+            with pg.connect() as c:
+                (idx_read,) = c.execute(
+                    "SELECT idx_blks_read FROM pg_statio_user_indexes WHERE indexrelname = 'w_id'").fetchone()
+                (heap_read,) = c.execute(
+                    "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'w'").fetchone()
+            wait_until(lambda: _role_known(rec, backend), 60, f"the recorder to see backend {backend}")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    # the path's pages as pageinspect says them (read after the recording: its reads are not in it)
+    root_stats = pg.query("SELECT blkno, type, btpo_level FROM bt_page_stats('w_id', %s)", (root,))
+    assert root_stats == [(root, "r", 2)]
+    rows = [r for r in _pages(rec, "process", "role", "index", "level", "page_type", "op")
+            if r["process"] and _pid_of(r) == backend and r["index"] in ("postgres.public.w_id", "postgres.public.w")]
+    got = sorted(((r["index"], r["level"], r["page_type"], r["op"], r["pages"], r["count"], r["bytes"]) for r in rows),
+                 key=repr)
+    assert got == sorted([
+        ("postgres.public.w_id", None, "btree_meta", "read", 1, 1, PAGE),
+        ("postgres.public.w_id", "non_leaf", "btree_root", "read", 1, 1, PAGE),
+        ("postgres.public.w_id", "non_leaf", "btree_internal", "read", 1, 1, PAGE),
+        ("postgres.public.w_id", "leaf", "btree_leaf", "read", 1, 1, PAGE),
+        ("postgres.public.w", None, "heap", "read", 1, 1, PAGE),
+    ], key=repr), got
+    assert idx_read == 4 and heap_read == 1
+    assert {r["role"] for r in rows} == {"connection"}
+    # the recording keeps the btree levels themselves (the report dimension is leaf/non_leaf)
+    node = int(pg.query("SELECT pg_relation_filenode('w_id')")[0][0])
+    levels = Recording(rec).query(
+        "SELECT page_type, level, index_id, sum(pages) FROM pages WHERE pid = ? AND index = 'postgres.public.w_id' "
+        "GROUP BY ALL ORDER BY page_type", [backend])
+    assert levels == [("btree_internal", 1, node, 1), ("btree_leaf", 0, node, 1), ("btree_meta", None, node, 1),
+                      ("btree_root", 2, node, 1)]

@@ -192,6 +192,14 @@ class EngineAdapter(ABC):
         return None
 
     # -- pages / blocks ------------------------------------------------------------------
+    #: file classes (page_key.file_class) of page rows this engine's files give, where the engine
+    #: is not the default page engine (registry.page_engine_for: PostgreSQL's relation files)
+    page_file_classes: ClassVar[frozenset[int]] = frozenset()
+
+    def page_object_id(self, index_id: int) -> int:
+        """The object id (index id, relfilenode) a page row's index_id holds."""
+        return index_id
+
     def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
         """The name of a page/block kind number the BPF classifier counted."""
         return f"type_{page_type}"
@@ -263,7 +271,8 @@ class EngineAdapter(ABC):
     def server_context(self, pid: int) -> Any:
         """The session's context of such a server (asked only when owns_server(pid)): .pid,
         .start(), .children(), .role(pid), .names (describe_path), .refresh_names(force),
-        .stage_status, .error, .describe(), .close() -- ioattr/engines/postgres/server.py."""
+        .stage_status, .error, .describe(), .close(); with page classification .attach_pages(map_fd)
+        (before start), .poll_pages(), .page_file(space_id, index_id) -- ioattr/engines/postgres/server.py."""
         raise NotImplementedError
 
     def forks_servers(self, pid: int) -> bool:

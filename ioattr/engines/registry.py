@@ -36,6 +36,12 @@ def page_engine() -> EngineAdapter:
     return next(e for e in ENGINES if e.file_map_name is not None)
 
 
+def page_engine_for(file_class: int) -> EngineAdapter:
+    """The adapter whose page kinds a page row of this file class holds (PostgreSQL's relation
+    files share the BPF page map with InnoDB's tablespaces; their rows say so by file class)."""
+    return next((e for e in ENGINES if file_class in e.page_file_classes), page_engine())
+
+
 def classify_path(path: str) -> abi.FileClass:
     """A server file's file_class by its name, asking every engine ('other' if none owns it)."""
     return first_class(ENGINES, path)

@@ -21,7 +21,10 @@ from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
+ANON_TMPFILE = "[anonymous tmpfile"  # collectors/names.py label_link
 PAGE_ENGINE = engines.page_engine()  # the engine whose page kinds the BPF classifier counts (page_stats)
+# file classes whose page rows are another engine's (PostgreSQL's relation files), named by it
+NATIVE_PAGE_CLASSES = frozenset(c for e in engines.ENGINES for c in e.page_file_classes)
 
 STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
 STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
@@ -47,6 +50,9 @@ class Naming:
     # backends and auxiliary processes: the session's engine server contexts answer, from the
     # process titles); None when no such server is traced
     process_role: Callable[[int], str | None] | None = None
+    # page rows of such servers' relation files (PostgreSQL): (pid, space_id, index_id) -> (the
+    # registered file: .path .dev .ino .rel, the relation's name); None when none is traced
+    native_page: Callable[[int, int, int], tuple[Any, str | None] | None] | None = None
 
     def role(self, pid: int, tid: int, stage: int = 0) -> str | None:
         if not tid:
@@ -277,6 +283,23 @@ class PageRows(TableRows):
             flags = int(k["flags"][i])
             label = page_flags_label(flags)
             pt = int(k["page_type"][i])
+            fc = int(k["file_class"][i])
+            eng = engines.page_engine_for(fc) if fc in NATIVE_PAGE_CLASSES else None
+            if eng is not None:
+                # a PostgreSQL relation page (bpf/pg_page.h): the relation and its file are known
+                # from the file's registration, whatever the page held
+                found = (n.native_page(int(pids[i]), int(k["space_id"][i]), int(k["index_id"][i]))
+                         if n.native_page is not None else None)
+                pf, relname = found if found is not None else (None, None)
+                page_types.append(label if label == "unreadable" else eng.page_type_name(pt))
+                index_ids.append(eng.page_object_id(int(k["index_id"][i])))
+                index_names.append(relname)
+                lvl = int(k["level"][i])
+                levels.append(lvl if eng.is_index_page(pt) and lvl != abi.LEVEL_NONE else None)
+                file_col.append(pf.path if pf else None)
+                dev_col.append("%d:%d" % abi.dev_major_minor(pf.dev) if pf else None)
+                ino_col.append(pf.ino if pf else None)
+                continue
             if label in ("encrypted", "unreadable"):
                 page_types.append(label)
                 index_ids.append(None)

@@ -148,6 +148,7 @@ class LiveSession:
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes())
             self.naming.process_role = self._process_role
+            self.naming.native_page = self._native_page
             self.naming.files.cwd_hint = self._cwd_hint
             self.tracker = TargetTracker(o.targets, self.probes.map_fd("targets"),
                                          self.probes.shared_fds.get("target_slots"))
@@ -233,6 +234,21 @@ class LiveSession:
                 return role
         return None
 
+    def _native_page(self, pid: int, space_id: int, index_id: int) -> tuple[object, str | None] | None:
+        """A page row of a native server's process (PostgreSQL: space_id the database oid,
+        index_id segment << 32 | relfilenode) -> (its registered file, the relation's name)."""
+        servers = list(self.native_servers.values())
+        if len(servers) > 1:  # which cluster pid belongs to: the one that knows its role
+            servers = [s for s in servers if pid in s.roles] or []  # type: ignore[attr-defined]
+        if len(servers) != 1:
+            return None
+        srv = servers[0]
+        pf = srv.page_file(space_id, index_id)  # type: ignore[attr-defined]
+        if pf is None:
+            return None
+        rel = srv.names.lookup(pf.rel)  # type: ignore[attr-defined]
+        return pf, (rel.name if rel is not None else None)
+
     def _cwd_hint(self, pid: int) -> str | None:
         """The working directory of a target already gone, where only a native server's children
         can be such a target (one PostgreSQL cluster and no wrapped command): its data directory,
@@ -295,6 +311,9 @@ class LiveSession:
         """A server of an engine's own (PostgreSQL's postmaster): its context (connection,
         names, roles); the MySQL statement probes and wire reader are never attached to it."""
         srv = engine.server_context(pid)  # type: ignore[attr-defined]
+        if self.opts.innodb_pages and getattr(engine, "file_map_name", None):
+            # its relation files, registered for page classification once the catalogs are read
+            srv.attach_pages(self.probes.map_fd(engine.file_map_name))  # type: ignore[attr-defined]
         srv.start()
         self.native_servers[pid] = srv
         self._process_roles.pop(pid, None)
@@ -385,6 +404,8 @@ class LiveSession:
         self.events.consume()
         if self._new_page_file:
             self._refresh_servers()
+        for srv in self.native_servers.values():
+            srv.poll_pages()  # type: ignore[attr-defined]  # new relation files (throttled)
 
     # -- phases ------------------------------------------------------------------------
     def _init_phases(self) -> None:

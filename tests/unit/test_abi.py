@@ -87,6 +87,7 @@ ENUMS = {
     "ioattr_stage": (abi.Stage, "IOA_STAGE_", {}),
     "ioattr_file_class": (abi.FileClass, "IOA_FC_", {"SYSTEM": "SYSTEM_TABLESPACE", "REDO": "REDO_LOG",
                                                       "RELAY": "RELAY_LOG"}),
+    "ioattr_page_engine": (abi.PageEngine, "IOA_ENGINE_", {}),
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ioattr.collectors import abi
 from ioattr.engines.base import Connection, EngineAdapter
-from ioattr.engines.postgres import files, names, roles, server
+from ioattr.engines.postgres import files, names, pages, roles, server
 
 
 class PostgresAdapter(EngineAdapter):
@@ -30,8 +30,24 @@ class PostgresAdapter(EngineAdapter):
     def classify_path(self, path: str) -> abi.FileClass | None:
         return files.classify_path(path)
 
+    # relation main forks are registered in InnoDB's page-file map (the value's engine byte says
+    # whose) by the cluster's context (server.PostgresServer.attach_pages), not by path: the
+    # kind of a relation's pages needs the catalogs
+    file_map_name = "innodb_files"
+    page_file_classes = frozenset({int(abi.FileClass.RELATION)})
+
     def is_page_file(self, path: str) -> bool:
-        return False  # no page classification in BPF yet
+        return False  # registered from the catalogs, never by a MySQL server's file registry
+
+    def page_object_id(self, index_id: int) -> int:
+        return pages.split_index_id(index_id)[0]  # relfilenode (the high half is the segment)
+
+    def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
+        return pages.page_type_name(page_type)
+
+    def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
+        """Pages with a btree level (every page of a relation file has its relation)."""
+        return pages.is_level_page(page_type)
 
     def object_names(self) -> names.RelationNames:
         return names.RelationNames()
@@ -53,4 +69,4 @@ class PostgresAdapter(EngineAdapter):
         return server.is_postgres_process(pid)
 
 
-__all__ = ["PostgresAdapter", "files", "names", "roles", "server"]
+__all__ = ["PostgresAdapter", "files", "names", "pages", "roles", "server"]

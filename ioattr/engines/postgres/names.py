@@ -20,8 +20,8 @@ RELKINDS = {"r": "table", "i": "index", "t": "toast", "m": "materialized_view", 
 
 DATABASES_QUERY = "SELECT oid, datname, dattablespace FROM pg_database WHERE datallowconn ORDER BY oid"
 RELATIONS_QUERY = (
-    "SELECT pg_relation_filenode(c.oid), c.reltablespace, n.nspname, c.relname, c.relkind, c.relpersistence "
-    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "SELECT pg_relation_filenode(c.oid), c.reltablespace, n.nspname, c.relname, c.relkind, c.relpersistence, "
+    "a.amname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_am a ON a.oid = c.relam "
     "WHERE pg_relation_filenode(c.oid) IS NOT NULL")
 
 
@@ -30,6 +30,7 @@ class Relation:
     name: str      # database.schema.relation (shared catalogs: pg_global.schema.relation)
     kind: str      # table, index, toast, materialized_view, sequence, ...
     temporary: bool = False
+    am: str | None = None  # access method (pg_am.amname: heap, btree, hash, gist, ...), None: none
 
 
 class RelationNames:
@@ -42,13 +43,14 @@ class RelationNames:
 
     def load(self, database_oid: int, database: str, default_tablespace: int, rows: list[tuple]) -> None:
         """Rows of RELATIONS_QUERY read in one database."""
-        for node, spc, schema, relname, relkind, persistence in rows:
+        for node, spc, schema, relname, relkind, persistence, *rest in rows:
             spc = int(spc)
             shared = spc == GLOBAL_TABLESPACE
             key = (GLOBAL_TABLESPACE, 0, int(node)) if shared else (spc or default_tablespace, database_oid, int(node))
             db = "pg_global" if shared else database
             self.relations[key] = Relation(f"{db}.{schema}.{relname}", RELKINDS.get(str(relkind), str(relkind)),
-                                           temporary=str(persistence) == "t")
+                                           temporary=str(persistence) == "t",
+                                           am=str(rest[0]) if rest and rest[0] is not None else None)
 
     def refresh(self, connect: Callable[[str], Any]) -> bool:
         """Re-read every database's relations. connect(dbname) -> an open psycopg connection
@@ -82,6 +84,11 @@ class RelationNames:
                      if db == rel.database and node == rel.relfilenode and spc not in (DEFAULT_TABLESPACE,)}
             return next(iter(found)) if len(found) == 1 else None
         return self.relations.get((rel.tablespace, rel.database, rel.relfilenode))
+
+    def kind_of(self, rel: RelationFile) -> tuple[str | None, str | None]:
+        """(kind, access method) of the relation a file holds, (None, None) when unknown."""
+        r = self.lookup(rel)
+        return (r.kind, r.am) if r is not None else (None, None)
 
     def describe_path(self, path: str) -> dict[str, Any] | None:
         """What meta.json "relations" says of one file: None if the path is no relation file."""

@@ -22,6 +22,7 @@ from typing import Any
 from ioattr.collectors.engine import server_sockets
 from ioattr.engines.postgres import roles
 from ioattr.engines.postgres.names import RelationNames
+from ioattr.engines.postgres.pages import RelationPageFile, RelationPageFiles
 
 OWN_ROLE = "ioattr"  # ioattr's own backends (catalog reads for names)
 STATEMENTS_STATUS = "statements: not yet for PostgreSQL"
@@ -116,6 +117,33 @@ class PostgresServer:
             self.datadir: str | None = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             self.datadir = None
+        # relation files registered for page classification in BPF (attach_pages; None: off)
+        self.pages: RelationPageFiles | None = None
+
+    # -- pages ---------------------------------------------------------------------
+    def attach_pages(self, map_fd: int | None) -> None:
+        """Register the cluster's relation main forks in the BPF page-file map (innodb_files)
+        as the catalogs say their kinds: called before start(), which reads the catalogs."""
+        self.pages = RelationPageFiles(map_fd, self.datadir)
+
+    def sync_pages(self, force: bool = False) -> None:
+        """Rescan the data directory for relation files (throttled unless forced)."""
+        if self.pages is not None:
+            self.pages.sync(self.names.kind_of, force)
+
+    def poll_pages(self) -> None:
+        """Often (the session's poll): rescan for new relation files (throttled); a file whose
+        relation the catalogs did not have (created since) makes the names be re-read (also
+        throttled), which registers it."""
+        if self.pages is None:
+            return
+        self.pages.sync(self.names.kind_of)
+        if self.pages.unknown and self.conns:
+            self.refresh_names()
+
+    def page_file(self, database: int, index_id: int) -> RelationPageFile | None:
+        """The relation file a page row came from (its key: database oid, relfilenode|segment)."""
+        return self.pages.file_of(database, index_id) if self.pages is not None else None
 
     # -- connections ---------------------------------------------------------------
     def connect(self, dbname: str = "postgres") -> Any:
@@ -161,6 +189,7 @@ class PostgresServer:
             self.start()
             return
         self.names.refresh(self.connect)
+        self.sync_pages(force=True)  # files whose kind the catalogs just said
 
     def children(self) -> list[int]:
         """The postmaster's live child processes (its backends and auxiliary processes)."""
@@ -208,6 +237,8 @@ class PostgresServer:
                 "settings": self.settings}
 
     def close(self) -> None:
+        if self.pages is not None:
+            self.pages.close()
         for conn in self.conns.values():
             try:
                 conn.close()
