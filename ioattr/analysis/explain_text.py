@@ -96,11 +96,25 @@ def _side(label: str, s: dict[str, Any], unit: str) -> str:
     return f"{label}: {s['recording']} ({s['phase']}) = {s['value']:.4g}" + (f"  [{', '.join(what)}]" if what else "")
 
 
+def _engine_lines(s: dict[str, Any]) -> list[str]:
+    """The engines' own per-phase lines under a side (MyRocks: flush, compaction, WAL, amplification)."""
+    out = []
+    for engine in registry.ENGINES:
+        terms = s.get(engine.name)
+        line = engine.phase_line(terms) if isinstance(terms, dict) else None
+        if line:
+            out.append("    " + line)
+    return out
+
+
 def render_text(r: dict[str, Any]) -> str:
     b, t = r["baseline"], r["target"]
     lines = [f"WARNING: {w}" for w in r.get("warnings") or []]
     lines += [f"{r['metric']} ({r['unit']}): {b['value']:.4g} -> {t['value']:.4g}",
-              "  " + _side("baseline", b, r["unit"]), "  " + _side("target", t, r["unit"])]
+              "  " + _side("baseline", b, r["unit"])]
+    lines += _engine_lines(b)
+    lines.append("  " + _side("target", t, r["unit"]))
+    lines += _engine_lines(t)
     if r.get("no_significant_change"):
         lines.append(f"  {r['no_significant_change']}")
     lines.append("")

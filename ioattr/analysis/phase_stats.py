@@ -46,6 +46,9 @@ class PhaseStats:
         return None
 
     statement_counts: dict[str, float] = field(default_factory=dict)  # kind -> statements (stage probes)
+    #: engine name -> its own per-phase terms (EngineAdapter.phase_terms: MyRocks' flush, compaction,
+    #: WAL per transaction, write amplification), only for engines that have some
+    engines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def queries(self) -> float | None:
@@ -72,7 +75,7 @@ class PhaseStats:
         cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
         cs = self.counter("proc:ctxt")
         engine_reads = self.counter(storage.ENGINE_READS)
-        return {
+        out = {
             "phase": self.name,
             "seconds": round(self.seconds, 3),
             "open": self.open,
@@ -92,6 +95,8 @@ class PhaseStats:
             "storage_reads": int(self.reads),
             "storage_writes": int(self.writes),
         }
+        out.update(self.engines)  # e.g. "rocksdb": {...} (ioattr/engines/myrocks/lsm.py)
+        return out
 
 
 def _r(v: float | None) -> float | None:
@@ -171,6 +176,17 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
             "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
     st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
                                 [phase])[0][0])
+    from ioattr.engines import registry  # not at import time: engines import analysis modules
+
+    def io_rows() -> list[dict[str, Any]]:
+        from ioattr.analysis.report import ReportRequest, build_report
+
+        return build_report(rec, ReportRequest(by=["file_class", "role"], phase=phase, layer="syscall"))["rows"]
+
+    for engine in registry.ENGINES:
+        terms = engine.phase_terms(st.counters, io_rows)
+        if terms is not None:
+            st.engines[engine.name] = terms
     return st
 
 

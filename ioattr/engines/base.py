@@ -248,6 +248,20 @@ class EngineAdapter(ABC):
     #: "source:name" of the counters table, the first one recorded is shown)
     report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = ()
 
+    def phase_terms(self, counters: Mapping[str, float],
+                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+        """The engine's own per-phase terms (report --by phase "summary" and explain's
+        baseline/target carry them under the engine's name): for an LSM, flush and compaction
+        bytes, WAL per transaction, write amplification, its counters beside ours. `counters`
+        are the phase's counter deltas (analysis.phase_stats); io_rows() the phase's syscall-layer
+        report rows by file_class and role (asked only if needed: the core builds them). None:
+        nothing for this phase (e.g. the server did not have the engine). Default: None."""
+        return None
+
+    def phase_line(self, terms: Mapping[str, Any]) -> str | None:
+        """One readable line of phase_terms for explain's and report's text (None: none)."""
+        return None
+
     # -- findings ---------------------------------------------------------------------------------
     #: explain findings only this engine can test (ioattr.analysis.findings runs them)
     findings: ClassVar[Sequence[Finding]] = ()

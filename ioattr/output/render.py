@@ -69,6 +69,21 @@ def _summary_table(summary: list[dict] | None) -> Table | None:
     return t
 
 
+def _engine_phase_lines(summary: list[dict]) -> list[str]:
+    """Per phase, the engines' own terms as one line each (MyRocks: flush, compaction, WAL per
+    transaction, write amplification, block-cache misses by kind), under the per-phase table."""
+    from ioattr.engines import registry
+
+    out = []
+    for row in summary:
+        for engine in registry.ENGINES:
+            terms = row.get(engine.name)
+            line = engine.phase_line(terms) if isinstance(terms, dict) else None
+            if line:
+                out.append(f"{row.get('phase')}: {line}")
+    return out
+
+
 def state_line(report: dict) -> str | None:
     """The one line that says a recording is incomplete, crashed or still being written."""
     st = report.get("recording_state")
@@ -101,6 +116,8 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         console.print(escape(state_line(report) or ""))
     if summary_table is not None:
         console.print(summary_table)
+        for line in _engine_phase_lines(report.get("summary") or []):
+            console.print(escape(line))
     console.print(table)
     if report.get("dropped"):
         from ioattr.model.labels import drops_line

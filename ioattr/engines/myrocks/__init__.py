@@ -15,11 +15,11 @@ index, filter) come from the engine's own counters (Rocksdb_block_cache_{data,in
 """
 from __future__ import annotations
 
-from typing import ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
-from ioattr.engines.myrocks import files, names, sst
+from ioattr.engines.myrocks import files, lsm, names, sst
 from ioattr.engines.myrocks.counters import CfStats, CompactionStats, PerfContextGlobal, rocksdb_active
 from ioattr.engines.myrocks.roles import INSTRUMENT_ROLES
 from ioattr.engines.myrocks.roles import role_of_comm as _role_of_comm
@@ -81,6 +81,13 @@ class MyrocksAdapter(EngineAdapter):
         ("RocksDB compaction bytes written", ("status:Rocksdb_compact_write_bytes",)),
         ("RocksDB WAL bytes", ("status:Rocksdb_wal_bytes",)),
     )
+
+    def phase_terms(self, counters: Mapping[str, float],
+                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+        return lsm.phase_terms(dict(counters), io_rows)
+
+    def phase_line(self, terms: Mapping[str, Any]) -> str | None:
+        return lsm.phase_line(dict(terms))
 
     def claims(self, conn: Connection | None) -> bool:
         """Without a connection, yes (its files are recognised by their directory); with one,

@@ -37,7 +37,7 @@ from ioattr.collectors.engine import EngineError
 from ioattr.engines.base import Connection
 from ioattr.engines.myrocks import files
 from ioattr.engines.myrocks.counters import rocksdb_active
-from ioattr.engines.myrocks.names import IndexNames
+from ioattr.engines.myrocks.names import FIRST_USER_INDEX, IndexNames
 
 BLOCK = 32768
 # record types of RocksDB's log format (db/log_format.h): full, first, middle, last; +4 recyclable
@@ -267,14 +267,14 @@ class SstCatalog:
             return False
         self._read_at = now
         try:
-            self._read(conn)
+            self._read(conn, force)
         except EngineError as e:
             self.error = f"SST names unavailable: {e}"
             return False
         self._dir_mtime = mtime
         return True
 
-    def _read(self, conn: Connection) -> None:
+    def _read(self, conn: Connection, force: bool = False) -> None:
         assert self.rocksdb_dir is not None
         if not self._cf_names:
             for cf_id, value in conn.query(CF_QUERY):  # ("0", "default [0]")
@@ -282,9 +282,19 @@ class SstCatalog:
                     self._cf_names[int(_text(cf_id))] = _text(value).rpartition(" [")[0] or _text(value)
                 except ValueError:
                     continue
-        self.names.refresh(conn)
+        file_map = conn.query(INDEX_FILE_MAP_QUERY)
+        # ROCKSDB_DDL is read from MyRocks' dictionary in RocksDB (its block cache counts the
+        # reads: hits, and a miss after the dictionary's column family was flushed), so it is
+        # re-read only when an SST holds an index number not named yet (numbers are never
+        # reused), not at every refresh or phase boundary: the recorder's own reads stay out of
+        # the phases' block-cache counters. (A table renamed during a recording keeps its old
+        # name here.)
+        numbers = {int(row[1]) for row in file_map}
+        if not self.names.names or any(
+                n >= FIRST_USER_INDEX and n not in self.names.names for n in numbers):
+            self.names.refresh(conn)
         by_sst: dict[str, list[dict[str, Any]]] = {}
-        for cf, number, sst, rows, size in conn.query(INDEX_FILE_MAP_QUERY):
+        for cf, number, sst, rows, size in file_map:
             n = int(number)
             by_sst.setdefault(os.path.basename(_text(sst)), []).append(
                 {"index": self.names.lookup(n) or f"index_{n}", "rows": int(rows or 0), "bytes": int(size or 0)})
