@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 from ioattr.model import storage
-from tests.helpers import assert_no_ioattr_programs, ioattr, record_marked_phases
+from tests.helpers import Background, assert_no_ioattr_programs, ioattr, record_marked_phases
 
 ROWS = 40_000
 QUERIES = 3000
@@ -89,4 +89,32 @@ def test_compare_two_buffer_pools(mariadb_factory, tmp_path: Path) -> None:
                env=dict(os.environ, COLUMNS="250"))
     assert "bp8m" in r.stdout and "innodb 8.0 MiB" in r.stdout and "innodb 64.0 MiB" in r.stdout
     assert "<svg" in page.read_text()
+    assert_no_ioattr_programs()
+
+
+def test_compare_shows_a_postgres_runs_settings(postgres, tmp_path: Path) -> None:
+    """A PostgreSQL run: the recorder keeps the cluster's settings (meta.json servers[].settings)
+    and compare shows them as the server says them; its per-query terms stay null (no statement
+    counts are recorded for PostgreSQL yet): never guessed."""
+    rec = tmp_path / "pg"
+    bg = Background("record", "-o", str(rec), "--pid", str(postgres.pid), "--phase", "read")
+    try:
+        bg.wait_recording()
+        for i in range(20):
+            postgres.query("SELECT %s::int + 1", [i])
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    r = ioattr("compare", str(rec), "--format", "json", check=True)
+    result = json.loads(r.stdout)
+    (run,) = result["runs"]
+    truth = dict(postgres.query("SELECT name, setting FROM pg_settings WHERE name IN "
+                                "('shared_buffers', 'block_size', 'wal_sync_method')"))
+    block = int(truth["block_size"])
+    assert run["engines"] == ["postgres"]
+    assert run["engine_settings"]["postgres"] == {"cache": int(truth["shared_buffers"]) * block,  # unit: blocks
+                                                  "io": truth["wal_sync_method"], "page": block}
+    assert run["version"] == postgres.query("SHOW server_version")[0][0]
+    (row,) = result["rows"]
+    assert row["phase"] == "read" and row["queries"] is None and row["reads_per_query"] is None
     assert_no_ioattr_programs()

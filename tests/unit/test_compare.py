@@ -213,3 +213,14 @@ def test_outputs(runs, tmp_path: Path) -> None:
     assert 'data-points="2"' in page                                          # a bar per run in phase read
     one = compare([Recording(a)])                                             # one run is allowed
     assert len(one["rows"]) == 2 and render_table(one)
+
+
+def test_postgres_setting_values() -> None:
+    """pg_settings values as meta.json keeps them: sizes in bytes, numbers as numbers, text as text."""
+    from ioattr.engines.postgres.server import setting_value
+
+    assert setting_value("2048", "8kB") == 16 << 20           # shared_buffers = 2048 blocks
+    assert setting_value("8192", None) == 8192                # block_size
+    assert setting_value("300", "s") == 300                   # checkpoint_timeout keeps its unit's number
+    assert setting_value("fdatasync", None) == "fdatasync"
+    assert setting_value("1.5", None) == 1.5
