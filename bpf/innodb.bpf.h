@@ -127,12 +127,19 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 {
 	struct classify_ctx c = {};
 	__u32 shift = f->page_shift;
+	__u32 page_bytes;
 	int cut;
 	__u32 n;
 
 	if (!cfg.innodb_pages || !buf)
 		return;
 	n = ioa_io_pages(nbytes, shift, &cut);
+	page_bytes = 1U << (shift & 31);
+	/* a PAGE_COMPRESSED page is written shorter than a page (innodb_page.h) */
+	if (!n && tmpl->op == IOA_OP_WRITE && ioa_short_page(nbytes, shift, pos)) {
+		n = 1;
+		page_bytes = (__u32)nbytes;
+	}
 	if (!n)
 		return;
 	if (cut)
@@ -141,7 +148,7 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 	c.file = *f;
 	c.buf = buf;
 	c.first_page = pos >> shift;
-	c.page_bytes = 1U << shift;
+	c.page_bytes = page_bytes;
 	c.shift = shift;
 	if (n == 1) /* one page (InnoDB's page reads): no bpf_loop helper and indirect call */
 		classify_step(0, &c);

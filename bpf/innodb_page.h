@@ -30,6 +30,10 @@
 #define FIL_PAGE_INDEX 17855
 #define FIL_PAGE_RTREE 17854
 #define FIL_PAGE_TYPE_INSTANT 18 /* MariaDB: root of an instantly altered index (MySQL 8: SDI blob) */
+#define FIL_PAGE_PAGE_COMPRESSED 34354           /* MariaDB PAGE_COMPRESSED=1 page, classic format */
+#define FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED 37401
+#define FIL_PAGE_COMPRESS_FCRC32_MARKER 32768    /* MariaDB full_crc32 format: 1 << 15 in the type */
+#define FIL_PAGE_COMP_ALGO 26    /* full_crc32 PAGE_COMPRESSED: compressed from here on */
 #define MAX_PAGES_PER_IO 256
 #define PAGE_HDR_BYTES 74        /* what the classifier reads of each page: up to PAGE_INDEX_ID + 8 */
 #define IOA_PAGE_SHIFT_MIN 9     /* 512-byte pages (ROW_FORMAT=COMPRESSED) */
@@ -58,6 +62,18 @@ static __always_inline int ioa_is_index_page(__u16 page_type)
 }
 
 /*
+ * A MariaDB PAGE_COMPRESSED page in the full_crc32 format (the 10.5+ default): its type is
+ * FIL_PAGE_COMPRESS_FCRC32_MARKER | (compressed length / 256), and everything from byte
+ * FIL_PAGE_COMP_ALGO on is compressed -- the space id and the index page header too. Its
+ * page number is still there. (34354 and 37401, the classic format's, also have bit 15.)
+ */
+static __always_inline int ioa_is_fcrc32_compressed(__u16 page_type)
+{
+	return (page_type & FIL_PAGE_COMPRESS_FCRC32_MARKER) && page_type != FIL_PAGE_PAGE_COMPRESSED &&
+	       page_type != FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED;
+}
+
+/*
  * How many pages of 1 << shift bytes an IO of nbytes holds (a partial page
  * at the end is not classified: its header may not be there). 0 when the
  * shift is not a page size InnoDB uses. More than MAX_PAGES_PER_IO are cut
@@ -76,6 +92,19 @@ static __always_inline __u32 ioa_io_pages(__u64 nbytes, __u32 shift, int *cut)
 		n = MAX_PAGES_PER_IO;
 	}
 	return (__u32)n;
+}
+
+/*
+ * Whether an IO too short for one page is one page all the same: MariaDB writes a
+ * PAGE_COMPRESSED=1 page as its compressed length rounded up to the file system block
+ * (e.g. 4 KiB of a 16 KiB page), from the page's start. Such an IO starts on a page
+ * boundary and holds at least a whole header; it is counted as one page of nbytes.
+ */
+static __always_inline int ioa_short_page(__u64 nbytes, __u32 shift, __u64 pos)
+{
+	if (shift < IOA_PAGE_SHIFT_MIN || shift > IOA_PAGE_SHIFT_MAX)
+		return 0;
+	return nbytes >= PAGE_HDR_BYTES && nbytes < (1ULL << shift) && !(pos & ((1ULL << shift) - 1));
 }
 
 /*
@@ -109,6 +138,12 @@ static __always_inline void ioa_classify_page(struct page_key *k, const struct i
 	}
 	k->page_type = ioa_be16(hdr + FIL_PAGE_TYPE);
 	k->space_id = ioa_be32(hdr + FIL_PAGE_SPACE_ID);
+	if (ioa_is_fcrc32_compressed(k->page_type)) {
+		/* counted as FIL_PAGE_PAGE_COMPRESSED of its file; no space id or index header to
+		 * read (a doublewrite copy's space is not known: its file's is kept) */
+		k->page_type = FIL_PAGE_PAGE_COMPRESSED;
+		k->space_id = f->space_id;
+	}
 	/* a doublewrite copy carries another page's header: that is expected */
 	if (k->file_class != IOA_FC_DOUBLEWRITE &&
 	    (ioa_be32(hdr + FIL_PAGE_OFFSET) != (__u32)page_no || k->space_id != f->space_id))

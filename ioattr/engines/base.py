@@ -208,6 +208,12 @@ class EngineAdapter(ABC):
         """Whether the kind belongs to an index (has an index id and a level)."""
         return False
 
+    def space_page_name(self, page_type: int, space_id: int, object_names: Any,
+                        flavor: str = "mariadb") -> str | None:
+        """The `index` a page of a kind that holds no object id is charged to, from its space
+        (InnoDB: a PAGE_COMPRESSED page, to its table), else None. Default: None."""
+        return None
+
     # -- roles -----------------------------------------------------------------------------
     #: performance_schema instrument NAME -> role, for the engine's own threads
     instrument_roles: ClassVar[Mapping[str, str]] = {}

@@ -310,7 +310,14 @@ class PageRows(TableRows):
                 is_index = PAGE_ENGINE.is_index_page(pt, flavor)
                 iid = int(k["index_id"][i]) if is_index else None
                 index_ids.append(iid)
-                index_names.append(ctx.names.lookup(iid) if (ctx and iid is not None) else None)
+                name = ctx.names.lookup(iid) if (ctx and iid is not None) else None
+                if (ctx is not None and iid is None and not flags
+                        and int(k["file_class"][i]) != abi.FileClass.DOUBLEWRITE):
+                    # a page whose index id is not in its header as written (MariaDB's
+                    # PAGE_COMPRESSED pages): the engine may charge it to its space's table (not
+                    # a doublewrite copy: whose page it carries is not known then)
+                    name = PAGE_ENGINE.space_page_name(pt, int(k["space_id"][i]), ctx.names, flavor)
+                index_names.append(name)
                 lvl = int(k["level"][i])
                 levels.append(lvl if is_index and lvl != abi.LEVEL_NONE else None)
             pf = _page_file(ctx, int(k["file_class"][i]), int(k["space_id"][i]), flags, spaces)

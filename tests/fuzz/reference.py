@@ -46,6 +46,9 @@ def decode(hdr: bytes, page_no: int, space_id: int, file_class: int, encrypted: 
     (hdr_page,) = struct.unpack_from(">I", hdr, 4)
     (page_type,) = struct.unpack_from(">H", hdr, 24)
     (hdr_space,) = struct.unpack_from(">I", hdr, 34)
+    if page_type & 0x8000 and page_type not in (34354, 37401):
+        # MariaDB full_crc32 PAGE_COMPRESSED: the space id is compressed; its file's is taken
+        page_type, hdr_space = 34354, space_id
     out.update(page_type=page_type, space_id=hdr_space)
     if fc != FC_DOUBLEWRITE and (hdr_page != page_no % 2**32 or hdr_space != space_id):
         out["flags"] = F_MISMATCH

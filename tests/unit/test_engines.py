@@ -133,8 +133,10 @@ def _header_defines() -> dict[str, int]:
 def test_page_table_matches_bpf_header() -> None:
     d = _header_defines()
     for name in ("FIL_PAGE_OFFSET", "FIL_PAGE_TYPE", "FIL_PAGE_SPACE_ID", "PAGE_LEVEL", "PAGE_INDEX_ID",
-                 "FIL_PAGE_INDEX", "FIL_PAGE_RTREE", "FIL_PAGE_TYPE_INSTANT"):
+                 "FIL_PAGE_INDEX", "FIL_PAGE_RTREE", "FIL_PAGE_TYPE_INSTANT", "FIL_PAGE_PAGE_COMPRESSED",
+                 "FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED"):
         assert getattr(pages, name) == d[name], name
+    assert pages.FCRC32_COMPRESSED_MARKER == d["FIL_PAGE_COMPRESS_FCRC32_MARKER"]
     # the header's ioa_is_index_page() tests exactly INDEX_PAGE_TYPES
     text = (ROOT / "bpf" / "innodb_page.h").read_text()
     body = text[text.index("ioa_is_index_page(__u16 page_type)"):]
@@ -151,6 +153,9 @@ def test_page_type_names() -> None:
     assert a.page_type_name(999) == "type_999"
     assert a.is_index_page(18) and not a.is_index_page(18, "mysql") and a.is_index_page(17854, "mysql")
     assert not a.is_index_page(10)
+    # MariaDB PAGE_COMPRESSED pages: classic type, and full_crc32's marker | length / 256
+    assert a.page_type_name(34354) == a.page_type_name(0x8000 | 17) == "page_compressed"
+    assert a.page_type_name(0x8000 | 17, "mysql") == f"type_{0x8000 | 17}"
 
 
 # -- roles -----------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ class InnodbAdapter(EngineAdapter):
     def on_connect(self, conn: Connection, registry: object) -> None:
         if not isinstance(registry, files.InnodbFileMap):
             return
+        registry.use_dictionary(conn)  # new tablespaces' geometry before their page 0 is written
         try:
             rows = conn.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
                               "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
@@ -76,6 +77,15 @@ class InnodbAdapter(EngineAdapter):
 
     def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
         return pages.is_index_page(page_type, flavor)
+
+    def space_page_name(self, page_type: int, space_id: int, object_names: object,
+                        flavor: str = "mariadb") -> str | None:
+        """A PAGE_COMPRESSED page's index id and level are inside its compressed payload: it is
+        charged to its table, as "schema.table.(page_compressed)" (the index is not known)."""
+        if not pages.is_page_compressed(page_type, flavor) or not isinstance(object_names, names.IndexNames):
+            return None
+        table = object_names.space_table(space_id)
+        return None if table is None else f"{table}.(page_compressed)"
 
     findings: ClassVar[Sequence[Finding]] = innodb_findings.FINDINGS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = innodb_findings.NEXT_STEPS

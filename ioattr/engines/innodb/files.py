@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from ioattr.collectors import abi, libbpf
+from ioattr.collectors.engine import EngineError
 from ioattr.collectors.targets import open_fds
 from ioattr.engines.innodb.pages import FIL_PAGE_TYPE_FSP_HDR
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
@@ -169,6 +170,12 @@ def open_files(pid: int) -> list[tuple[str, int, int]]:
     return [f for f in open_fds(pid) if f[0].startswith("/")]
 
 
+#: MariaDB's dictionary of tablespaces (10.6+: FILENAME relative to the datadir, PAGE_SIZE the
+#: physical page size: the zip size of a ROW_FORMAT=COMPRESSED table)
+MARIADB_SPACES_QUERY = ("SELECT SPACE, PAGE_SIZE, FLAG, FILENAME, @@datadir "
+                        "FROM INFORMATION_SCHEMA.INNODB_SYS_TABLESPACES")
+
+
 class InnodbFileMap:
     """Keeps the BPF map innodb_files equal to the page files targets have open."""
 
@@ -176,6 +183,49 @@ class InnodbFileMap:
         self.fd = map_fd
         self.files: dict[tuple[int, int], PageFile] = {}
         self.encrypted_spaces: set[int] = set()
+        # connected servers whose dictionary gives the geometry of a tablespace whose page 0 is
+        # not on disk yet (use_dictionary); their answer, by real path, read once per sync
+        self._dictionaries: list = []
+        self._dict_spaces: dict[str, tuple[int, int]] | None = None
+
+    def use_dictionary(self, conn) -> None:
+        """Also ask this server (a collectors.engine.EngineConnection of a MariaDB 10.6+ server)
+        for the space id and page size of a tablespace whose page 0 is not written yet.
+
+        InnoDB creates a tablespace (CREATE TABLE, ADD PARTITION, a table rebuild) with a page 0
+        of zeros and writes the real one when the page cleaner first flushes it -- in a bulk
+        load often together with thousands of the table's pages, so waiting for it leaves a new
+        table's first writes (and a KEY_BLOCK_SIZE table's, whose page size differs from the
+        server's) unclassified. The dictionary has both from the CREATE on."""
+        if getattr(conn, "flavor", "mariadb") == "mariadb" and conn not in self._dictionaries:
+            self._dictionaries.append(conn)
+
+    def _dictionary_geometry(self, path: str) -> tuple[int, int] | None:
+        """(space id, physical page size) of the tablespace at path from a connected server's
+        dictionary, None if no server lists it (or none is connected)."""
+        if not self._dictionaries:
+            return None
+        if self._dict_spaces is None:
+            spaces: dict[str, tuple[int, int]] = {}
+            for conn in list(self._dictionaries):
+                try:
+                    rows = conn.query(MARIADB_SPACES_QUERY)
+                except EngineError:
+                    self._dictionaries.remove(conn)  # gone or too old (no FILENAME): disk only
+                    continue
+                for space, page_size, flags, filename, datadir in rows:
+                    if space is None or not filename:
+                        continue
+                    full = os.path.normpath(os.path.join(str(datadir or ""), str(filename)))
+                    size = int(page_size) if page_size else page_size_from_flags(int(flags or 0))
+                    spaces[os.path.realpath(full)] = (int(space), size)
+            self._dict_spaces = spaces
+        return self._dict_spaces.get(os.path.realpath(path))
+
+    def _geometry(self, path: str) -> tuple[int, int] | None:
+        """(space id, page size): page 0 on disk, else the server's dictionary."""
+        p = path.removesuffix(" (deleted)")
+        return read_page_geometry(p) or self._dictionary_geometry(p)
 
     def file_class_of(self, path: str | None) -> str | None:
         if path is None:
@@ -194,6 +244,7 @@ class InnodbFileMap:
         page file was seen whose page 0 is not written yet (sync again soon)."""
         added = []
         self.pending = False
+        self._dict_spaces = None  # the dictionary is read again (at most once) by this sync
         opened = open_files(pid)
         candidates = opened + datadir_files(directories or [])
         recheck = {(dev, ino) for _, dev, ino in opened}
@@ -205,7 +256,7 @@ class InnodbFileMap:
             fc = classify_path(path)
             if fc not in PAGE_FILE_CLASSES:
                 continue
-            geo = read_page_geometry(path.removesuffix(" (deleted)"))
+            geo = self._geometry(path)
             if geo is None:
                 if known is not None:
                     self._forget(known)
@@ -225,11 +276,11 @@ class InnodbFileMap:
 
     pending: bool = False
 
-    @staticmethod
-    def _stale(pf: PageFile) -> bool:
-        """The registered file's page 0 no longer says its space (the inode holds another
-        tablespace now, or one whose page 0 is not written yet)."""
-        geo = read_page_geometry(pf.path.removesuffix(" (deleted)"))
+    def _stale(self, pf: PageFile) -> bool:
+        """The registered file's page 0 (or, while that is not written, the server's
+        dictionary) no longer says its space: the inode holds another tablespace now, or one
+        whose page 0 is not written yet and that no dictionary lists."""
+        geo = self._geometry(pf.path)
         return geo is None or geo != (pf.space_id, pf.page_size)
 
     def _forget(self, pf: PageFile) -> None:

@@ -76,6 +76,13 @@ class IndexNames:
         self.error: str | None = None
         self._engine: EngineConnection | None = None
         self._read_at = 0.0
+        # ids (and ("space", id)) looked up in vain since the last read: an object created
+        # during the recording (CREATE TABLE, ADD INDEX, a partition, a rebuild) is named at
+        # the next refresh, soon (collectors/mysqld.py), so that its name is known before a
+        # DROP takes it out of the dictionary; ids still unknown after a read are given up on
+        # (garbage, or dropped already) and wait for the periodic re-read instead
+        self.missed: set = set()
+        self._given_up: set = set()
 
     def load_rows(self, rows: Iterable[tuple]) -> None:
         """(index_id, index_name, 'schema/table', space) rows from either server flavor."""
@@ -100,10 +107,30 @@ class IndexNames:
         try:
             self.load_rows(engine.query(query))
             self.error = None
+            if len(self._given_up) > 10000:
+                self._given_up.clear()
+            self._given_up |= {m for m in self.missed if self._find(m) is None}
+            self.missed.clear()
             return True
         except EngineError as e:
             self.error = f"index names unavailable: {e}"
             return False
 
+    def _find(self, key) -> str | None:
+        if isinstance(key, tuple):
+            table = self.table_of_space.get(key[1])
+            return None if table is None else table_display_name(table)
+        return self.names.get(key)
+
+    def _look(self, key) -> str | None:
+        found = self._find(key)
+        if found is None and key not in self._given_up:
+            self.missed.add(key)
+        return found
+
     def lookup(self, index_id: int) -> str | None:
-        return self.names.get(index_id)
+        return self._look(index_id)
+
+    def space_table(self, space_id: int) -> str | None:
+        """The table (schema.table, a partition as schema.table#p0) whose tablespace this is."""
+        return self._look(("space", space_id))

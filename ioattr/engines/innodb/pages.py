@@ -38,10 +38,31 @@ MYSQL8_PAGE_TYPES = {
 INDEX_PAGE_TYPES = frozenset({FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_TYPE_INSTANT})
 
 
+# MariaDB PAGE_COMPRESSED=1 pages as written: FIL_PAGE_PAGE_COMPRESSED (34354, +encrypted 37401)
+# in the classic checksum format; in the full_crc32 format (10.5+ default) FIL_PAGE_TYPE is
+# 0x8000 | (compressed length / 256) (fil0fil.h FIL_PAGE_COMPRESS_FCRC32_MARKER). Only the FIL
+# header (page number, space id) is left uncompressed: the index page header -- the index id
+# and level -- is inside the compressed payload, so such a page is charged to its space's table.
+FIL_PAGE_PAGE_COMPRESSED = 34354
+FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED = 37401
+FCRC32_COMPRESSED_MARKER = 0x8000
+
+
+def is_page_compressed(page_type: int, flavor: str = "mariadb") -> bool:
+    """Whether a page as read from or written to disk is a MariaDB PAGE_COMPRESSED page."""
+    if flavor == "mysql":
+        return False
+    return page_type in (FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED) or (
+        page_type & FCRC32_COMPRESSED_MARKER and page_type not in COMMON_PAGE_TYPES
+        and page_type not in MARIADB_PAGE_TYPES)
+
+
 def page_type_name(page_type: int, flavor: str = "mariadb") -> str:
     """A FIL_PAGE_TYPE as the page_type dimension shows it (type_N for unknown numbers)."""
     if page_type in COMMON_PAGE_TYPES:
         return COMMON_PAGE_TYPES[page_type]
+    if flavor != "mysql" and page_type not in MARIADB_PAGE_TYPES and is_page_compressed(page_type, flavor):
+        return "page_compressed"  # full_crc32: the type field carries the compressed length
     extra = MYSQL8_PAGE_TYPES if flavor == "mysql" else MARIADB_PAGE_TYPES
     return extra.get(page_type, f"type_{page_type}")
 
