@@ -1,6 +1,6 @@
 """`ioattr compare --html FILE`: one self-contained page (inline CSS and SVG, no scripts, nothing
 fetched) with the runs, the per run x phase table, bars per phase (one bar per run) for the
-headline terms, a line per run across phases, and the --by breakdown.
+headline terms, and the --by breakdown.
 
 Everything from a recording (labels, phase, index and file names) is untrusted and escaped by
 html_svg.esc / table(); the same Content-Security-Policy as the report page forbids scripts.
@@ -14,7 +14,7 @@ from ioattr import __version__
 from ioattr.analysis.compare import BY_COLUMNS, COLUMNS
 from ioattr.output.compare_view import RUN_COLUMNS, UNIT_NOTE, cell
 from ioattr.output.html_report import CSS
-from ioattr.output.html_svg import PALETTE, BarChart, PhaseSpan, Series, TimeChart, esc, table
+from ioattr.output.html_svg import PALETTE, BarChart, esc, table
 
 # the terms plotted, per phase one bar per run (and one line per run across phases)
 PLOTTED = ("reads_per_query", "kb_read_per_query", "writes_per_unit", "kb_written_per_unit", "qps", "tps",
@@ -44,24 +44,6 @@ def _bars(result: dict[str, Any], phase: str, idx: int) -> str:
     return '<div class="bars-grid">' + "".join(figs) + "</div>"
 
 
-def _lines(result: dict[str, Any], key: str) -> str:
-    phases = result["phases"]
-    if len(phases) < 2:
-        return ""
-    series = []
-    for i, info in enumerate(result["runs"]):
-        by_phase = {r["phase"]: r.get(key) for r in result["rows"] if r["run"] == info["label"]}
-        series.append(Series(info["label"], [by_phase.get(p) for p in phases], PALETTE[i % len(PALETTE)]))
-    if all(v is None for s in series for v in s.values):
-        return ""
-    header = next(h for k, h, _ in COLUMNS if k == key)
-    chart = TimeChart(f"line-{key}", f"{header} per phase, one line per run", _label(key),
-                      [i + 0.5 for i in range(len(phases))], series,
-                      phases=[PhaseSpan(p, float(i), float(i + 1)) for i, p in enumerate(phases)],
-                      kind="line", y_label=header, x_max=float(len(phases)))
-    return f'<figure>{chart.svg()}<figcaption>{esc(_label(key))} (x: phases in order)</figcaption></figure>'
-
-
 def render_compare_html(result: dict[str, Any]) -> str:
     labels = [i["label"] for i in result["runs"]]
     title = "ioattr compare: " + " vs ".join(labels)
@@ -88,9 +70,6 @@ def render_compare_html(result: dict[str, Any]) -> str:
     body.append('<section id="plots"><h2>Per phase, run by run</h2>')
     for idx, phase in enumerate(result["phases"]):
         body.append(f"<h3>{esc(phase)}</h3>{_bars(result, phase, idx)}")
-    lines = "".join(_lines(result, k) for k in ("reads_per_query", "kb_read_per_query", "writes_per_unit"))
-    if lines:
-        body.append(f"<h3>Across phases</h3>{lines}")
     body.append("</section>")
     if result.get("by"):
         dim = result["by"]
