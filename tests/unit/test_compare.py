@@ -224,3 +224,19 @@ def test_postgres_setting_values() -> None:
     assert setting_value("300", "s") == 300                   # checkpoint_timeout keeps its unit's number
     assert setting_value("fdatasync", None) == "fdatasync"
     assert setting_value("1.5", None) == 1.5
+
+
+def test_an_incomplete_run_says_so_first(runs) -> None:
+    """A recording that is not complete (here: crashed, its last phase open) is said first, per
+    run, and its open phase is rated up to the last data recorded in it."""
+    a, b = runs
+    meta = json.loads((b / "meta.json").read_text())
+    meta["status"] = "recording"            # no live recorder: crashed
+    meta["phases"][-1]["end"] = None
+    (b / "meta.json").write_text(json.dumps(meta))
+    res = compare([Recording(a), Recording(b)])
+    assert "recording_state" not in res["runs"][0] and res["runs"][1]["recording_state"]["status"] == "crashed"
+    text = render_table(res, width=220)
+    assert text.startswith("WARNING: b: crashed or killed recording")
+    assert _row(res, "b", "extra")["open"] is True
+    assert "state-banner" in render_compare_html(res)
