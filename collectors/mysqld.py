@@ -126,13 +126,20 @@ class ServerContext:
                 unknown_thread: bool = False) -> None:
         """Bring files, names and roles up to date, as far as something changed."""
         now = time.monotonic()
+        registered = False
         if new_files or now >= self._next_files:
-            self.files.sync(self.pid, self.directories)
+            registered = bool(self.files.sync(self.pid, self.directories))
             # a page file whose page 0 is not written yet is registered at the next sync: soon
             self._next_files = now + (1.0 if self.files.pending else 10.0)
         if self.engine is None:
             return
-        if self.names is not None and (unknown_index and now >= self._next_names or self._next_names == 0.0):
+        # names: every 5 s while pages of unknown objects come in, and at most once a second
+        # when a new page file was registered (CREATE TABLE, a partition, a rebuild) or a lookup
+        # missed an object not seen before (ADD INDEX): a new object is named soon after it
+        # exists, before a DROP can take its name away (names are kept once read)
+        soon = registered or bool(getattr(self.names, "missed", None))
+        if self.names is not None and (unknown_index and now >= self._next_names or self._next_names == 0.0
+                                       or soon and now >= self._next_names - 4.0):
             self.names.refresh(self.engine)
             self._next_names = now + 5.0
         if unknown_thread and now >= self._next_roles or self._next_roles == 0.0:

@@ -122,5 +122,63 @@ def test_compressed_tables_cold_scan_pages_per_index_and_level(server, tmp_path:
     assert all(r["level"] is None for r in pc), pc
 
 
+def meta_indexes(rec: Path) -> set[str]:
+    """The index names the live recorder has written to meta.json so far."""
+    try:
+        return set((json.loads((rec / "meta.json").read_text()).get("indexes") or {}).values())
+    except (OSError, ValueError):
+        return set()  # not written yet, or being replaced
+
+
+def test_objects_created_while_recording_are_named_and_classified(server, tmp_path: Path) -> None:
+    """CREATE TABLE (compressed, and partitioned), ADD INDEX, fill, DROP, all in one recording:
+    each object is named while it exists (the recorder's meta.json has it before any of its IO),
+    every page written to the new files is classified from the first (their page 0 was not on
+    disk when they were registered), and after the DROP the report still names them."""
+    rec = tmp_path / "rec"
+    files = ("n8.ibd", "np#P#p0.ibd", "np#P#p1.ibd")
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3",
+                    "--chunk-seconds", "0.3")
+    try:
+        bg.wait_recording()
+        server.query("CREATE TABLE bench.n8 (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL) "
+                     "ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8")
+        server.query("CREATE TABLE bench.np (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL) "
+                     "ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 2")
+        created = {"bench.n8.PRIMARY", "bench.np#p0.PRIMARY", "bench.np#p1.PRIMARY"}
+        wait_until(lambda: created <= meta_indexes(rec), 30, lambda: f"new tables named: {meta_indexes(rec)}")
+        for t in ("n8", "np"):
+            server.query(f"INSERT INTO bench.{t} SELECT seq, (seq * 7919) % 10007, CONCAT(REPEAT('c', 60), seq) "
+                         f"FROM bench.seq_1_to_{ROWS * 3}")
+        server.query("ALTER TABLE bench.n8 ADD INDEX k (k), ALGORITHM=INPLACE")
+        wait_until(lambda: "bench.n8.k" in meta_indexes(rec), 30, lambda: f"new index named: {meta_indexes(rec)}")
+        wait_clean(server)
+        server.query("DROP TABLE bench.n8, bench.np")
+    finally:
+        code, err = bg.stop()
+        server.query("SET GLOBAL innodb_max_dirty_pages_pct = 90")
+    assert code == 0, err
+    io = {f: 0 for f in files}
+    for r in rows_of(rec, "file"):
+        name = (r["file"] or "").rsplit("/", 1)[-1]
+        if name in io and r["op"] == "write":
+            io[name] += r["bytes"]
+    pages: dict[str, dict[tuple, int]] = {f: {} for f in files}
+    for r in rows_of(rec, "file", "index", "page_type"):
+        name = (r["file"] or "").rsplit("/", 1)[-1]
+        if name in pages and r["op"] == "write":
+            key = (r["index"], r["page_type"])
+            pages[name][key] = pages[name].get(key, 0) + r["bytes"]
+    for f in files:
+        # every byte written to the new tablespaces is in a classified page
+        assert io[f] > 0 and sum(pages[f].values()) == io[f], (f, io[f], pages[f])
+        assert (None, None) not in pages[f], (f, pages[f])
+    assert {i for i, t in pages["n8.ibd"] if t == "index"} == {"bench.n8.PRIMARY", "bench.n8.k"}, pages
+    assert {i for i, t in pages["np#P#p0.ibd"] if t == "index"} == {"bench.np#p0.PRIMARY"}, pages
+    # compressed pages of 8 KiB
+    n8 = [r for r in rows_of(rec, "file", "page_type") if (r["file"] or "").endswith("/n8.ibd") and r["pages"]]
+    assert all(r["bytes"] == r["pages"] * 8192 for r in n8), n8
+
+
 def test_no_programs_left_after_bulk_runs() -> None:
     assert_no_ioattr_programs()
