@@ -220,7 +220,7 @@ class CounterCollector:
 
     def collect_session(self, session: Any, force: bool = False) -> dict[str, list] | None:
         """collect() for a LiveSession: its servers, its targets, its phase."""
-        return self.collect(session.naming.servers, list(session.tracker.current), session.phase, force=force)
+        return self.collect(session.counter_servers(), list(session.tracker.current), session.phase, force=force)
 
     # -- one server ------------------------------------------------------------------
     def _note_once(self, key: tuple, text: str) -> None:
@@ -258,10 +258,16 @@ class CounterCollector:
                                               sources=[src for adapter in engines for src in adapter.counter_sources()])
         if not self._connected(st, eng):
             return []
+        native = getattr(ctx, "native", False)  # an engine's own server (PostgreSQL): its sources only
         if not st.seen:
             st.seen = True
             st.flavor = getattr(eng, "flavor", "mariadb")
-            self._first_sight(st, eng)
+            if native:
+                for src in st.sources:
+                    src.first_sight(eng, None, lambda key, text: self._note_once(
+                        (pid, *key), f"counters: server {pid}: {text}"))
+            else:
+                self._first_sight(st, eng)
         rows: list[Row] = []
 
         def run(source: str, fn: Callable[[], list[tuple[str, float | None, str | None]]]) -> None:
@@ -272,11 +278,12 @@ class CounterCollector:
             if got:
                 rows.extend((ts, pid, source, n, v, t) for n, v, t in got)
 
-        own = self._safe("status", pid, self._own_selects, st, eng)
-        run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
+        if not native:
+            own = self._safe("status", pid, self._own_selects, st, eng)
+            run("status", lambda: self._status(eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
         for src in st.sources:
             run(src.source, lambda src=src: src.read(eng))
-        if ps_due and st.ps_on:
+        if ps_due and st.ps_on and not native:
             run("ps_file", lambda: self._ps_file(eng))
             run("ps_table", lambda: self._ps_table(eng))
         return rows

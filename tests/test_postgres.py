@@ -240,3 +240,96 @@ def test_btree_path_pages(cluster: PrivatePostgres, tmp_path: Path) -> None:
         "GROUP BY ALL ORDER BY page_type", [backend])
     assert levels == [("btree_internal", 1, node, 1), ("btree_leaf", 0, node, 1), ("btree_meta", None, node, 1),
                       ("btree_root", 2, node, 1)]
+
+
+STATIO = ("SELECT t.heap_blks_read, t.heap_blks_hit, t.idx_blks_read, t.idx_blks_hit, i.idx_blks_read, "
+          "i.idx_blks_hit FROM pg_statio_user_tables t JOIN pg_statio_user_indexes i USING (relid) "
+          "WHERE t.relname = 'c' AND i.indexrelname = 'c_id'")
+STATIO_NAMES = ("postgres.public.c:heap_blks_read", "postgres.public.c:heap_blks_hit",
+                "postgres.public.c:idx_blks_read", "postgres.public.c:idx_blks_hit",
+                "postgres.public.c_id:idx_blks_read", "postgres.public.c_id:idx_blks_hit")
+BGWRITER = "SELECT buffers_checkpoint, buffers_clean, buffers_backend, checkpoints_req FROM pg_stat_bgwriter"
+BGWRITER_NAMES = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "checkpoints_req")
+
+
+def _phase_delta(rec: Path, source: str, name: str, pid: int, phase: str) -> float:
+    """A cumulative counter's change over a phase: its last value in the phase minus its last
+    value before it (collectors/counters.py); pg_statio lists a relation once it had block
+    access, so no earlier row means 0 there."""
+    meta = _meta(rec)
+    order = [p["name"] for p in meta["phases"]]
+    rows = Recording(rec).query("SELECT phase, value FROM counters WHERE source = ? AND name = ? AND pid = ? "
+                                "ORDER BY ts", [source, name, pid])
+    before = [v for p, v in rows if order.index(p) < order.index(phase)] or ([0.0] if source == "pg_statio" else [])
+    inside = [v for p, v in rows if p == phase]
+    assert before and inside, (source, name, phase, rows)
+    return inside[-1] - before[-1]
+
+
+def _mark(rec: Path, name: str) -> None:
+    """Start phase `name`; the recorder snapshots the counters (tagged with the phase that ends)
+    before it lists the new phase in meta.json."""
+    from tests.helpers import ioattr, wait_phase
+    r = ioattr("mark", name, "--recording", str(rec))
+    assert r.returncode == 0, r.stderr
+    wait_phase(rec, name)
+
+
+def test_counters_beside_ours(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """PostgreSQL's own counters in the counters table per phase (ioattr/engines/postgres/
+    counters.py): a phase's pg_statio and pg_stat_bgwriter deltas equal the same views read
+    directly just before and after it, exactly (the scans' backend flushed its statistics before
+    going idle: pg_stat_force_next_flush; CHECKPOINT waits for the checkpointer, whose counters
+    are written at its end). The phase's block reads by our account are the same blocks."""
+    pg = cluster
+    pg.execute("CREATE TABLE c (id int, v text); "
+               "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 20000) g; "
+               "CREATE INDEX c_id ON c (id); CHECKPOINT")
+    pg.restart()  # cold shared buffers: the scans read
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as direct:
+            statio0, bg0 = direct.execute(STATIO).fetchone(), direct.execute(BGWRITER).fetchone()
+            _mark(rec, "work")
+            with pg.connect() as b:
+                b.execute("SET enable_seqscan = off; SET enable_bitmapscan = off")
+                b.execute("SELECT sum(length(v)) FROM c WHERE id BETWEEN 100 AND 2100").fetchone()
+                b.execute("RESET enable_seqscan; SET enable_indexscan = off")
+                assert b.execute("SELECT count(*) FROM c").fetchone()[0] == 20000
+                b.execute("UPDATE c SET v = 'x' WHERE id <= 300")
+                b.execute("CHECKPOINT")
+                b.execute("SELECT pg_stat_force_next_flush()")
+                backend = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+                wait_until(lambda: _role_known(rec, backend), 60, f"the recorder to see backend {backend}")
+            statio1, bg1 = direct.execute(STATIO).fetchone(), direct.execute(BGWRITER).fetchone()
+            _mark(rec, "after")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    assert statio1[0] - statio0[0] > 100 and bg1[0] - bg0[0] > 0  # the scans read, the checkpoint wrote
+    for name, a, b in zip(STATIO_NAMES, statio0, statio1):
+        assert _phase_delta(rec, "pg_statio", name, pg.pid, "work") == b - a, name
+    for name, a, b in zip(BGWRITER_NAMES, bg0, bg1):
+        assert _phase_delta(rec, "pg_stat_bgwriter", name, pg.pid, "work") == b - a, name
+    # our account of the same phase: a block "read" there is a pread of one page, or a relation
+    # extension (smgrextend writes a page of zeros: page type `new`, written by the backend)
+    rows = report_json(rec, "--by", "index,op,page_type,role", "--layer", "syscall", "--phase", "work")["rows"]
+    ours = {rel: sum(r["pages"] for r in rows if r["index"] == f"postgres.public.{rel}" and r["role"] == "connection"
+                     and (r["op"] == "read" or r["page_type"] == "new"))
+            for rel in ("c", "c_id")}
+    # and heap_blks_read counts the table's free space map and visibility map forks too (the UPDATE
+    # looks for free space and clears visibility bits): their reads and extensions, by file
+    base = f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('c',))[0][0]}"
+    files = report_json(rec, "--by", "file,op,role", "--layer", "syscall", "--phase", "work")["rows"]
+    ours["c"] += sum(r["count"] for r in files if r["file"] in (base + "_fsm", base + "_vm")
+                     and r["role"] == "connection" and r["op"] in ("read", "write"))
+    assert ours == {"c": statio1[0] - statio0[0], "c_id": statio1[4] - statio0[4]}, \
+        [r for r in files if r["file"] and r["file"].startswith(base)]
+    assert any(r["page_type"] == "new" and r["op"] == "write" for r in rows)  # the UPDATE extended them
+    # the database's misses include the table's and the index's (and the catalog reads of new backends)
+    misses = _phase_delta(rec, "pg_stat_database", "postgres:blks_read", pg.pid, "work")
+    assert misses >= (statio1[0] - statio0[0]) + (statio1[4] - statio0[4])
+    assert _phase_delta(rec, "pg_stat_database", "blks_read", pg.pid, "work") >= misses

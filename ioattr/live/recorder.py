@@ -365,7 +365,7 @@ class Recorder:
                   phase: str | None = None) -> None:
         """One counters snapshot right after a drain (or at a phase boundary, tagged with the
         phase that ended: `phase`); the settings snapshot into meta.json."""
-        cols = self.counters.collect(session.naming.servers, list(session.tracker.current),
+        cols = self.counters.collect(session.counter_servers(), list(session.tracker.current),
                                      session.phase if phase is None else phase, force=force)
         if cols is not None:
             writer.add_columns(cols, "counters")

@@ -26,11 +26,12 @@ _SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
         + ", ".join(f"'{name}'" for name in STATUS_VARS) + ")")
 
 
-def read_status(engine) -> dict[str, int]:
+def read_status(engine, status_rows=None) -> dict[str, int]:
     """The counters above from one server connection ({} when it can't answer); counters of
-    several engines that answer one short name are added up."""
+    several engines that answer one short name are added up. status_rows(): an engine's own
+    server's (name, value) rows instead of SHOW GLOBAL STATUS (PostgreSQL's pg_stat_database)."""
     try:
-        rows = engine.query(_SQL)
+        rows = status_rows() if status_rows is not None else engine.query(_SQL)
     except EngineError:
         return {}
     out: dict[str, int] = {}
@@ -55,12 +56,12 @@ class ServerCounters:
     delta: dict[str, int] | None = None  # summed over servers; None when no server answered twice
 
     def read(self, servers: dict) -> None:
-        """servers: pid -> ServerContext (session.naming.servers)."""
+        """servers: pid -> ServerContext (session.counter_servers(): engines' own servers too)."""
         now: dict[int, dict[str, int]] = {}
         for pid, ctx in list(servers.items()):
             if getattr(ctx, "engine", None) is None:
                 continue
-            values = read_status(ctx.engine)
+            values = read_status(ctx.engine, getattr(ctx, "status_rows", None))
             if values:
                 now[pid] = values
         delta: dict[str, int] | None = None

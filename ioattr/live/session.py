@@ -206,6 +206,11 @@ class LiveSession:
         return (self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
                 + [s.describe() for s in self.native_servers.values()])  # type: ignore[attr-defined]
 
+    def counter_servers(self) -> dict[int, object]:
+        """Every traced server whose counters are read (the counters table, `top`, the exporter):
+        MySQL/MariaDB ServerContexts and engines' own servers (PostgreSQL), by pid."""
+        return {**self.naming.servers, **self.native_servers}
+
     def _forking_targets(self) -> bool:
         """Whether a target given now is a server that forks its workers (PostgreSQL)."""
         t = self.opts.targets

@@ -324,7 +324,7 @@ class Exporter:
             session = LiveSession(dataclasses.replace(o, log=self.log))
             with session:
                 session.start()
-                self.counters.read(session.naming.servers)
+                self.counters.read(session.counter_servers())
                 with self.lock:
                     self._update_self(session, None)
                     self.stats.probe_stats = runtime.enabled
@@ -365,7 +365,7 @@ class Exporter:
         markers = s.take_phase_markers()
         if markers:
             s.phase = markers[-1][1]
-        self.counters.read(s.naming.servers)
+        self.counters.read(s.counter_servers())
         with self.lock:
             self.state.ingest(iv.io, iv.pages, time.monotonic())
             self.stats.add_drain(iv.drain_seconds)

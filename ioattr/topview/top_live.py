@@ -150,7 +150,7 @@ class TopApp:
         markers = s.take_phase_markers()
         if markers:
             s.phase = self.header.phase = markers[-1][1]
-        self.counters.read(s.naming.servers)
+        self.counters.read(s.counter_servers())
         snap = Snapshot(iv.start, iv.end, iv.io, iv.pages, statements=getattr(iv, "statements", None),
                         status_delta=self.counters.delta,
                         datadirs=self._datadirs(s))
@@ -176,7 +176,7 @@ class TopApp:
             with session:
                 session.start()
                 self._describe(session)
-                self.counters.read(session.naming.servers)
+                self.counters.read(session.counter_servers())
                 if o.batch:
                     self._batch(session)
                 else:

@@ -141,7 +141,14 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
                      f"  write {fmt_rate(t.writes)}/s {fmt_mbps(t.write_bytes / 1e6)} MB/s"
                      f"  fsync {fmt_rate(t.fsyncs)}/s")
     pq = snap.per_query()
-    if pq is None:
+    d = snap.status_delta or {}
+    if pq is None and "cache_misses" in d and snap.seconds:
+        # a server with no statement counter (PostgreSQL): its cache misses and requests alone
+        line = f"server: cache misses {fmt_rate(d['cache_misses'] / snap.seconds)}/s"
+        if "cache_requests" in d:
+            line += f"  requests {fmt_rate(d['cache_requests'] / snap.seconds)}/s"
+        lines.append(line + "  (no statement counter)")
+    elif pq is None:
         lines.append("queries: no server counters (no server connection)")
     else:
         line = f"queries {fmt_rate(pq['qps'])}/s (select {fmt_rate(pq['selects_ps'])}/s)"

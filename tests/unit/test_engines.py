@@ -197,6 +197,7 @@ def test_findings_are_the_engines_then_the_servers() -> None:
     assert names[:len(innodb_findings.FINDINGS)] == [f.__name__ for f in innodb_findings.FINDINGS]
     assert names == ["clustered_lookups", "change_buffer_merges", "change_buffer_memory", "working_set",
                      "log_rereads", "readahead_waste", "purge_reads", "write_amplification", "flush_storms",
+                     "index_filter_misses", "compaction_debt",  # MyRocks'
                      "optimizer_reads", "random_access", "write_statement_reads"]  # the order ties keep
 
 
@@ -212,12 +213,15 @@ def test_status_counters_answer_the_neutral_names() -> None:
     assert a.status_counters["cache_misses"].variable == "Innodb_buffer_pool_reads"
     assert a.status_counters["cache_requests"].variable == "Innodb_buffer_pool_read_requests"
     assert [c.variable for c in registry.status_counters("cache_misses")] == ["Innodb_buffer_pool_reads",
-                                                                              "Rocksdb_block_cache_miss"]
-    # MyRocks has no requests counter: its block-cache hits + misses (StatusCounter.also)
+                                                                              "Rocksdb_block_cache_miss",
+                                                                              "blks_read"]
+    # MyRocks has no requests counter: its block-cache hits + misses (StatusCounter.also); nor has
+    # PostgreSQL (pg_stat_database blks_hit + blks_read, read by PostgresServer.status_rows)
     assert server_counters.STATUS_VARS == {
         "Questions": ("questions",), "Com_select": ("selects",),
         "Innodb_buffer_pool_reads": ("cache_misses",), "Rocksdb_block_cache_miss": ("cache_misses", "cache_requests"),
-        "Innodb_buffer_pool_read_requests": ("cache_requests",), "Rocksdb_block_cache_hit": ("cache_requests",)}
+        "Innodb_buffer_pool_read_requests": ("cache_requests",), "Rocksdb_block_cache_hit": ("cache_requests",),
+        "blks_read": ("cache_misses", "cache_requests"), "blks_hit": ("cache_requests",)}
 
     class Conn:  # SHOW GLOBAL STATUS as a server answers it (names in either case, values as text)
         def query(self, sql: str) -> list[tuple]:
@@ -242,10 +246,13 @@ def test_report_rows_are_the_engines_between_the_servers() -> None:
                       "buffer pool read requests", "pages read ahead", "read-ahead evicted unused", "pages written",
                       "change-buffer merges", "RocksDB block cache misses", "RocksDB block cache hits",
                       "RocksDB index/filter block misses", "RocksDB bytes flushed", "RocksDB compaction bytes read",
-                      "RocksDB compaction bytes written", "RocksDB WAL bytes", "CPU seconds (server)",
-                      "context switches"]
+                      "RocksDB compaction bytes written", "RocksDB WAL bytes", "shared buffers reads (misses)",
+                      "shared buffers hits", "buffers written by the checkpointer",
+                      "buffers written by the background writer", "buffers written by backends",
+                      "CPU seconds (server)", "context switches"]
     assert COUNTER_ROWS[4:12] == tuple(a.report_counters)
     assert COUNTER_ROWS[12:19] == tuple(MyrocksAdapter().report_counters)
+    assert COUNTER_ROWS[19:24] == tuple(registry.by_name("postgres").report_counters)
 
 
 def test_advice_fields_fill_every_text() -> None:

@@ -13,11 +13,11 @@ keeps a server.PostgresServer per postmaster (server_context()).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
-from ioattr.engines.base import Connection, EngineAdapter
-from ioattr.engines.postgres import files, names, pages, roles, server
+from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
+from ioattr.engines.postgres import counters, files, names, pages, roles, server
 
 
 class PostgresAdapter(EngineAdapter):
@@ -62,11 +62,30 @@ class PostgresAdapter(EngineAdapter):
         return server.is_postmaster(pid)
 
     def server_context(self, pid: int) -> Any:
-        return server.PostgresServer(pid)
+        return server.PostgresServer(pid, engines=(self,))
+
+    # -- counters --------------------------------------------------------------------------
+    def counter_sources(self) -> list[CounterSource]:
+        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase()]
+
+    # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
+    # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)
+    status_counters: ClassVar[Mapping[str, StatusCounter]] = {
+        "cache_misses": StatusCounter("blks_read", "blocks PostgreSQL read into shared buffers (misses)"),
+        "cache_requests": StatusCounter("blks_hit", "blocks PostgreSQL asked its shared buffers for",
+                                        also=("blks_read",)),
+    }
+    report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = (
+        ("shared buffers reads (misses)", ("pg_stat_database:blks_read",)),
+        ("shared buffers hits", ("pg_stat_database:blks_hit",)),
+        ("buffers written by the checkpointer", ("pg_stat_bgwriter:buffers_checkpoint",)),
+        ("buffers written by the background writer", ("pg_stat_bgwriter:buffers_clean",)),
+        ("buffers written by backends", ("pg_stat_bgwriter:buffers_backend",)),
+    )
 
     def forks_servers(self, pid: int) -> bool:
         """The server forks a process per connection: targets must follow forks."""
         return server.is_postgres_process(pid)
 
 
-__all__ = ["PostgresAdapter", "files", "names", "pages", "roles", "server"]
+__all__ = ["PostgresAdapter", "counters", "files", "names", "pages", "roles", "server"]

@@ -19,7 +19,8 @@ import re
 import time
 from typing import Any
 
-from ioattr.collectors.engine import server_sockets
+from ioattr.collectors.engine import EngineError, server_sockets
+from ioattr.engines.postgres.counters import status_rows
 from ioattr.engines.postgres import roles
 from ioattr.engines.postgres.names import RelationNames
 from ioattr.engines.postgres.pages import RelationPageFile, RelationPageFiles
@@ -97,14 +98,57 @@ def read_settings(conn: Any) -> dict[str, Any] | None:
     return {str(name): setting_value(setting, unit) for name, setting, unit in rows}
 
 
+class PgConnection:
+    """The cluster as the counter collector (collectors/counters.py) and the status counters of
+    `top` and the exporter see a server's connection (base.Connection): query() on the
+    postgres database, query_databases() in every database that accepts connections. Errors
+    are collectors.engine.EngineError (one line); a closed connection is reopened."""
+
+    flavor = "postgresql"
+
+    def __init__(self, server: "PostgresServer") -> None:
+        self.server = server
+
+    @property
+    def conn(self) -> Any:
+        return self.server.conns.get("postgres")
+
+    def query(self, sql: str, dbname: str = "postgres") -> list[tuple]:
+        try:
+            return self.server.connect(dbname).execute(sql).fetchall()
+        except Exception as e:  # noqa: BLE001 - psycopg's errors, a server gone
+            raise EngineError(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from None
+
+    def query_databases(self, sql: str) -> list[tuple[str, list[tuple]]]:
+        """(database, rows) of sql in every database that accepts connections (as names.py
+        read them); a database that refuses us is left out (its relations then have no rows)."""
+        out = []
+        for db in sorted(set(self.server.names.databases.values()) or {"postgres"}):
+            try:
+                out.append((db, self.query(sql, db)))
+            except EngineError:
+                if db == "postgres":
+                    raise
+        return out
+
+    def close(self) -> None:
+        pass  # the server context owns the connections
+
+    def connect(self) -> None:
+        self.query("SELECT 1")
+
+
 class PostgresServer:
     """A traced cluster, by its postmaster's pid."""
 
-    engine = "postgres"
+    engine_name = "postgres"
+    native = True  # an engine's own server: collectors/counters.py reads only its engines' sources
     settings: dict[str, Any] | None = None  # read_settings() at the first connection
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, engines: tuple = ()) -> None:
         self.pid = pid
+        self.engines = engines  # its adapters (counter sources), as ServerContext.engines
+        self._engine = PgConnection(self)
         self.names = RelationNames()
         self.conns: dict[str, Any] = {}
         self.own_pids: set[int] = set()
@@ -119,6 +163,20 @@ class PostgresServer:
             self.datadir = None
         # relation files registered for page classification in BPF (attach_pages; None: off)
         self.pages: RelationPageFiles | None = None
+
+    # -- counters ------------------------------------------------------------------
+    @property
+    def engine(self) -> PgConnection | None:
+        """The connection the counters are read through (None: not connected), as ServerContext's."""
+        return self._engine if self.conns else None
+
+    @property
+    def engine_error(self) -> str | None:
+        return self.error
+
+    def status_rows(self) -> list[tuple[str, Any]]:
+        """The cluster's status counters (counters.STATUS_NAMES) for `top` and the exporter."""
+        return status_rows(self._engine)
 
     # -- pages ---------------------------------------------------------------------
     def attach_pages(self, map_fd: int | None) -> None:
@@ -230,7 +288,7 @@ class PostgresServer:
         """meta.json "servers" entry: the keys MySQL servers have, the engine, and the roles of
         the cluster's processes seen so far ("processes", the latest MAX_DESCRIBED of them)."""
         recent = list(self.roles.items())[-MAX_DESCRIBED:]
-        return {"pid": self.pid, "engine": self.engine, "datadir": self.datadir,
+        return {"pid": self.pid, "engine": self.engine_name, "datadir": self.datadir,
                 "connected": bool(self.conns), "version": self.version, "flavor": "postgresql",
                 "error": self.error, "names_error": self.names.error, "roles_error": None,
                 "stage_probes": self.stage_status, "processes": {str(p): r for p, r in recent},
