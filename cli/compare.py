@@ -16,9 +16,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = command_parser(sub, "compare",
         description="One row per run and phase: each run's engine and settings from its meta.json "
                     "('-' where not recorded), then per phase the rates and per-operation IO: storage "
-                    "reads and KB per query, writes and KB per transaction (else per query, else per row "
-                    "inserted), the block and page-cache layers beside them, the engine's own cache misses "
-                    "and the server's CPU per query. Runs are aligned by phase name.",
+                    "reads and KB per query, writes and KB per transaction (without transactions: per query or "
+                    "per row inserted, whichever the phase did more of), the block and page-cache layers "
+                    "beside them, the engine's own cache misses and the server's CPU per query. Runs are "
+                    "aligned by phase name.",
         epilog=examples("ioattr compare /tmp/bp16m /tmp/bp64m",
                         "ioattr compare run1 run2 --label innodb --label myrocks --phase q100 --by index",
                         "ioattr compare run1 run2 --format csv > runs.csv",
