@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
-from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
+from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
+from ioattr.engines.myrocks import findings as myrocks_findings
 from ioattr.engines.myrocks import files, lsm, names, sst
 from ioattr.engines.myrocks.counters import CfStats, CompactionStats, PerfContextGlobal, rocksdb_active
 from ioattr.engines.myrocks.roles import INSTRUMENT_ROLES
@@ -58,7 +59,8 @@ class MyrocksAdapter(EngineAdapter):
         "rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_use_direct_reads",
         "rocksdb_use_direct_io_for_flush_and_compaction", "rocksdb_max_background_jobs",
         "rocksdb_flush_log_at_trx_commit", "rocksdb_default_cf_options", "rocksdb_datadir", "rocksdb_wal_dir",
-        "rocksdb_max_open_files", "rocksdb_perf_context_level")
+        "rocksdb_max_open_files", "rocksdb_perf_context_level", "rocksdb_cache_index_and_filter_blocks",
+        "rocksdb_cache_high_pri_pool_ratio")
 
     run_settings: ClassVar[Mapping[str, str]] = {
         "cache": "rocksdb_block_cache_size", "io": "rocksdb_use_direct_reads", "page": "rocksdb_block_size"}
@@ -88,6 +90,11 @@ class MyrocksAdapter(EngineAdapter):
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:
         return lsm.phase_line(dict(terms))
+
+    # -- findings --------------------------------------------------------------------------
+    findings: ClassVar[Sequence[Finding]] = myrocks_findings.FINDINGS
+    next_steps: ClassVar[Mapping[str, tuple[str, str]]] = myrocks_findings.NEXT_STEPS
+    advice_fields: ClassVar[Mapping[str, AdviceField]] = myrocks_findings.ADVICE_FIELDS
 
     def claims(self, conn: Connection | None) -> bool:
         """Without a connection, yes (its files are recognised by their directory); with one,
