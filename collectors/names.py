@@ -29,6 +29,9 @@ from ioattr.collectors import abi
 from ioattr.collectors.targets import open_fds, read_proc_text
 
 _TMPFILE_RE = re.compile(r"^(?P<dir>.*)/#\d+ \(deleted\)$")
+_TMPFILE_LABEL_RE = re.compile(r"^\[anonymous tmpfile in (?P<dir>.*)\]$")
+#: what a reused inode's paths are called when every one was a temporary file
+TEMPORARY_FILES = "temporary files"
 
 
 def label_link(target: str) -> str:
@@ -64,14 +67,20 @@ def _cap(table: dict, limit: int) -> None:
 
 
 class FileNames:
-    def __init__(self, rescan_seconds: float = 2.0, max_names: int = MAX_FILE_NAMES) -> None:
+    def __init__(self, rescan_seconds: float = 2.0, max_names: int = MAX_FILE_NAMES,
+                 temporary: Callable[[str], bool] | None = None) -> None:
         self.names: "OrderedDict[tuple[int, int], str]" = OrderedDict()  # least recently used first
+        # whether a path is a temporary file (the engines' file_class tmp): an inode reused only
+        # by temporary files -- an index build's O_TMPFILE merge runs taking the inodes of the
+        # server's just-deleted temporary tables, all the time -- is labelled
+        # "DIR/[N temporary files reusing one inode]", which is still class tmp
+        self.temporary = temporary
         self.max_names = max_names
         self.rescan_seconds = rescan_seconds
         self._last_scan: dict[int, float] = {}
         # inodes that had more than one path since the last end_interval():
-        # (paths, directories, extensions)
-        self._reused: dict[tuple[int, int], tuple[int, set[str], set[str]]] = {}
+        # (paths, directories, extensions, whether every path was a temporary file)
+        self._reused: dict[tuple[int, int], tuple[int, set[str], set[str], bool]] = {}
         # pid -> its working directory, for relative opens of processes already gone (the
         # session's: a PostgreSQL backend runs in its cluster's data directory)
         self.cwd_hint: Callable[[int], str | None] | None = None
@@ -81,15 +90,28 @@ class FileNames:
         longer leads to it, the filesystem reused a deleted file's inode."""
         prev = self.names.get(key)
         if opened and prev is not None and _base(prev) != _base(name) and not _same_inode(_base(prev), key):
-            n, dirs, exts = self._reused.get(key, (1, {os.path.dirname(_base(prev))},
-                                                   {os.path.splitext(_base(prev))[1]}))
-            dirs.add(os.path.dirname(_base(name)))
-            exts.add(os.path.splitext(_base(name))[1])
-            self._reused[key] = (n + 1, dirs, exts)
+            n, dirs, exts, temp = self._reused.get(key, (1, {self._dir(prev)}, {self._ext(prev)},
+                                                         self._is_temporary(prev)))
+            dirs.add(self._dir(name))
+            exts.add(self._ext(name))
+            self._reused[key] = (n + 1, dirs, exts, temp and self._is_temporary(name))
         self.names[key] = name
         self.names.move_to_end(key)
         if len(self.names) > self.max_names:
             _cap(self.names, self.max_names)
+
+    @staticmethod
+    def _dir(name: str) -> str:
+        """The directory of a path, or of an O_TMPFILE file ("[anonymous tmpfile in DIR]")."""
+        m = _TMPFILE_LABEL_RE.match(name)
+        return m.group("dir") if m else os.path.dirname(_base(name))
+
+    @staticmethod
+    def _ext(name: str) -> str:
+        return "" if _TMPFILE_LABEL_RE.match(name) else os.path.splitext(_base(name))[1]
+
+    def _is_temporary(self, name: str) -> bool:
+        return self.temporary is not None and self.temporary(name)
 
     def set(self, dev: int, ino: int, name: str) -> None:
         prev = self.names.get((dev, ino))
@@ -165,10 +187,10 @@ class FileNames:
         key = (dev, ino)
         reused = self._reused.get(key)
         if reused is not None:
-            n, dirs, exts = reused
+            n, dirs, exts, temp = reused
             common = os.path.commonpath(sorted(dirs)) if all(d.startswith("/") for d in dirs) else ""
             ext = next(iter(exts)) if len(exts) == 1 else ""
-            what = f"{ext} files" if ext and " " not in ext else "files"
+            what = TEMPORARY_FILES if temp else f"{ext} files" if ext and " " not in ext else "files"
             return f"{common.rstrip('/')}/[{n} {what} reusing one inode]"
         name = self.names.get(key)
         if name is not None:

@@ -180,5 +180,62 @@ def test_objects_created_while_recording_are_named_and_classified(server, tmp_pa
     assert all(r["bytes"] == r["pages"] * 8192 for r in n8), n8
 
 
+def test_index_build_merge_files_are_tmp_charged_to_the_alter(server, tmp_path: Path) -> None:
+    """ALTER TABLE ADD INDEX, ALGORITHM=INPLACE, with a 64 KiB innodb_sort_buffer_size: the merge
+    sort spills to O_TMPFILE files in tmpdir (often on inodes the server's temporary tables just
+    freed). Their IO is class tmp, under the ALTER's digest and phase, and equals
+    performance_schema's innodb_temp_file bytes read and written (all read back); every read of
+    the connection thread (the merge runs, and table pages not in the buffer pool) adds up to
+    its /proc/PID/task/TID/io rchar and syscr."""
+    server.query("CREATE TABLE bench.big (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(20) NOT NULL) ENGINE=InnoDB")
+    server.query("INSERT INTO bench.big SELECT seq, (seq * 7919) % 100003, 'x' FROM bench.seq_1_to_150000")
+    tmpdir = str(server.tmpdir.resolve())
+
+    def temp_file_io() -> tuple[int, int]:
+        (r, w), = server.query("SELECT SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE FROM "
+                               "performance_schema.file_summary_by_event_name "
+                               "WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_temp_file'")
+        return int(r), int(w)
+
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3")
+    try:
+        bg.wait_recording()
+        conn = server.connect()
+        with conn.cursor() as cur:
+            cur.execute("SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()")
+            tid = int(cur.fetchone()[0])
+
+            def thread_io() -> dict[str, int]:
+                with open(f"/proc/{server.pid}/task/{tid}/io") as f:
+                    return {k: int(v) for k, v in (line.split(":") for line in f)}
+            cur.execute("SELECT 'ioattr:phase=alter'")
+            wait_phase(rec, "alter")
+            ps0, io0 = temp_file_io(), thread_io()
+            cur.execute("ALTER TABLE bench.big ADD INDEX k (k), ALGORITHM=INPLACE")
+            ps1, io1 = temp_file_io(), thread_io()
+            cur.execute("SELECT 'ioattr:phase=after'")
+            wait_phase(rec, "after")
+        conn.close()
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    ps_read, ps_written = ps1[0] - ps0[0], ps1[1] - ps0[1]
+    rchar, syscr = io1["rchar"] - io0["rchar"], io1["syscr"] - io0["syscr"]
+    assert ps_read == ps_written > 4 * 65536, (ps_read, ps_written)  # it spilled, and read all back
+    rows = rows_of(rec, "phase", "thread", "query", "file", "file_class")
+    tmp = [r for r in rows
+           if r["file_class"] == "tmp" and (r["query"] or "").startswith("ALTER TABLE bench.big ADD INDEX")]
+    assert tmp and {r["phase"] for r in tmp} == {"alter"}, tmp
+    assert sum(r["bytes"] for r in tmp if r["op"] == "read") == ps_read, (tmp, ps_read)
+    thread_reads = [r for r in rows if r["op"] == "read" and (r["thread"] or "").endswith(f"[{tid}]")
+                    and r["phase"] == "alter"]
+    assert sum(r["bytes"] for r in thread_reads) == rchar, (thread_reads, rchar)
+    assert sum(r["count"] for r in thread_reads) == syscr, (thread_reads, syscr)
+    in_tmpdir = [r for r in tmp if r["op"] == "write" and
+                 (r["file"].startswith(tmpdir + "/") or r["file"] == f"[anonymous tmpfile in {tmpdir}]")]
+    assert sum(r["bytes"] for r in in_tmpdir) == ps_written, (tmp, ps_written)
+
+
 def test_no_programs_left_after_bulk_runs() -> None:
     assert_no_ioattr_programs()

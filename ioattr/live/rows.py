@@ -35,9 +35,14 @@ IN_STATEMENT = frozenset(int(s) for s in (abi.Stage.PARSE, abi.Stage.OPTIMIZE, a
                                           abi.Stage.COMMIT, abi.Stage.STATEMENT, abi.Stage.ESTIMATE))
 
 
+def _temporary_file(path: str) -> bool:
+    """Whether the engines class a file tmp (for labelling inodes temporary files reuse)."""
+    return engines.file_class_name(path) == "tmp"
+
+
 @dataclass
 class Naming:
-    files: FileNames = field(default_factory=FileNames)
+    files: FileNames = field(default_factory=lambda: FileNames(temporary=_temporary_file))
     devices: DeviceNames = field(default_factory=DeviceNames)
     tasks: TaskNames = field(default_factory=TaskNames)
     servers: dict[int, ServerContext] = field(default_factory=dict)
@@ -169,8 +174,10 @@ class IoRows(TableRows):
             "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
             "digest": [x or None for x in digest_l],
             "query": _by_value(n.query, digest_l),
-            "file_class": _by_value(lambda f: engines.file_class_name(f) if f and not f.startswith("[") else None,
-                                    files),
+            # pseudo-files have no class; an O_TMPFILE file ("[anonymous tmpfile in DIR]": an index
+            # build's merge-sort runs, filesort's chunks) is a temporary file of the server: tmp
+            "file_class": _by_value(lambda f: engines.file_class_name(f) if f and (
+                not f.startswith("[") or f.startswith(ANON_TMPFILE)) else None, files),
             "dev": _by_value(lambda x: "%d:%d" % abi.dev_major_minor(x), dev_l),
             "device": _by_value(n.devices.lookup, dev_l),
             "ino": _opt_ints(k["ino"]),

@@ -367,3 +367,24 @@ def test_core_asks_engines_for_innodb_names() -> None:
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and name.fullmatch(node.value):
                     found.add((str(f.relative_to(ROOT)), node.value))
     assert found <= CORE_INNODB_NAMES, sorted(found - CORE_INNODB_NAMES)
+
+
+def test_inode_reused_by_temporary_files_stays_tmp() -> None:
+    """An index build's O_TMPFILE merge runs take the inodes the server's temporary tables just
+    freed: such an inode is labelled "TMPDIR/[N temporary files reusing one inode]", class tmp;
+    one a real table's file shared is not called temporary."""
+    from ioattr.collectors.names import FileNames
+    from ioattr.engines import registry
+
+    names = FileNames(temporary=lambda p: registry.file_class_name(p) == "tmp")
+    key = (7, 11)
+    for name in ("/srv/tmp/#sql-temptable-1a-2-3.MAI", "[anonymous tmpfile in /srv/tmp]",
+                 "/srv/tmp/#sql-temptable-1a-2-4.MAD"):
+        names._assign(key, name, opened=True)
+    label = names.lookup(*key)
+    assert label == "/srv/tmp/[3 temporary files reusing one inode]", label
+    assert registry.file_class_name(label) == "tmp"
+    names.end_interval()
+    names._assign(key, "/srv/data/db/t.ibd", opened=True)
+    label = names.lookup(*key)
+    assert label == "/srv/[2 files reusing one inode]" and registry.file_class_name(label) == "other", label

@@ -33,6 +33,8 @@ _UNDO_RE = re.compile(r".*/undo\d{3}$")
 _SYSTEM_RE = re.compile(r".*/ibdata\d+$")
 _REDO_RE = re.compile(r".*/(ib_logfile\d+|#ib_redo\d+)$")
 _TEMP_TS_RE = re.compile(r".*/ibtmp\d+$")
+# collectors/names.py's label for an inode reused, within one interval, only by temporary files
+_REUSED_TEMP_RE = re.compile(r".*/\[\d+ temporary files reusing one inode\]$")
 
 TRX_SYS_PAGE = 5
 DBLWR_MAGIC = 536853855
@@ -50,7 +52,8 @@ def classify_path(path: str) -> FC:
         return FC.SYSTEM_TABLESPACE
     if _UNDO_RE.match(p):
         return FC.UNDO
-    if _TEMP_TS_RE.match(p) or base.startswith("#sql") or path.startswith("[anonymous tmpfile"):
+    if (_TEMP_TS_RE.match(p) or base.startswith("#sql") or path.startswith("[anonymous tmpfile")
+            or _REUSED_TEMP_RE.match(p)):
         return FC.TMP
     if p.endswith(".ibd"):
         return FC.TABLESPACE
