@@ -13,6 +13,7 @@ with pg_stat_activity. Ground truth:
 from __future__ import annotations
 
 import json
+import threading
 import re
 from pathlib import Path
 
@@ -333,3 +334,64 @@ def test_counters_beside_ours(cluster: PrivatePostgres, tmp_path: Path) -> None:
     misses = _phase_delta(rec, "pg_stat_database", "postgres:blks_read", pg.pid, "work")
     assert misses >= (statio1[0] - statio0[0]) + (statio1[4] - statio0[4])
     assert _phase_delta(rec, "pg_stat_database", "blks_read", pg.pid, "work") >= misses
+
+
+def test_parallel_workers_roles(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """Roles from pg_stat_activity.backend_type (titles where the server has none to say): a
+    parallel query's workers, forked after the attach, are `parallel_worker` and their reads of the
+    table are theirs; every process the recorder named agrees with pg_stat_activity. The workers
+    are held alive (their scan's qual waits for a file the test creates) until the recorder has
+    seen them, so their roles are read while they live."""
+    pg = cluster
+    go = Path(pg.datadir).parent / "parallel_go"
+    go.unlink(missing_ok=True)
+    pg.execute("CREATE TABLE p (id int, v text); "
+               "INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 100000) g; CHECKPOINT; "
+               "CREATE FUNCTION wait_go(path text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE AS $$ "
+               "BEGIN WHILE (pg_stat_file(path, true)).size IS NULL LOOP PERFORM pg_sleep(0.01); END LOOP; "
+               "RETURN true; END $$")
+    pg.restart()  # cold shared buffers: the workers read the table
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
+    result: list = []
+    try:
+        recorder.wait_recording()
+        with pg.connect() as leader, pg.connect() as c:
+            leader_pid = leader.execute("SELECT pg_backend_pid()").fetchone()[0]
+            leader.execute("SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; "
+                           "SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; "
+                           "SET parallel_leader_participation = off")
+            plan = "\n".join(r[0] for r in leader.execute(
+                f"EXPLAIN SELECT count(*) FROM p WHERE wait_go('{go}')").fetchall())
+            assert "Workers Planned: 2" in plan, plan
+            query = threading.Thread(target=lambda: result.append(leader.execute(
+                f"SELECT count(*) FROM p WHERE wait_go('{go}')").fetchone()[0]))
+            query.start()
+            try:
+                workers = wait_until(lambda: [p for (p,) in c.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker' "
+                    "AND leader_pid = %s", (leader_pid,)).fetchall()] or None, 60, "the parallel workers")
+                activity = c.execute("SELECT pid, backend_type, application_name FROM pg_stat_activity").fetchall()
+                for w in workers + [leader_pid]:
+                    wait_until(lambda: _role_known(rec, w), 60, f"the recorder to see process {w}")
+            finally:
+                go.touch()
+                query.join()
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        go.touch()
+        recorder.stop()
+    assert result == [100000] and len(workers) == 2
+    processes = {int(p): r for s in _meta(rec)["servers"] for p, r in (s.get("processes") or {}).items()}
+    checked = 0
+    for pid, backend_type, app in activity:
+        if pid in processes:
+            assert processes[pid] == ("ioattr" if app == "ioattr" else BACKEND_TYPE_ROLES[backend_type]), \
+                (pid, backend_type)
+            checked += 1
+    assert {processes[w] for w in workers} == {"parallel_worker"} and processes[leader_pid] == "connection"
+    assert checked >= 5  # the workers, the leader, the checkpointer, the walwriter, ...
+    rows = [r for r in _rows(rec) if r["process"] and _pid_of(r) in workers and r["op"] == "read"
+            and r["file"] == f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('p',))[0][0]}"]
+    assert rows and {r["role"] for r in rows} == {"parallel_worker"}

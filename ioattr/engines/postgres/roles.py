@@ -54,6 +54,15 @@ BACKEND_TYPE_ROLES: dict[str, str] = {
     "startup": "startup",
 }
 
+def role_of_backend_type(backend_type: str | None) -> str | None:
+    """The role of a process pg_stat_activity lists with this backend_type (None: not listed).
+    A type PostgreSQL does not define (an extension's background worker names its own) is a
+    background_worker."""
+    if not backend_type:
+        return None
+    return BACKEND_TYPE_ROLES.get(backend_type, "background_worker")
+
+
 # a client backend: "<user> <database> <host>[ <status>]"; host is [local] for a unix socket,
 # host(port) for TCP (PostgreSQL always adds the port there)
 _CLIENT_RE = re.compile(r"^\S+ \S+ (?:\[local\]|\S+\(\d+\))(?: |$)")

@@ -29,6 +29,8 @@ OWN_ROLE = "ioattr"  # ioattr's own backends (catalog reads for names)
 STATEMENTS_STATUS = "statements: not yet for PostgreSQL"
 MAX_DESCRIBED = 10_000  # process roles listed in meta.json (a busy cluster forks many backends)
 MAX_ROLES = 100_000     # roles remembered (the oldest go first)
+ACTIVITY_QUERY = "SELECT pid, backend_type FROM pg_stat_activity"
+ACTIVITY_SECONDS = 0.05  # at most this often pg_stat_activity is re-read for a process not in it
 _SOCKET_RE = re.compile(r"^(?P<dir>.*)/\.s\.PGSQL\.(?P<port>\d+)$")
 SERVER_BINARIES = ("postgres", "postmaster")
 
@@ -156,6 +158,8 @@ class PostgresServer:
         self.version: str | None = None
         self.stage_status = STATEMENTS_STATUS
         self.roles: dict[int, str] = {pid: "postmaster"}
+        self._activity: dict[int, str] = {}  # pg_stat_activity pid -> backend_type (_backend_types)
+        self._next_activity = 0.0
         self._next_names = 0.0
         try:
             self.datadir: str | None = os.readlink(f"/proc/{pid}/cwd")
@@ -271,18 +275,39 @@ class PostgresServer:
             return role
         if not self.is_child(pid):
             return None
-        role = roles.process_role(pid)
+        # the server's own word first (pg_stat_activity.backend_type), the title where it has none
+        # (no connection, or a process not listed yet: a backend still starting up)
+        role = roles.role_of_backend_type(self._backend_types(pid).get(pid))
+        if role is None:
+            role = roles.process_role(pid)
         if role is not None:
             self.roles[pid] = role
             while len(self.roles) > MAX_ROLES:
                 del self.roles[next(iter(self.roles))]
         return role
 
+    def _backend_types(self, pid: int) -> dict[int, str]:
+        """pg_stat_activity's pid -> backend_type, re-read when pid is not in it and the last read
+        is ACTIVITY_SECONDS old (a connection storm costs one query per ACTIVITY_SECONDS, not one
+        per backend); {} without a connection."""
+        if not self.conns:
+            return {}
+        now = time.monotonic()
+        if pid not in self._activity and now >= self._next_activity:
+            self._next_activity = now + ACTIVITY_SECONDS
+            try:
+                rows = self.connect().execute(ACTIVITY_QUERY).fetchall()
+            except Exception:  # noqa: BLE001 - psycopg's errors, a server going away: titles answer
+                return self._activity
+            self._activity = {int(p): str(t) for p, t in rows if p is not None and t is not None}
+        return self._activity
+
     def forget(self, pid: int) -> None:
         """pid is a new process: an earlier one's role no longer applies (pids are reused).
         The postmaster and ioattr's own backends stay what they are while they live."""
         if pid != self.pid and pid not in self.own_pids:
             self.roles.pop(pid, None)
+            self._activity.pop(pid, None)
 
     def describe(self) -> dict[str, Any]:
         """meta.json "servers" entry: the keys MySQL servers have, the engine, and the roles of
