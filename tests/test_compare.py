@@ -121,6 +121,8 @@ def test_compare_shows_a_postgres_runs_settings(postgres, tmp_path: Path) -> Non
     assert run["version"] == postgres.query("SHOW server_version")[0][0]
     (row,) = result["rows"]
     assert row["phase"] == "read" and row["queries"] is None and row["reads_per_query"] is None
+    # the engine's own misses (pg_stat_database's blks_read, summed over the cluster) are counted
+    assert isinstance(row["engine_cache_misses"], int) and row["engine_cache_misses"] >= 0
     assert_no_ioattr_programs()
 
 

@@ -235,11 +235,21 @@ def transactions(st: PhaseStats) -> float | None:
 
 def engine_cache_misses(counters: dict[str, float]) -> float | None:
     """The engines' own cache misses (their status_counters "cache_misses", summed over the
-    engines a server has); None when none was recorded."""
+    engines a server has): a MySQL/MariaDB server's SHOW GLOBAL STATUS variable ("status:NAME"),
+    or for an engine that is its own server the same name under one of its counter sources
+    (PostgreSQL's cluster-wide "pg_stat_database:blks_read"); None when none was recorded."""
     from ioattr.engines import registry
 
-    have = [counters[f"status:{v}"] for c in registry.status_counters("cache_misses") for v in c.variables
-            if f"status:{v}" in counters]
+    have = []
+    for e in registry.ENGINES:
+        c = e.status_counters.get("cache_misses")
+        if c is None:
+            continue
+        sources = ["status"] + [type(src).source for src in e.counter_sources()]
+        for v in c.variables:
+            key = next((f"{src}:{v}" for src in sources if f"{src}:{v}" in counters), None)
+            if key is not None:
+                have.append(counters[key])
     return sum(have) if have else None
 
 

@@ -240,3 +240,15 @@ def test_an_incomplete_run_says_so_first(runs) -> None:
     assert text.startswith("WARNING: b: crashed or killed recording")
     assert _row(res, "b", "extra")["open"] is True
     assert "state-banner" in render_compare_html(res)
+
+
+def test_engine_cache_misses_of_each_engine() -> None:
+    """Each engine's status_counters "cache_misses", where the recording keeps it: SHOW GLOBAL
+    STATUS names for InnoDB and MyRocks (summed on one server), pg_stat_database's cluster-wide
+    blks_read for PostgreSQL (its own server: no SHOW GLOBAL STATUS)."""
+    from ioattr.analysis.compare import engine_cache_misses
+
+    assert engine_cache_misses({"status:Innodb_buffer_pool_reads": 7.0}) == 7.0
+    assert engine_cache_misses({"status:Innodb_buffer_pool_reads": 7.0, "status:Rocksdb_block_cache_miss": 5.0}) == 12.0
+    assert engine_cache_misses({"pg_stat_database:blks_read": 40.0, "pg_stat_database:postgres:blks_read": 40.0}) == 40.0
+    assert engine_cache_misses({"status:Com_select": 1.0}) is None
