@@ -55,7 +55,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pagecache_pages_per_query", "pc pg/q", "pages brought into the page cache by read misses per query "
                                              "[pagecache layer]"),
     ("engine_cache_misses_per_query", "eng miss/q", "the engine's own cache misses per query "
-                                                    "(Innodb_buffer_pool_reads, Rocksdb_block_cache_miss)"),
+                                                    "(Innodb_buffer_pool_reads, Rocksdb_block_cache_miss, "
+                                                    "PostgreSQL's blks_read)"),
     ("server_cpu_us_per_query", "CPU µs/q", "server CPU (user+sys, the servers' /proc/PID/stat) per query"),
 )
 BY_COLUMNS: tuple[tuple[str, str, str], ...] = (
