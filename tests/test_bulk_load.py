@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Background, assert_no_ioattr_programs, report_json, wait_phase, wait_until
+from tests.helpers import (Background, assert_no_ioattr_programs, ioattr, record_marked_phases, report_json,
+                           wait_phase, wait_until)
 
 ROWS = 6000
 BLOCK_SIZES = (1, 2, 4, 8, 16)
@@ -235,6 +236,43 @@ def test_index_build_merge_files_are_tmp_charged_to_the_alter(server, tmp_path: 
     in_tmpdir = [r for r in tmp if r["op"] == "write" and
                  (r["file"].startswith(tmpdir + "/") or r["file"] == f"[anonymous tmpfile in {tmpdir}]")]
     assert sum(r["bytes"] for r in in_tmpdir) == ps_written, (tmp, ps_written)
+
+
+def test_bulk_load_phases_count_rows_exactly(server, tmp_path: Path) -> None:
+    """LOAD DATA (into InnoDB and Archive), a multi-row INSERT and INSERT ... SELECT, one phase
+    each: every phase's bulk terms have exactly the rows it inserted, by its statement kind, and
+    the per-row terms are the phase's storage IO over those rows; report's text says so."""
+    n_load, n_multi = 20000, 500
+    csv = Path(server.tmpdir) / "bulk.csv"
+    csv.write_text("".join(f"{i},{i % 977},{'r' * 40}\n" for i in range(1, n_load + 1)))
+    for t, engine in (("l_inno", "InnoDB"), ("l_arch", "ARCHIVE")):
+        server.query(f"CREATE TABLE bench.{t} (id INT NOT NULL, k INT NOT NULL, c VARCHAR(60) NOT NULL) "
+                     f"ENGINE={engine}")
+    values = ",".join(f"({i},{i},'m')" for i in range(1, n_multi + 1))
+    load = "LOAD DATA INFILE '{}' INTO TABLE bench.{} FIELDS TERMINATED BY ','"
+    phases = [
+        ("load_innodb", lambda c: c.execute(load.format(csv, "l_inno"))),
+        ("load_archive", lambda c: c.execute(load.format(csv, "l_arch"))),
+        ("multi_insert", lambda c: c.execute(f"INSERT INTO bench.l_inno VALUES {values}")),
+        ("insert_select", lambda c: c.execute("INSERT INTO bench.l_inno SELECT id, k, c FROM bench.l_arch")),
+        ("end", lambda c: None),
+    ]
+    rec = tmp_path / "rec"
+    record_marked_phases(server, rec, phases, "--interval", "0.3")
+    summary = {s["phase"]: s for s in report_json(rec, "--by", "phase")["summary"]}
+    want = {"load_innodb": (n_load, {"LOAD DATA": 1}), "load_archive": (n_load, {"LOAD DATA": 1}),
+            "multi_insert": (n_multi, {"INSERT": 1}), "insert_select": (n_load, {"INSERT ... SELECT": 1})}
+    for phase, (rows, kinds) in want.items():
+        b = summary[phase]["bulk"]
+        assert b is not None and b["rows"] == rows and b["statements"] == kinds, (phase, b)
+        assert b["rows_per_statement"] == rows, (phase, b)
+        s = summary[phase]
+        assert b["rows_per_s"] == pytest.approx(s["ips"], abs=0.1), (b, s)  # rows over the phase's seconds
+        assert b["writes_per_row"] == pytest.approx(s["storage_writes"] / rows, rel=1e-3), (b, s)
+        assert b["reads_per_row"] == pytest.approx(s["storage_reads"] / rows, rel=1e-3, abs=1e-9), (b, s)
+    assert summary["end"]["bulk"] is None, summary["end"]
+    text = ioattr("report", str(rec), "--by", "phase", check=True).stdout
+    assert f"load_innodb: bulk: {n_load:,} rows" in text and "(LOAD DATA 1)" in " ".join(text.split()), text
 
 
 def test_no_programs_left_after_bulk_runs() -> None:

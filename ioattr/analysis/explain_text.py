@@ -97,8 +97,12 @@ def _side(label: str, s: dict[str, Any], unit: str) -> str:
 
 
 def _engine_lines(s: dict[str, Any]) -> list[str]:
-    """The engines' own per-phase lines under a side (MyRocks: flush, compaction, WAL, amplification)."""
-    out = []
+    """The engines' own per-phase lines under a side (MyRocks: flush, compaction, WAL, amplification),
+    after the phase's bulk-load terms when it inserted rows (phase_stats.bulk_line)."""
+    from ioattr.analysis.phase_stats import bulk_line
+
+    bulk = bulk_line(s.get("bulk"))
+    out = [] if bulk is None else ["    " + bulk]
     for engine in registry.ENGINES:
         terms = s.get(engine.name)
         line = engine.phase_line(terms) if isinstance(terms, dict) else None

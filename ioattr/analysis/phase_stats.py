@@ -20,6 +20,11 @@ from ioattr.model import storage
 
 EPS = 1e-3
 
+#: the statements that insert rows in bulk, by the server's Com_ counter, as a phase line names them
+BULK_STATEMENTS = (("status:Com_load", "LOAD DATA"), ("status:Com_insert", "INSERT"),
+                   ("status:Com_insert_select", "INSERT ... SELECT"), ("status:Com_replace", "REPLACE"),
+                   ("status:Com_replace_select", "REPLACE ... SELECT"))
+
 
 @dataclass
 class PhaseStats:
@@ -67,6 +72,30 @@ class PhaseStats:
     def per(self, numerator: float | None, denominator: float | None) -> float | None:
         return storage.per(numerator, denominator)
 
+    def bulk(self) -> dict[str, Any] | None:
+        """A phase that inserted rows, in a bulk-load benchmark's units: rows (the engine's or
+        the server's row counter, storage.rows_inserted), the statements that inserted them by
+        kind (LOAD DATA, multi-row INSERT, INSERT ... SELECT: the server's Com_ counters), rows
+        per statement, rows/s, and storage writes, KB written, storage reads and KB read per
+        row (reads: a load into a table bigger than the buffer pool reads pages back). None
+        when no row was inserted, or rows are not counted (no server counters)."""
+        rows, source = storage.rows_inserted(self.counters)
+        if not rows:
+            return None
+        kinds = {label: int(self.counters[key]) for key, label in BULK_STATEMENTS if self.counters.get(key)}
+        statements = sum(kinds.values())
+        return {
+            "rows": int(rows),
+            "rows_source": source,
+            "statements": kinds,
+            "rows_per_statement": round(rows / statements, 1) if statements else None,
+            "rows_per_s": round(rows / self.seconds, 1),
+            "writes_per_row": _r(self.writes / rows),
+            "kb_written_per_row": _r(self.write_bytes / 1024 / rows),
+            "reads_per_row": _r(self.reads / rows),
+            "kb_read_per_row": _r(self.read_bytes / 1024 / rows),
+        }
+
     def summary(self) -> dict[str, Any]:
         """The insert benchmark's terms for this phase (null where a counter is missing)."""
         q, i = self.queries, self.inserts
@@ -94,9 +123,24 @@ class PhaseStats:
             "insert_statements": None if stmts is None else int(stmts),
             "storage_reads": int(self.reads),
             "storage_writes": int(self.writes),
+            # rows/s, KB written, reads per row and rows per statement (null: no rows inserted)
+            "bulk": self.bulk(),
         }
         out.update(self.engines)  # e.g. "rocksdb": {...} (ioattr/engines/myrocks/lsm.py)
         return out
+
+
+def bulk_line(bulk: dict[str, Any] | None) -> str | None:
+    """PhaseStats.bulk as one line of report's and explain's text (None: nothing inserted)."""
+    if not bulk:
+        return None
+    kinds = ", ".join(f"{label} {n:,}" for label, n in bulk["statements"].items())
+    n = sum(bulk["statements"].values())
+    stmts = (f" by {n:,} statement{'' if n == 1 else 's'} ({kinds}), {bulk['rows_per_statement']:,.1f} "
+             "rows/statement") if kinds else ""
+    return (f"bulk: {bulk['rows']:,} rows ({bulk['rows_source']}){stmts}; {bulk['rows_per_s']:,.1f} rows/s, "
+            f"{storage.fmt_sig(bulk['kb_written_per_row'])} KB written/row, "
+            f"{storage.fmt_sig(bulk['writes_per_row'])} writes/row, {storage.fmt_sig(bulk['reads_per_row'])} reads/row")
 
 
 def _r(v: float | None) -> float | None:

@@ -84,6 +84,14 @@ def _engine_phase_lines(summary: list[dict]) -> list[str]:
     return out
 
 
+def _bulk_lines(summary: list[dict]) -> list[str]:
+    """Per phase that inserted rows, its bulk-load terms (rows by statement kind, rows/s, KB
+    written, writes and reads per row: ioattr/analysis/phase_stats.py PhaseStats.bulk)."""
+    from ioattr.analysis.phase_stats import bulk_line
+
+    return [f"{row.get('phase')}: {line}" for row in summary if (line := bulk_line(row.get("bulk")))]
+
+
 def state_line(report: dict) -> str | None:
     """The one line that says a recording is incomplete, crashed or still being written."""
     st = report.get("recording_state")
@@ -117,6 +125,8 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
     if summary_table is not None:
         console.print(summary_table)
         for line in _engine_phase_lines(report.get("summary") or []):
+            console.print(escape(line))
+        for line in _bulk_lines(report.get("summary") or []):
             console.print(escape(line))
     console.print(table)
     if report.get("dropped"):
