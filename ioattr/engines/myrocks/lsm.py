@@ -4,8 +4,11 @@ phase_terms; report --by phase "summary" and explain's baseline/target carry the
 "rocksdb").
 
 Ours (the syscall layer of the recording, by file_class and thread role):
-  compaction_read_bytes / compaction_write_bytes   role compaction (rocksdb:low), SST files
-  flush_write_bytes                                role flush (rocksdb:high), SST files
+  compaction_read_bytes / compaction_write_bytes   role compaction (rocksdb:low), SST files (all
+                                                   its files but LOG, MANIFEST, OPTIONS: an SST on
+                                                   an inode reused within an interval by another
+                                                   kind of file is labelled, not classed sst)
+  flush_write_bytes                                role flush (rocksdb:high), SST files (likewise)
   foreground_sst_read_bytes / _reads               role connection, SST files (block-cache misses
                                                    of queries and writes' read-before-write)
   wal_write_bytes / wal_writes                     WAL files, any role (the committing connection,
@@ -27,7 +30,8 @@ Defined once here:
 
 RocksDB's counters (deltas over the phase, status source unless said): flush_write_bytes,
 compact_read_bytes, compact_write_bytes, wal_bytes; block cache hits and misses by block kind
-(data, index, filter); bloom filter useful / full positive / full true positive; stalls
+(data, index, filter); bloom filter useful / full positive / full true positive; point gets found
+in the memtable, L0, L1, L2+ (read amplification by level); stalls
 (Rocksdb_stall_*: counts by cause and stall_micros); and from ROCKSDB_CFSTATS /
 ROCKSDB_COMPACTION_STATS, summed over column families: compactions pending (peak of
 COMPACTION_PENDING in the phase), L0 files at the phase's end and at its peak, and the highest
@@ -71,8 +75,16 @@ ENGINE_COUNTERS: dict[str, str] = {
     "rows_read": "Rocksdb_rows_read",
     "rows_inserted": "Rocksdb_rows_inserted",
     "queries_point": "Rocksdb_queries_point",
+    # read amplification by level: where point gets found their key
+    "memtable_hit": "Rocksdb_memtable_hit",
+    "get_hit_l0": "Rocksdb_get_hit_l0",
+    "get_hit_l1": "Rocksdb_get_hit_l1",
+    "get_hit_l2_and_up": "Rocksdb_get_hit_l2_and_up",
     "queries_range": "Rocksdb_queries_range",
 }
+
+#: what flush and compaction threads write besides SSTs (their LOG lines, MANIFEST edits)
+NOT_SST = ("info_log", "manifest", "options", "wal", "trash")
 
 #: the block kinds RocksDB's block cache counts hits and misses of
 BLOCK_KINDS = ("data", "index", "filter")
@@ -101,16 +113,19 @@ def io_terms(rows: list[dict]) -> dict[str, float]:
     for r in rows:
         fc, role, op = r.get("file_class"), r.get("role"), r.get("op")
         b, n = float(r.get("bytes") or 0), float(r.get("count") or 0)
-        if fc == "sst":
+        if role in ("compaction", "flush") and fc not in NOT_SST:
+            # flush and compaction threads read and write SSTs, besides the LOG and the MANIFEST;
+            # an SST written on an inode that a deleted file of another kind had in the same
+            # interval is labelled "[N files reusing one inode]" (file_class other): still theirs
             if role == "compaction" and op == "read":
                 out["compaction_read_bytes"] += b
             elif role == "compaction" and op == "write":
                 out["compaction_write_bytes"] += b
             elif role == "flush" and op == "write":
                 out["flush_write_bytes"] += b
-            elif role == "connection" and op == "read":
-                out["foreground_sst_read_bytes"] += b
-                out["foreground_sst_reads"] += n
+        elif fc == "sst" and role == "connection" and op == "read":
+            out["foreground_sst_read_bytes"] += b
+            out["foreground_sst_reads"] += n
         elif fc == "wal" and op == "write":
             out["wal_write_bytes"] += b
             out["wal_writes"] += n
