@@ -119,6 +119,7 @@ enum ioattr_file_class {
 	IOA_FC_VM = 17,        /* visibility map fork <relfilenode>_vm */
 	IOA_FC_INIT_FORK = 18, /* init fork of an unlogged relation <relfilenode>_init */
 	IOA_FC_SLRU = 19,      /* pg_xact, pg_multixact, pg_subtrans, pg_commit_ts, pg_serial, pg_notify */
+	IOA_FC_ARCHIVE = 20,   /* MariaDB/MySQL Archive engine's table data file <table>.ARZ */
 };
 
 /* Whose pages a registered file holds (innodb_file.engine): how its pages are read and

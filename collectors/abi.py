@@ -96,6 +96,8 @@ class FileClass(enum.IntEnum):
     VM = 17
     INIT_FORK = 18
     SLRU = 19
+    # the Archive storage engine's table data (<table>.ARZ, zlib-compressed rows)
+    ARCHIVE = 20
 
 
 PAGE_F_MISMATCH = 1

@@ -257,8 +257,13 @@ def test_bulk_load_phases_count_rows_exactly(server, tmp_path: Path) -> None:
         ("insert_select", lambda c: c.execute("INSERT INTO bench.l_inno SELECT id, k, c FROM bench.l_arch")),
         ("end", lambda c: None),
     ]
+    files = {"bench.l_inno": Path(server.datadir) / "bench" / "l_inno.ibd",
+             "bench.l_arch": Path(server.datadir) / "bench" / "l_arch.ARZ"}
+
+    def sizes() -> dict[str, int]:
+        return {t: f.stat().st_size for t, f in files.items()}
     rec = tmp_path / "rec"
-    record_marked_phases(server, rec, phases, "--interval", "0.3")
+    truth = record_marked_phases(server, rec, phases, "--interval", "0.3", measure=sizes)
     summary = {s["phase"]: s for s in report_json(rec, "--by", "phase")["summary"]}
     want = {"load_innodb": (n_load, {"LOAD DATA": 1}), "load_archive": (n_load, {"LOAD DATA": 1}),
             "multi_insert": (n_multi, {"INSERT": 1}), "insert_select": (n_load, {"INSERT ... SELECT": 1})}
@@ -271,8 +276,22 @@ def test_bulk_load_phases_count_rows_exactly(server, tmp_path: Path) -> None:
         assert b["writes_per_row"] == pytest.approx(s["storage_writes"] / rows, rel=1e-3), (b, s)
         assert b["reads_per_row"] == pytest.approx(s["storage_reads"] / rows, rel=1e-3, abs=1e-9), (b, s)
     assert summary["end"]["bulk"] is None, summary["end"]
+    # each table's size on disk at the end of the phase that grew it, from its files
+    for phase, table in (("load_innodb", "bench.l_inno"), ("load_archive", "bench.l_arch")):
+        before, after = truth[phase]
+        got = summary[phase]["table_sizes"].get(table)
+        assert got is not None and got["bytes"] == after[table], (phase, got, after)
+        assert got["bytes_change"] == after[table] - before[table] > 0, (phase, got, before, after)
+        assert got["allocated"] > 0, got
     text = ioattr("report", str(rec), "--by", "phase", check=True).stdout
-    assert f"load_innodb: bulk: {n_load:,} rows" in text and "(LOAD DATA 1)" in " ".join(text.split()), text
+    flat = " ".join(text.split())
+    assert f"load_innodb: bulk: {n_load:,} rows" in flat and "(LOAD DATA 1)" in flat, text
+    assert "load_archive: on disk at its end: bench.l_arch" in flat, text
+    # the Archive table's data file is storage IO of its own class
+    arch = [r for r in rows_of(rec, "phase", "file", "file_class")
+            if (r["file"] or "").endswith("/l_arch.ARZ") and r["op"] == "write"]
+    assert arch and {r["file_class"] for r in arch} == {"archive"}, arch
+    assert summary["load_archive"]["storage_writes"] >= sum(r["count"] for r in arch if r["phase"] == "load_archive")
 
 
 def test_no_programs_left_after_bulk_runs() -> None:

@@ -51,6 +51,9 @@ class PhaseStats:
         return None
 
     statement_counts: dict[str, float] = field(default_factory=dict)  # kind -> statements (stage probes)
+    #: schema.table -> {"bytes", "allocated", "bytes_change", "allocated_change"} for the tables whose
+    #: files changed size in the phase (counter source table_files: ioattr/engines/innodb/table_files.py)
+    table_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
     #: engine name -> its own per-phase terms (EngineAdapter.phase_terms: MyRocks' flush, compaction,
     #: WAL per transaction, write amplification), only for engines that have some
     engines: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -125,6 +128,8 @@ class PhaseStats:
             "storage_writes": int(self.writes),
             # rows/s, KB written, reads per row and rows per statement (null: no rows inserted)
             "bulk": self.bulk(),
+            # the tables whose files changed size in the phase: size at its end, and the change
+            "table_sizes": self.table_sizes,
         }
         out.update(self.engines)  # e.g. "rocksdb": {...} (ioattr/engines/myrocks/lsm.py)
         return out
@@ -194,6 +199,55 @@ def last_data_time(rec: Recording, phase: str | None = None) -> float | None:
     return None if v is None else float(v)
 
 
+def table_sizes(rec: Recording, phase: str) -> dict[str, dict[str, int]]:
+    """The tables whose files changed size in `phase`: their size (and allocated size) at its end
+    and the change over it. The `table_files` source lists a table only when its size changed
+    (at the first read, every table), so a table's size before the phase is its last row before
+    it; a table that first shows up after the first read is new: it grew from 0."""
+    if not rec.has_table("counters"):
+        return {}
+    names = rec.phase_names()
+    prev = names[: names.index(phase)]
+    rows = rec.query(
+        "WITH t AS (SELECT name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
+        "           WHERE source = 'table_files' AND value IS NOT NULL), "
+        "t0 AS (SELECT pid, min(ts) AS first_read FROM t GROUP BY pid), "
+        "cur AS (SELECT name, pid, arg_max(value, ts) AS last_v, min(ts) AS first_ts, "
+        "               arg_min(value, ts) AS first_v FROM t WHERE phase = ? GROUP BY ALL), "
+        "before AS (SELECT name, pid, arg_max(value, ts) AS prev_v FROM t "
+        "           WHERE list_contains(?, phase) GROUP BY ALL) "
+        "SELECT name, sum(coalesce(cur.last_v, before.prev_v)), "
+        "       sum(CASE WHEN cur.name IS NULL THEN 0 ELSE cur.last_v - coalesce(before.prev_v, "
+        "           CASE WHEN cur.first_ts > t0.first_read THEN 0 ELSE cur.first_v END) END) "
+        "FROM cur FULL OUTER JOIN before USING (name, pid) JOIN t0 USING (pid) GROUP BY name",
+        [phase, prev])
+    out: dict[str, dict[str, int]] = {}
+    for name, last, change in rows:  # every table known by the phase's end: its size then
+        table, _, what = str(name).rpartition(":")
+        if what not in ("bytes", "allocated") or not table:
+            continue
+        entry = out.setdefault(table, {"bytes": 0, "allocated": 0, "bytes_change": 0, "allocated_change": 0})
+        entry[what] = int(last or 0)
+        entry[f"{what}_change"] = int(change or 0)
+    return {t: e for t, e in sorted(out.items()) if e["bytes_change"] or e["allocated_change"]}
+
+
+def sizes_line(sizes: dict[str, dict[str, int]] | None) -> str | None:
+    """PhaseStats.table_sizes as one line of report's text (None: no table changed size)."""
+    if not sizes:
+        return None
+
+    def mib(n: int) -> str:
+        return f"{n / 1048576:,.1f} MiB"
+    def change(n: int) -> str:
+        return ("+" if n >= 0 else "-") + mib(abs(n))
+    parts = [f"{t} {mib(e['bytes'])} ({change(e['bytes_change'])}"
+             + (f"; {mib(e['allocated'])} allocated, {change(e['allocated_change'])}"
+                if abs(e["allocated"] - e["bytes"]) > 0.05 * e["bytes"] else "") + ")"  # sparse files
+             for t, e in sizes.items()]
+    return "on disk at its end: " + ", ".join(parts)
+
+
 def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     rec.require_phase(phase)
     p = next(x for x in rec.phases() if x["name"] == phase)
@@ -207,6 +261,7 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
         last = last_data_time(rec, phase)
         end = max(start, last if last is not None else float(rec.meta.get("ended") or start))
     st = PhaseStats(phase, start, end, counter_deltas(rec, phase))
+    st.table_sizes = table_sizes(rec, phase)
     st.open = is_open
     for op, n, b in rec.query(
             f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "

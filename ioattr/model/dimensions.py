@@ -55,7 +55,7 @@ _DIMS = [
     Dimension("file_class", "file_class", "file_class",
               "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, "
               "sst, wal, manifest, options, info_log, trash (MyRocks), relation, fsm, vm, init_fork, slru "
-              "(PostgreSQL; its WAL is wal, its temp files tmp), other"),
+              "(PostgreSQL; its WAL is wal, its temp files tmp), archive (the Archive engine's .ARZ), other"),
     Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
               "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "
               "several stays null, their indexes are listed by --by file)"),

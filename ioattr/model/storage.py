@@ -8,8 +8,9 @@ everywhere.
 Storage reads (writes): IO operations at the syscall layer, op read (write), on the server's
 storage files, that is the files whose file_class is in STORAGE_FILE_CLASSES: InnoDB's page
 files (tablespaces, the system tablespace with its doublewrite area, undo, temporary
-tablespace and temporary tables), its redo log, and binary and relay logs; MyRocks' SST
-files, WAL and MANIFEST; PostgreSQL's relation files, SLRU files and WAL. Files of class
+tablespace and temporary tables), its redo log, and binary and relay logs; the Archive
+engine's table files (.ARZ); MyRocks' SST files, WAL and MANIFEST; PostgreSQL's relation
+files, SLRU files and WAL. Files of class
 `other` (Aria system tables, error log, ...), NOT_STORAGE_FILE_CLASSES and pseudo-files are not
 storage IO of the engine. The unit is IO operations: InnoDB reads one page per read, so its
 reads equal its page reads; a doublewrite batch is one write of up to 64 pages; MyRocks reads
@@ -24,7 +25,9 @@ STORAGE_FILE_CLASSES: tuple[str, ...] = ("tablespace", "system_tablespace", "und
                                          # MyRocks: SSTs (a block-cache miss is an SST read), WAL, MANIFEST
                                          "sst", "wal", "manifest",
                                          # PostgreSQL's relation forks and SLRU files (its WAL is wal)
-                                         "relation", "fsm", "vm", "init_fork", "slru")
+                                         "relation", "fsm", "vm", "init_fork", "slru",
+                                         # the Archive engine's table data files (.ARZ)
+                                         "archive")
 #: engine files that are not storage IO: RocksDB's text log (like an error log), its OPTIONS
 #: files (written once at open) and SSTs waiting for deletion; with `other`, every class is one
 #: or the other (tests/unit/test_storage.py)

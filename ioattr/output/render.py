@@ -87,9 +87,14 @@ def _engine_phase_lines(summary: list[dict]) -> list[str]:
 def _bulk_lines(summary: list[dict]) -> list[str]:
     """Per phase that inserted rows, its bulk-load terms (rows by statement kind, rows/s, KB
     written, writes and reads per row: ioattr/analysis/phase_stats.py PhaseStats.bulk)."""
-    from ioattr.analysis.phase_stats import bulk_line
+    from ioattr.analysis.phase_stats import bulk_line, sizes_line
 
-    return [f"{row.get('phase')}: {line}" for row in summary if (line := bulk_line(row.get("bulk")))]
+    out = []
+    for row in summary:
+        for line in (bulk_line(row.get("bulk")), sizes_line(row.get("table_sizes"))):
+            if line:
+                out.append(f"{row.get('phase')}: {line}")
+    return out
 
 
 def state_line(report: dict) -> str | None:

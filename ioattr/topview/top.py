@@ -32,7 +32,7 @@ CLASS_ABBREV = {
     "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
     "binlog": "binlog", "relay_log": "relay", "doublewrite": "dblwr", "tmp": "tmp", "other": "other",
     "sst": "sst", "wal": "wal", "manifest": "manif", "options": "opts", "info_log": "log", "trash": "trash",
-    "relation": "rel", "fsm": "fsm", "vm": "vm", "init_fork": "init", "slru": "slru",
+    "relation": "rel", "fsm": "fsm", "vm": "vm", "init_fork": "init", "slru": "slru", "archive": "arch",
 }
 
 _LOW = np.array([b[0] for b in BOUNDS], dtype=np.float64)

@@ -88,7 +88,7 @@ LABELS = {
     "stage": {"estimate", "parse", "optimize", "execute", "commit", "background"},
     "file_class": {"tablespace", "system_tablespace", "undo", "redo_log", "binlog", "relay_log",
                    "doublewrite", "tmp", "sst", "wal", "manifest", "options", "info_log", "trash",
-                   "relation", "fsm", "vm", "init_fork", "slru", "other"},
+                   "relation", "fsm", "vm", "init_fork", "slru", "archive", "other"},
 }
 
 

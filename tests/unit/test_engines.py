@@ -181,7 +181,7 @@ def test_registry() -> None:
     with pytest.raises(KeyError):
         registry.by_name("tokudb")
     sources = [s.source for s in registry.page_engine().counter_sources()]
-    assert sources == ["innodb_metrics", "innodb_status"]  # the counters table's source names
+    assert sources == ["innodb_metrics", "innodb_status", "table_files"]  # the counters table's source names
     probes = registry.statement_probes()
     assert [p.program for p in probes] == ["ioattr_thd_attach", "ioattr_estimate_enter",
                                            "ioattr_estimate_return", "ioattr_thd_detach"]

@@ -11,6 +11,7 @@ from ioattr.engines.innodb import files, names, pages
 from ioattr.engines.innodb import findings as innodb_findings
 from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
 from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
+from ioattr.engines.innodb.table_files import TableFiles
 
 
 ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_ifPvjPjS3_P13Cost_estimate",
@@ -109,7 +110,8 @@ class InnodbAdapter(EngineAdapter):
         "cache": "innodb_buffer_pool_size", "io": "innodb_flush_method", "page": "innodb_page_size"}
 
     def counter_sources(self) -> list[CounterSource]:
-        return [InnodbMetrics(), InnodbStatus()]
+        # TableFiles: every table's size from its files (all of the server's engines' tables)
+        return [InnodbMetrics(), InnodbStatus(), TableFiles()]
 
     # the buffer pool is InnoDB's cache: a miss is a page read from storage (read-ahead aside)
     status_counters: ClassVar[Mapping[str, StatusCounter]] = {

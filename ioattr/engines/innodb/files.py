@@ -59,6 +59,8 @@ def classify_path(path: str) -> FC:
         return FC.TABLESPACE
     if _RELAY_RE.match(p):
         return FC.RELAY_LOG
+    if p.endswith(".ARZ"):  # the Archive engine's table data file (its table: the file's name)
+        return FC.ARCHIVE
     if _BINLOG_RE.match(p):
         return FC.BINLOG
     return FC.OTHER
