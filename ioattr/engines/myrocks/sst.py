@@ -35,7 +35,7 @@ from typing import Any
 from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
 from ioattr.engines.base import Connection
-from ioattr.engines.myrocks import files
+from ioattr.engines.myrocks import files, sst_blocks
 from ioattr.engines.myrocks.counters import rocksdb_active
 from ioattr.engines.myrocks.names import FIRST_USER_INDEX, IndexNames
 
@@ -236,6 +236,7 @@ class SstCatalog:
         self.names = IndexNames()
         self._cf_names: dict[int, str] = {}
         self._dir_mtime: int | None = None
+        self._layouts: dict[tuple[str, int, int], dict[str, Any] | None] = {}
         self._read_at = 0.0
 
     def _locate(self, conn: Connection) -> None:
@@ -326,11 +327,24 @@ class SstCatalog:
                 "level": cf_level[1] if cf_level else None,
                 "column_family": (self._cf_names.get(cf_level[0], str(cf_level[0])) if cf_level else None),
                 "indexes": indexes,
+                "blocks": self._blocks(path, st.st_ino, st.st_size),
                 "deleted": False,
             }
         for path, entry in self.files.items():
             if path not in present:
                 entry["deleted"] = True
+
+    def _blocks(self, path: str, ino: int, size: int) -> dict[str, Any] | None:
+        """Where the SST's data, index and filter blocks lie (sst_blocks.py), read once per file:
+        an SST never changes once written (the key has the inode and size, so a file still
+        being written is read again when complete)."""
+        key = (path, ino, size)
+        if key not in self._layouts:
+            try:
+                self._layouts[key] = sst_blocks.read_layout(path).as_dict()
+            except (OSError, sst_blocks.BadSst):
+                self._layouts[key] = None  # being written (no footer yet), or gone
+        return self._layouts[key]
 
     def entries(self) -> dict[str, dict[str, Any]]:
         return self.files
