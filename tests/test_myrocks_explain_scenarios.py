@@ -6,7 +6,7 @@ planted cause SUPPORTED, the other LSM cause REFUTED, no InnoDB cause supported.
 are checked against RocksDB's own counters read by the test around each phase's work.
 
   1. index_filter_misses: point lookups on one compacted SST (one L1 file, its index block
-     ~150 KiB); baseline with an 8 MiB block cache (the index block stays), target with the
+     80 KiB on disk, 156 KiB uncompressed); baseline with an 8 MiB block cache (the index block stays), target with the
      cache shrunk to 64 KiB (SET GLOBAL rocksdb_block_cache_size): every lookup reads the index
      block again before its data block.
   2. compaction_debt: point lookups on a compacted table (one L1 file, a 2 MiB block cache;
