@@ -22,7 +22,7 @@ import pytest
 from ioattr.engines.postgres.roles import BACKEND_TYPE_ROLES
 from ioattr.format.reader import Recording
 from ioattr.host.pg_sandbox import PrivatePostgres
-from tests.helpers import Background, report_json, wait_until
+from tests.helpers import Background, ioattr, report_json, wait_until
 
 PAGE = 8192
 RELATION_CLASSES = ("relation", "fsm", "vm", "init_fork")
@@ -196,6 +196,7 @@ def test_btree_path_pages(cluster: PrivatePostgres, tmp_path: Path) -> None:
                "INSERT INTO w SELECT g, md5(g::text) FROM generate_series(1, 200000) g; "
                "CREATE INDEX w_id ON w (id); CHECKPOINT")
     root, level = pg.query("SELECT root, level FROM bt_metap('w_id')")[0]
+    node = int(pg.query("SELECT pg_relation_filenode('w_id')")[0][0])
     assert level == 2  # a root above one level of internal pages: three levels below the metapage
     pg.restart()  # empty shared_buffers
     rec = tmp_path / "rec"
@@ -235,7 +236,6 @@ def test_btree_path_pages(cluster: PrivatePostgres, tmp_path: Path) -> None:
     assert idx_read == 4 and heap_read == 1
     assert {r["role"] for r in rows} == {"connection"}
     # the recording keeps the btree levels themselves (the report dimension is leaf/non_leaf)
-    node = int(pg.query("SELECT pg_relation_filenode('w_id')")[0][0])
     levels = Recording(rec).query(
         "SELECT page_type, level, index_id, sum(pages) FROM pages WHERE pid = ? AND index = 'postgres.public.w_id' "
         "GROUP BY ALL ORDER BY page_type", [backend])
@@ -286,6 +286,7 @@ def test_counters_beside_ours(cluster: PrivatePostgres, tmp_path: Path) -> None:
     pg.execute("CREATE TABLE c (id int, v text); "
                "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 20000) g; "
                "CREATE INDEX c_id ON c (id); CHECKPOINT")
+    base = f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('c',))[0][0]}"
     pg.restart()  # cold shared buffers: the scans read
     rec = tmp_path / "rec"
     recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
@@ -323,7 +324,6 @@ def test_counters_beside_ours(cluster: PrivatePostgres, tmp_path: Path) -> None:
             for rel in ("c", "c_id")}
     # and heap_blks_read counts the table's free space map and visibility map forks too (the UPDATE
     # looks for free space and clears visibility bits): their reads and extensions, by file
-    base = f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('c',))[0][0]}"
     files = report_json(rec, "--by", "file,op,role", "--layer", "syscall", "--phase", "work")["rows"]
     ours["c"] += sum(r["count"] for r in files if r["file"] in (base + "_fsm", base + "_vm")
                      and r["role"] == "connection" and r["op"] in ("read", "write"))
@@ -350,6 +350,7 @@ def test_parallel_workers_roles(cluster: PrivatePostgres, tmp_path: Path) -> Non
                "CREATE FUNCTION wait_go(path text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE AS $$ "
                "BEGIN WHILE (pg_stat_file(path, true)).size IS NULL LOOP PERFORM pg_sleep(0.01); END LOOP; "
                "RETURN true; END $$")
+    table = f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('p',))[0][0]}"
     pg.restart()  # cold shared buffers: the workers read the table
     rec = tmp_path / "rec"
     recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
@@ -368,15 +369,17 @@ def test_parallel_workers_roles(cluster: PrivatePostgres, tmp_path: Path) -> Non
                 f"SELECT count(*) FROM p WHERE wait_go('{go}')").fetchone()[0]))
             query.start()
             try:
-                workers = wait_until(lambda: [p for (p,) in c.execute(
+                workers = wait_until(lambda: (lambda ws: ws if len(ws) == 2 else None)([p for (p,) in c.execute(
                     "SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker' "
-                    "AND leader_pid = %s", (leader_pid,)).fetchall()] or None, 60, "the parallel workers")
+                    "AND leader_pid = %s", (leader_pid,)).fetchall()]), 60, "both parallel workers")
                 activity = c.execute("SELECT pid, backend_type, application_name FROM pg_stat_activity").fetchall()
                 for w in workers + [leader_pid]:
                     wait_until(lambda: _role_known(rec, w), 60, f"the recorder to see process {w}")
             finally:
                 go.touch()
                 query.join()
+            # the workers exit once the leader has their results: gone before the test ends
+            wait_until(lambda: not any(Path(f"/proc/{w}").exists() for w in workers), 60, "the workers to exit")
         code, err = recorder.stop()
         assert code == 0, err
     finally:
@@ -393,5 +396,52 @@ def test_parallel_workers_roles(cluster: PrivatePostgres, tmp_path: Path) -> Non
     assert {processes[w] for w in workers} == {"parallel_worker"} and processes[leader_pid] == "connection"
     assert checked >= 5  # the workers, the leader, the checkpointer, the walwriter, ...
     rows = [r for r in _rows(rec) if r["process"] and _pid_of(r) in workers and r["op"] == "read"
-            and r["file"] == f"{pg.datadir}/{pg.query('SELECT pg_relation_filepath(%s)', ('p',))[0][0]}"]
+            and r["file"] == table]
     assert rows and {r["role"] for r in rows} == {"parallel_worker"}
+
+
+def test_explain_checkpoint_writes(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """A planted checkpoint (ioattr/engines/postgres/findings.py): phases `base` and `target` each
+    insert 20,000 rows into a new table (writes per inserted row: WAL and relation extensions;
+    rows inserted: pg_stat_database tup_inserted), and `target` ends with a CHECKPOINT, which
+    writes both tables' dirty buffers. explain's writes per insert finds checkpoint_writes
+    SUPPORTED, its numbers agreeing with pg_stat_bgwriter read directly around the phases, and no
+    other cause supported."""
+    pg = cluster
+    pg.execute("CREATE TABLE k1 (id int, v text); CREATE TABLE k2 (id int, v text); CHECKPOINT")
+    insert = "INSERT INTO {} SELECT g, md5(g::text) FROM generate_series(1, 20000) g"
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as direct:
+            _mark(rec, "base")
+            bg0 = direct.execute(BGWRITER).fetchone()
+            direct.execute(insert.format("k1"))
+            direct.execute("SELECT pg_stat_force_next_flush()")  # its tup_inserted, before the boundary
+            bg1 = direct.execute(BGWRITER).fetchone()
+            _mark(rec, "target")
+            direct.execute(insert.format("k2"))
+            direct.execute("CHECKPOINT")
+            direct.execute("SELECT pg_stat_force_next_flush()")
+            bg2 = direct.execute(BGWRITER).fetchone()
+            _mark(rec, "after")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    assert bg1[0] == bg0[0] and bg2[0] - bg1[0] > 100  # no checkpoint in base; the CHECKPOINT wrote
+    r = ioattr("explain", str(rec), "--baseline", "base", "--target", "target", "--metric", "writes_per_insert",
+               "--format", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["metric"] == "writes_per_insert", out["notes"]
+    ck = next(f for f in out["findings"] if f["id"] == "checkpoint_writes")
+    assert ck["verdict"] == "supported", (ck, out["baseline"], out["target"])
+    ev = ck["evidence"]
+    assert ev["share_of_change"] >= 0.5 and ev["baseline_per_op"] == 0
+    assert ev["buffers_checkpoint_base"] == 0 and ev["checkpoints_target"] == bg2[3] - bg1[3] == 1
+    # PostgreSQL's own count per inserted row: buffers_checkpoint over the phase's 20,000 rows
+    assert ev["buffers_checkpoint_target"] == pytest.approx((bg2[0] - bg1[0]) / 20000, rel=1e-5)
+    others = [f["id"] for f in out["findings"] if f["id"] != "checkpoint_writes" and f["verdict"] == "supported"]
+    assert not others, others

@@ -53,8 +53,10 @@ OWN_QUERIES = "status:ioattr:Com_select"     # ioattr's own SELECTs on the serve
 # rows inserted, first available: InnoDB's own row counter (INNODB_METRICS dml_inserts when the
 # dml module is on; Innodb_rows_inserted on MySQL), else Handler_write: MariaDB's count of rows
 # written through the storage-engine API (internal temporary tables are Handler_tmp_write, so
-# not in it). The source used is reported next to the number ("ips_source").
-ROWS_INSERTED = ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted", "status:Handler_write")
+# not in it). The source used is reported next to the number ("ips_source"). A PostgreSQL cluster's
+# is pg_stat_database's tup_inserted summed over its databases (ioattr/engines/postgres/counters.py).
+ROWS_INSERTED = ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted", "status:Handler_write",
+                 "pg_stat_database:tup_inserted")
 # INSERT (and REPLACE) statements, of either form
 INSERT_STATEMENTS = ("status:Com_insert", "status:Com_insert_select", "status:Com_replace",
                      "status:Com_replace_select")

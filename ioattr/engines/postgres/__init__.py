@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
-from ioattr.engines.base import Connection, CounterSource, EngineAdapter, StatusCounter
+from ioattr.engines.base import Connection, CounterSource, EngineAdapter, Finding, StatusCounter
 from ioattr.engines.postgres import counters, files, names, pages, roles, server
+from ioattr.engines.postgres import findings as pg_findings
 
 
 class PostgresAdapter(EngineAdapter):
@@ -63,6 +64,10 @@ class PostgresAdapter(EngineAdapter):
 
     def server_context(self, pid: int) -> Any:
         return server.PostgresServer(pid, engines=(self,))
+
+    # -- findings ----------------------------------------------------------------------------
+    findings: ClassVar[Sequence[Finding]] = pg_findings.FINDINGS
+    next_steps: ClassVar[Mapping[str, tuple[str, str]]] = pg_findings.NEXT_STEPS
 
     # -- counters --------------------------------------------------------------------------
     def counter_sources(self) -> list[CounterSource]:

@@ -16,7 +16,8 @@ pg_stat_bgwriter   the one row: buffers_checkpoint (written by the checkpointer)
 pg_stat_database   per database "<database>:<column>": blks_read, blks_hit, temp_files, temp_bytes,
                    xact_commit, xact_rollback, tup_*, blk_read_time, blk_write_time, deadlocks,
                    conflicts; and the cluster's totals of blks_read and blks_hit (no prefix), which
-                   `top` and the exporter show as the cache misses and requests.
+                   `top` and the exporter show as the cache misses and requests, and of
+                   tup_inserted (the rows inserted of explain's and report's per-insert terms).
 
 PostgreSQL's statistics are flushed by each backend when it goes idle (at most once a second
 unless pg_stat_force_next_flush() asked for it at once), so an interval's counters may lag the
@@ -43,6 +44,9 @@ DATABASE_COLUMNS = ("numbackends", "xact_commit", "xact_rollback", "blks_read", 
 #: the cluster-wide totals the status counters (top, exporter) read: pg_stat_database summed
 STATUS_SQL = "SELECT sum(blks_read), sum(blks_hit) FROM pg_stat_database"
 STATUS_NAMES = ("blks_read", "blks_hit")
+#: the cluster's totals pg_stat_database adds without a database prefix: the status counters, and
+#: the rows inserted (explain's and report --by phase's per-insert terms: model/storage.ROWS_INSERTED)
+TOTALS = STATUS_NAMES + ("tup_inserted",)
 
 
 def _rows(name: str, columns: tuple[str, ...], values: tuple) -> list[CounterRow]:
@@ -90,14 +94,14 @@ class PgStatDatabase(CounterSource):
 
     def read(self, conn: Connection) -> list[CounterRow]:
         out: list[CounterRow] = []
-        totals = dict.fromkeys(STATUS_NAMES, 0.0)
+        totals = dict.fromkeys(TOTALS, 0.0)
         for datname, *values in conn.query("SELECT datname, " + ", ".join(DATABASE_COLUMNS)
                                            + " FROM pg_stat_database WHERE datname IS NOT NULL"):
             out += _rows(str(datname), DATABASE_COLUMNS, tuple(values))
             for c, v in zip(DATABASE_COLUMNS, values):
                 if c in totals and v is not None:
                     totals[c] += float(v)
-        # the shared catalogs' row (datname NULL) counts too in the totals
+        # the shared catalogs' row (datname NULL) counts too in the block totals
         for v_read, v_hit in conn.query("SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname IS NULL"):
             totals["blks_read"] += float(v_read or 0)
             totals["blks_hit"] += float(v_hit or 0)
