@@ -187,3 +187,22 @@ def test_registry_over_a_data_directory(tmp_path: Path) -> None:
     assert len(reg.installed) == 3
     gone = reg.file_of(5, 16390)
     assert gone is not None and gone.deleted
+
+
+def test_unchanged_directories_are_not_listed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rescan lists a database directory again only when its mtime moved (or moved within the
+    last second: the coarse clock); the cached entries are the same files."""
+    d = tmp_path / "data"
+    _touch(d / "base/5/16384")
+    old = 1_000_000_000_000_000_000
+    os.utime(d / "base/5", ns=(old, old))
+    cache: dict = {}
+    first = list(pages.relation_main_files(str(d), cache))
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(pages.os, "scandir", lambda p: listed.append(str(p)) or real(p))
+    assert list(pages.relation_main_files(str(d), cache)) == first
+    assert str(d / "base/5") not in listed
+    _touch(d / "base/5/16390")  # the directory changed
+    again = list(pages.relation_main_files(str(d), cache))
+    assert str(d / "base/5") in listed and {r.relfilenode for _, r, _, _ in again} == {16384, 16390}

@@ -98,10 +98,15 @@ class RelationPageFile:
     deleted: bool = False
 
 
-def relation_main_files(datadir: str) -> Iterable[tuple[str, RelationFile, int, int]]:
+def relation_main_files(datadir: str, cache: dict[str, tuple[int, list]] | None = None,
+                        ) -> Iterable[tuple[str, RelationFile, int, int]]:
     """(path, relation file, kernel dev, inode) of every main-fork segment under the data
     directory: base/<db>/, global/ and the tablespaces (pg_tblspc/<oid>/PG_*/<db>/).
-    Temporary relations (t<backend>_<node>) are left out: they live in backend-local buffers."""
+    Temporary relations (t<backend>_<node>) are left out: they live in backend-local buffers.
+    No file is stat'ed: the inode is the directory entry's, the device the directory's. `cache`
+    (directory -> (its mtime, its files)) skips listing a directory that did not change since
+    (no file created, removed or renamed in it), so a rescan of an idle cluster costs a stat
+    per database directory."""
     dirs: list[str] = [os.path.join(datadir, "global")]
     for top in (os.path.join(datadir, "base"),):
         try:
@@ -117,6 +122,19 @@ def relation_main_files(datadir: str) -> Iterable[tuple[str, RelationFile, int, 
         pass
     for d in dirs:
         try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        known = cache.get(d) if cache is not None else None
+        # a directory changed within the last second is listed again: its mtime has the
+        # filesystem's coarse clock, so a file created in the tick of the last change and of
+        # the last listing would not move it
+        if known is not None and known[0] == st.st_mtime_ns and time.time_ns() - st.st_mtime_ns > 1_000_000_000:
+            yield from known[1]
+            continue
+        dev = abi.kernel_dev_of_stat(st.st_dev)
+        found = []
+        try:
             entries = list(os.scandir(d))
         except OSError:
             continue
@@ -126,11 +144,10 @@ def relation_main_files(datadir: str) -> Iterable[tuple[str, RelationFile, int, 
             rel = parse_relation_path(e.path)
             if rel is None or rel.fork != "main" or rel.temp_backend is not None:
                 continue
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            yield e.path, rel, abi.kernel_dev_of_stat(st.st_dev), st.st_ino
+            found.append((e.path, rel, dev, e.inode()))
+        if cache is not None:
+            cache[d] = (st.st_mtime_ns, found)
+        yield from found
 
 
 class RelationPageFiles:
@@ -151,6 +168,7 @@ class RelationPageFiles:
         self.by_key: dict[tuple[int, int, int], dict[int, RelationPageFile]] = {}
         self._next = 0.0
         self.unknown = 0  # relation files the last scan found whose relation the catalogs lacked
+        self._dirs: dict[str, tuple[int, list]] = {}  # relation_main_files' cache
 
     def sync(self, kind_of: Callable[[RelationFile], tuple[str | None, str | None]],
              force: bool = False) -> int:
@@ -163,7 +181,7 @@ class RelationPageFiles:
         seen: set[tuple[int, int]] = set()
         changed = 0
         self.unknown = 0
-        for path, rel, dev, ino in relation_main_files(self.datadir):
+        for path, rel, dev, ino in relation_main_files(self.datadir, self._dirs):
             kind, am = kind_of(rel)
             engine = engine_of(kind, am)
             if engine is None:
