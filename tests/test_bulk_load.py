@@ -287,6 +287,9 @@ def test_bulk_load_phases_count_rows_exactly(server, tmp_path: Path) -> None:
     flat = " ".join(text.split())
     assert f"load_innodb: bulk: {n_load:,} rows" in flat and "(LOAD DATA 1)" in flat, text
     assert "load_archive: on disk at its end: bench.l_arch" in flat, text
+    html = tmp_path / "r.html"
+    ioattr("report", str(rec), "--format", "html", "-o", str(html), check=True)
+    assert f"load_innodb: bulk: {n_load:,} rows" in html.read_text(), "the HTML has no bulk line"
     # the Archive table's data file is storage IO of its own class
     arch = [r for r in rows_of(rec, "phase", "file", "file_class")
             if (r["file"] or "").endswith("/l_arch.ARZ") and r["op"] == "write"]

@@ -31,7 +31,7 @@ from ioattr.output.html_data import (OTHER, TimeAxis, bytes_over_time, index_by_
 from ioattr.output.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, Raw, Series, TimeChart, esc, fmt_bytes,
                                     fmt_bytes_rate,
                                     fmt_num, fmt_seconds, fmt_us, share_bar, table)
-from ioattr.analysis.phase_stats import PhaseStats, phase_stats
+from ioattr.analysis.phase_stats import PhaseStats, bulk_line, phase_stats, sizes_line
 from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.engines import registry
 from ioattr.format.reader import Recording
@@ -305,6 +305,11 @@ class RecordingView:
                          storage.fmt_sig(s["context_switches_per_query"]),
                          f"{s['storage_reads']:,}", f"{s['storage_writes']:,}"])
         out = table(headers, rows, numeric=[False, True, True, False] + [True] * 12, cls="data phases")
+        # bulk loads (rows by statement kind, rows/s, per-row IO) and the tables' sizes from their files
+        extra = [f"{esc(s['phase'])}: {esc(line)}" for s in self.summaries
+                 for line in (bulk_line(s.get("bulk")), sizes_line(s.get("table_sizes"))) if line]
+        if extra:
+            out += "<p>Bulk loads and table sizes on disk, per phase:</p>" + _list(extra)
         if not self.has_counters:
             out += _not_recorded("Engine counters", "qps, ips and the per-query/per-insert metrics need the "
                                  "server's counters (record with a server connection); storage reads and writes "
