@@ -73,8 +73,18 @@ def index_filter_misses(e: Evidence) -> dict[str, Any]:
     sst_share = e.share(_fg_sst)
     d_if, d_all = if_t - if_b, all_t - all_b
     # the SST reads' share of the change, split by block kind as RocksDB counted its misses (one
-    # read per miss: RocksDB reads a block it does not have with one pread)
-    frac = d_if / d_all if d_all > 0 else None
+    # read per miss: RocksDB reads a block it does not have with one pread); for a bytes metric
+    # by the bytes its misses put in the cache (uncompressed sizes: an index block's share of the
+    # bytes read is what matters there, and one index block can weigh twenty data blocks)
+    if e.metric.measure == "bytes":
+        ins = ("Rocksdb_block_cache_index_bytes_insert", "Rocksdb_block_cache_filter_bytes_insert")
+        ib, it = _per_op(e, "base", *ins), _per_op(e, "target", *ins)
+        ab = _per_op(e, "base", *ins, "Rocksdb_block_cache_data_bytes_insert")
+        at = _per_op(e, "target", *ins, "Rocksdb_block_cache_data_bytes_insert")
+        split_if, split_all = ((it - ib), (at - ab)) if None not in (ib, it, ab, at) else (d_if, d_all)
+    else:
+        split_if, split_all = d_if, d_all
+    frac = split_if / split_all if split_all > 0 else None
     share = None if sst_share is None or frac is None else sst_share * max(min(frac, 1.0), 0.0)
     if d_if <= 0 or if_t == 0:
         verdict = "refuted"
