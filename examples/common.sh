@@ -46,3 +46,30 @@ stop_server() {
         srv_pid=""
     fi
 }
+
+# The seed-comparison scripts' options: --size tiny|small (default small), --out DIR (default
+# /tmp/ioattr-$1-<time>, must not exist). Sets SIZE and OUT; bad usage exits 2 with one line.
+parse_size_out() {
+    local name=$1; shift
+    SIZE=small OUT=""
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --size) [ $# -ge 2 ] || die 2 "--size wants tiny or small"; SIZE=$2; shift 2 ;;
+            --size=*) SIZE=${1#--size=}; shift ;;
+            --out) [ $# -ge 2 ] || die 2 "--out wants a directory"; OUT=$2; shift 2 ;;
+            --out=*) OUT=${1#--out=}; shift ;;
+            -h|--help) echo "usage: $0 [--size tiny|small] [--out DIR]"; exit 0 ;;
+            *) die 2 "unknown argument '$1' (usage: $0 [--size tiny|small] [--out DIR])" ;;
+        esac
+    done
+    case $SIZE in tiny|small) ;; *) die 2 "--size must be tiny or small, not '$SIZE'" ;; esac
+    OUT=${OUT:-/tmp/ioattr-$name-$(date +%Y%m%d-%H%M%S)}
+    [ ! -e "$OUT" ] || die 2 "$OUT already exists: give another --out"
+    [ -d "$(dirname "$OUT")" ] || die 2 "no such directory: $(dirname "$OUT")"
+}
+
+# Run examples/seed_runs.py SCENARIO into $OUT; on failure its own one-line error is the
+# script's (exit 1).
+seed_runs() {
+    "$PYTHON" "$here/seed_runs.py" "$1" --size "$SIZE" --out "$OUT" >/dev/null || exit 1
+}

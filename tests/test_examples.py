@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need_root, need_tool
+from tests.conftest import need, need_root, need_tool
 from tests.helpers import IOATTR, ROOT, report_json
 
 EXAMPLES = ROOT / "examples"
@@ -276,3 +276,59 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rindex(")") + 2] == "Z"
+
+
+# ---------------------------------------------------------------- the seed comparisons
+# examples/engine_scans.sh, memory_sweep.sh, bulk_load.sh at --size tiny: each writes its
+# recordings and OUT/compare.json (`ioattr compare --format json`); the checks are the runs and
+# phases compare aligned and exact relations that hold whatever the machine's speed.
+
+def run_seed_script(name: str, out: Path, timeout: float = 400) -> dict:
+    """Run examples/NAME --size tiny --out OUT; return its compare JSON."""
+    need_root()
+    r = subprocess.run(["bash", str(EXAMPLES / name), "--size", "tiny", "--out", str(out)],
+                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    return json.loads((out / "compare.json").read_text())
+
+
+def storage_rows(rec: Path, phase: str) -> list[dict]:
+    """report's syscall rows of one phase by file_class, op (what compare's storage terms sum)."""
+    return report_json(rec, "--by", "file_class", "--phase", phase, "--layer", "syscall")["rows"]
+
+
+def test_engine_scans_example(tmp_path: Path) -> None:
+    """InnoDB vs MyRocks full scans (40 primary-key ranges per pass) before and after 10,000
+    random row-growing updates (50 transactions of 200 rows)."""
+    from ioattr.model import storage
+    from tests.helpers import assert_no_ioattr_programs
+
+    need(Path("/usr/lib/mysql/plugin/ha_rocksdb.so").exists(), "mariadb-plugin-rocksdb is not installed")
+    out = tmp_path / "scans"
+    result = run_seed_script("engine_scans.sh", out)
+    assert [x["label"] for x in result["runs"]] == ["innodb", "myrocks"]
+    assert result["runs"][0]["engines"] == ["innodb"]
+    assert result["runs"][1]["engines"] == ["innodb", "rocksdb"]
+    assert result["runs"][1]["engine_settings"]["rocksdb"]["io"] == "ON"  # direct reads
+    rows = {(x["run"], x["phase"]): x for x in result["rows"]}
+    assert set(rows) == {(run, ph) for run in ("innodb", "myrocks") for ph in ("scan.fresh", "update", "scan.frag")}
+    for (run, phase), row in rows.items():
+        if phase.startswith("scan"):
+            assert row["queries"] == 40, row          # the scan's range queries, nothing else
+            assert row["write_unit"] != "txn" or row["transactions"] == 0, row
+        else:
+            assert row["transactions"] == 50, row     # 10,000 updated rows, 200 per transaction
+        # compare's storage reads are report's, exactly
+        mine = [x for x in storage_rows(out / run, phase)
+                if x["op"] == "read" and storage.is_storage(x["layer"], x["file_class"])]
+        assert row["storage_reads"] == sum(x["count"] for x in mine), (run, phase)
+        assert row["storage_read_bytes"] == sum(x["bytes"] for x in mine), (run, phase)
+    # each engine's scans read its own files: InnoDB's tablespace, MyRocks' SSTs
+    for phase in ("scan.fresh", "scan.frag"):
+        inno = {x["file_class"]: x["count"] for x in storage_rows(out / "innodb", phase) if x["op"] == "read"}
+        rocks = {x["file_class"]: x["count"] for x in storage_rows(out / "myrocks", phase) if x["op"] == "read"}
+        assert inno.get("tablespace", 0) > 0 and rocks.get("sst", 0) > 0, (phase, inno, rocks)
+        assert rows[("myrocks", phase)]["engine_cache_misses"] > 0   # Rocksdb_block_cache_miss
+    assert (out / "compare.html").read_text().count("<svg") > 0
+    assert_no_ioattr_programs()

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""The seed reports' engine comparisons in miniature: the recordings behind examples/*.sh.
+
+Each scenario runs the same workload on private servers (ioattr.host.sandbox: own datadir,
+socket and port under a temp dir, stopped by pid; never the host's service), records each
+run with `ioattr record --pid` into OUT/<run>, and starts every phase with an
+`ioattr mark NAME`, waiting until the recorder has
+started that phase (meta.json lists it last) before the phase's work begins, so what
+follows is all that phase's. The shell scripts then put the runs side by side with
+`ioattr compare`.
+
+    seed_runs.py scans --size tiny|small --out DIR    InnoDB vs MyRocks full scans, fresh and fragmented
+    seed_runs.py sweep --size tiny|small --out DIR    oltp_read_write at three cache sizes per engine
+    seed_runs.py bulk  --size tiny|small --out DIR    LOAD DATA into four engines, indexes after and before
+
+It prints one `RUN=<label>` line per recording it wrote (stdout) and progress on stderr.
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Errors are one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+PROG = "seed_runs"
+_REPO = Path(__file__).resolve().parent.parent
+if (_REPO / "ioattr" / "__init__.py").exists() and str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+ROCKSDB_PLUGIN = Path("/usr/lib/mysql/plugin/ha_rocksdb.so")
+
+
+class Failure(Exception):
+    """A runtime failure: reported as one line, exit status 1."""
+
+
+def log(msg: str) -> None:
+    print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
+def ioattr_program() -> str:
+    """The checkout's ioattr (./.venv), else $IOATTR, else the one on PATH."""
+    env = os.environ.get("IOATTR")
+    if env:
+        return env
+    venv = _REPO / ".venv" / "bin" / "ioattr"
+    if venv.exists():
+        return str(venv)
+    found = shutil.which("ioattr")
+    if not found:
+        raise Failure("ioattr not found: run 'make build' or set IOATTR")
+    return found
+
+
+# ------------------------------------------------------------------ recorder
+class Recorder:
+    """`ioattr record -o REC --pid PID` on one private server, phases started by SQL markers.
+
+    Its output goes to REC.log beside the recording (the recording directory itself must
+    not exist before the recorder creates it)."""
+
+    def __init__(self, rec: Path, db: Any, first_phase: str = "setup") -> None:
+        self.rec = rec
+        self.log_path = rec.parent / f"{rec.name}.record.log"
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [ioattr_program(), "record", "-o", str(rec), "--pid", str(db.pid),
+             "--mysql-defaults-file", str(db.client_defaults_file), "--phase", first_phase],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True)
+        self._wait(lambda: "recording " in self.log_path.read_text() and (rec / "control").is_dir(),
+                   "start recording")
+
+    def _tail(self) -> str:
+        lines = [x for x in self.log_path.read_text(errors="replace").splitlines() if x.strip()]
+        return lines[-1] if lines else "(no output)"
+
+    def _wait(self, ready: Callable[[], bool], what: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if self.proc.poll() is not None:
+                raise Failure(f"ioattr record exited {self.proc.returncode} before it could {what}: {self._tail()}")
+            time.sleep(0.05)
+        raise Failure(f"ioattr record did not {what} within {timeout:.0f}s (log: {self.log_path})")
+
+    def phases(self) -> list[str]:
+        try:
+            return [p["name"] for p in json.loads((self.rec / "meta.json").read_text()).get("phases", [])]
+        except (OSError, ValueError):
+            return []
+
+    def phase(self, name: str) -> None:
+        """Start phase `name` (`ioattr mark`); return once the recorder has started it.
+
+        `ioattr mark` rather than an `ioattr:phase=` statement: it needs no statement probes
+        on the server, and it adds no SELECT to the phase's query count."""
+        r = subprocess.run([ioattr_program(), "mark", name, "--recording", str(self.rec)],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure(f"ioattr mark {name} failed: {(r.stderr.strip() or 'no output').splitlines()[-1]}")
+        self._wait(lambda: self.phases()[-1:] == [name], f"start phase {name!r}")
+        log(f"  phase {name}")
+
+    def stop(self) -> None:
+        """SIGINT (the recorder drains once more and writes its last chunk), by our pid."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise Failure(f"ioattr record did not stop within 60s (log: {self.log_path})")
+        self._log.close()
+        if self.proc.returncode != 0:
+            raise Failure(f"ioattr record exited {self.proc.returncode}: {self._tail()}")
+
+
+class Servers:
+    """Every private server a scenario starts, stopped (by pid) at the end whatever happens."""
+
+    def __init__(self) -> None:
+        self.live: list[Any] = []
+
+    def start(self, *, rocksdb: bool = False, buffer_pool: str = "8M", block_cache: str = "8M",
+              extra: dict[str, str] | None = None) -> Any:
+        from ioattr.host.sandbox import PrivateMariaDB, SandboxError
+
+        opts = {"innodb_lru_scan_depth": "100",  # a small pool stays full (see examples/README.md)
+                "innodb_stats_persistent": "OFF",  # no stats-table writes inside the phases
+                **(extra or {})}
+        if rocksdb and not ROCKSDB_PLUGIN.exists():
+            raise Failure("MyRocks is not installed (apt-get install mariadb-plugin-rocksdb)")
+        db = PrivateMariaDB(buffer_pool=buffer_pool, extra_options=opts, rocksdb=rocksdb,
+                            rocksdb_block_cache=block_cache, rocksdb_direct_reads=rocksdb)
+        self.live.append(db)
+        try:
+            db.start()
+        except (SandboxError, OSError) as e:
+            raise Failure(f"could not start a private MariaDB: {str(e).splitlines()[0]}") from None
+        return db
+
+    def resize(self, db: Any, *, buffer_pool: str | None = None, block_cache: str | None = None) -> None:
+        """Restart `db` on the same datadir with another cache size (a cold cache; new pid).
+
+        PrivateMariaDB writes its option file only in start(), so the new size is written
+        here before the server is launched again."""
+        from ioattr.host.sandbox import SandboxError
+
+        if buffer_pool:
+            db.buffer_pool = buffer_pool
+        if block_cache:
+            db.rocksdb_block_cache = block_cache
+        try:
+            db._shutdown(60)          # noqa: SLF001 - the sandbox's own stop path, by pid
+            db._write_config()        # noqa: SLF001
+            db._launch_and_wait()     # noqa: SLF001
+        except (SandboxError, OSError) as e:
+            raise Failure(f"could not restart the private MariaDB: {str(e).splitlines()[0]}") from None
+
+    def stop_all(self) -> None:
+        for db in self.live:
+            try:
+                db.stop()
+            except Exception as e:  # noqa: BLE001 - keep stopping the others
+                log(f"warning: stopping a private server: {e}")
+        self.live.clear()
+
+
+def new_rec(out: Path, label: str) -> Path:
+    rec = out / label
+    if rec.exists():
+        raise Failure(f"{rec} already exists: give another --out")
+    return rec
+
+
+# ------------------------------------------------------------------ scans
+SCAN_SIZES = {  # rows, rows updated, innodb pool, rocksdb block cache
+    "tiny": (40_000, 10_000, "6M", "4M"),
+    "small": (400_000, 100_000, "16M", "8M"),
+}
+SCAN_CHUNKS = 40
+
+
+def full_scan(cur: Any, rows: int) -> None:
+    """One pass over the whole table in primary-key order, as SCAN_CHUNKS consecutive range
+    queries rather than one statement: explain judges a change per query and calls a phase
+    with fewer than 30 queries inconclusive. The engines read the same pages either way."""
+    step = -(-rows // SCAN_CHUNKS)
+    for lo in range(1, rows + 1, step):
+        cur.execute("SELECT COUNT(*), SUM(LENGTH(pad)), MAX(k) FROM s.t WHERE id BETWEEN %s AND %s",
+                    (lo, lo + step - 1))
+        cur.fetchall()
+
+
+def scans(out: Path, size: str, servers: Servers) -> Iterator[str]:
+    """Issue 15 (a): the same table in InnoDB and in MyRocks, scanned right after the load and
+    again after random updates that grow rows (InnoDB: page splits, the leaves no longer in key
+    order on disk; MyRocks: the updated keys in newer SSTs, so a scan merges levels)."""
+    rows, updates, pool, cache = SCAN_SIZES[size]
+    rng = random.Random(15)
+    ids = rng.sample(range(1, rows + 1), updates)
+    for label, engine in (("innodb", "InnoDB"), ("myrocks", "ROCKSDB")):
+        log(f"{label}: {rows:,} rows, buffer pool {pool}" + (f", block cache {cache}, direct reads"
+                                                            if engine == "ROCKSDB" else ""))
+        db = servers.start(rocksdb=engine == "ROCKSDB", buffer_pool=pool, block_cache=cache)
+        rec = Recorder(new_rec(out, label), db)
+        conn = db.connect()
+        try:
+            with conn.cursor() as cur:
+                rec.phase("load")
+                cur.execute("CREATE DATABASE s")
+                cur.execute("CREATE TABLE s.t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, "
+                            f"pad VARCHAR(255) NOT NULL) ENGINE={engine}")
+# 96 hex digits + 4: compresses about as well as real text (MyRocks compresses its SSTs)
+                cur.execute(f"INSERT INTO s.t SELECT seq, seq * 7 % 1000003, "
+                            f"CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2), 'pad.') "
+                            f"FROM s.seq_1_to_{rows}")
+                if engine == "ROCKSDB":  # the rows in SSTs, so the scan reads them from there
+                    cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+                    cur.execute("SET GLOBAL rocksdb_compact_cf = 'default'")
+                rec.phase("scan.fresh")
+                full_scan(cur, rows)
+                rec.phase("update")
+                for i in range(0, len(ids), 200):  # each row grows from 100 to 200 bytes
+                    batch = ",".join(str(x) for x in ids[i:i + 200])
+                    cur.execute("BEGIN")  # a transaction each: compare's writes per transaction
+                    cur.execute(f"UPDATE s.t SET pad = CONCAT(pad, pad), k = k + 1 "
+                                f"WHERE id IN ({batch})")
+                    cur.execute("COMMIT")
+                if engine == "ROCKSDB":  # the updates in an L0 file over the compacted one
+                    cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+                rec.phase("scan.frag")
+                full_scan(cur, rows)
+                rec.phase("end")
+        finally:
+            conn.close()
+            rec.stop()
+        yield label
+
+
+# ------------------------------------------------------------------ memory sweep
+SWEEP_SIZES = {  # tables, rows per table, seconds per run, three cache sizes
+    "tiny": (2, 15_000, 3, ("3M", "6M", "24M")),
+    "small": (4, 50_000, 15, ("8M", "24M", "96M")),
+}
+
+
+def sysbench(db: Any, test: str, tables: int, rows: int, engine: str, *extra: str) -> None:
+    cmd = ["sysbench", test, "--db-driver=mysql", f"--mysql-socket={db.socket}", "--mysql-user=root",
+           "--mysql-db=sbtest", f"--tables={tables}", f"--table-size={rows}", "--threads=2",
+           "--db-ps-mode=disable", f"--mysql-storage-engine={engine}", *extra]
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr.strip() or r.stdout.strip() or "no output").splitlines()[-1]
+        raise Failure(f"sysbench {test} {extra[-1] if extra else ''} failed: {last}")
+
+
+def sweep(out: Path, size: str, servers: Servers) -> Iterator[str]:
+    """Issue 15 (b): sysbench oltp_read_write on InnoDB and on MyRocks at three cache sizes each
+    (the buffer pool, or MyRocks' block cache), the same data each time: prepared once per
+    engine, the server restarted cold at each size. One recording per engine and size, phase
+    `rw` (the run) after `warm` (a first short run that fills the cache)."""
+    if not shutil.which("sysbench"):
+        raise Failure("sysbench is not installed (apt-get install sysbench)")
+    tables, rows, seconds, caches = SWEEP_SIZES[size]
+    for engine, sb_engine in (("innodb", "innodb"), ("myrocks", "rocksdb")):
+        log(f"{engine}: sysbench prepare, {tables} tables x {rows:,} rows")
+        rocks = engine == "myrocks"
+        db = servers.start(rocksdb=rocks, buffer_pool="8M" if rocks else caches[0], block_cache=caches[0])
+        db.query("CREATE DATABASE sbtest")
+        sysbench(db, "oltp_read_write", tables, rows, sb_engine, "prepare")
+        if rocks:
+            db.query("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+        for cache in caches:
+            label = f"{engine}-{cache.lower()}"
+            if rocks:
+                servers.resize(db, block_cache=cache)
+            else:
+                servers.resize(db, buffer_pool=cache)
+            log(f"{label}: oltp_read_write {seconds}s")
+            rec = Recorder(new_rec(out, label), db)
+            conn = db.connect()
+            try:
+                with conn.cursor() as cur:
+                    rec.phase("warm")
+                    sysbench(db, "oltp_read_write", tables, rows, sb_engine, "--time=1", "--report-interval=0", "run")
+                    rec.phase("rw")
+                    sysbench(db, "oltp_read_write", tables, rows, sb_engine, f"--time={seconds}",
+                             "--report-interval=0", "run")
+                    rec.phase("end")
+            finally:
+                conn.close()
+                rec.stop()
+            yield label
+
+
+# ------------------------------------------------------------------ bulk load
+BULK_SIZES = {"tiny": 40_000, "small": 300_000}
+BULK_TABLES = (  # run label, engine clause, can it have a secondary index
+    ("innodb", "ENGINE=InnoDB", True),
+    ("innodb_kbs8", "ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8", True),
+    ("archive", "ENGINE=ARCHIVE", False),
+    ("myrocks", "ENGINE=ROCKSDB", True),
+)
+
+
+def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
+    """Issue 17: LOAD DATA of one generated file into InnoDB, compressed InnoDB, Archive and
+    MyRocks, on one server (all four engines loaded), one recording per engine with the same
+    phases: `load` (no secondary index), `add_index` (ALTER TABLE ADD INDEX on the loaded
+    table), `load_ix` (the same file into a fresh table that has the indexes already).
+    Archive has no secondary indexes: its run has `load` only."""
+    rows = BULK_SIZES[size]
+    db = servers.start(rocksdb=True, buffer_pool="16M", block_cache="8M",
+                       extra={"plugin-load-add": "ha_archive.so"})
+    # plugin-load-add is one option key: the sandbox's rocksdb one would be overridden, so
+    # load whichever is missing now
+    have = {name.lower() for name, in db.query("SELECT ENGINE FROM information_schema.ENGINES "
+                                                 "WHERE SUPPORT IN ('YES', 'DEFAULT')")}
+    for plugin, soname in (("rocksdb", "ha_rocksdb"), ("archive", "ha_archive")):
+        if plugin not in have:
+            db.query(f"INSTALL SONAME '{soname}'")
+    data = Path(db.tmpdir) / "rows.tsv"
+    rng = random.Random(17)
+    with open(data, "w") as f:
+        for i in range(1, rows + 1):
+            f.write(f"{i}\t{rng.randrange(1_000_000)}\t{rng.randrange(10_000)}\t"
+                    f"{''.join(rng.choices('abcdefghij', k=20))}{'x' * 60}\n")
+    log(f"{rows:,} rows in {data} ({data.stat().st_size / 2**20:.1f} MiB)")
+    db.query("CREATE DATABASE b")
+    cols = "id INT NOT NULL, a INT NOT NULL, c INT NOT NULL, pad VARCHAR(100) NOT NULL"
+    index = "ADD INDEX ix_a (a), ADD INDEX ix_c_a (c, a)"
+    load = "LOAD DATA INFILE '{}' INTO TABLE b.{}"
+    for label, clause, indexable in BULK_TABLES:
+        pk = "" if label == "archive" else ", PRIMARY KEY (id)"
+        log(f"{label}: {clause}")
+        rec = Recorder(new_rec(out, label), db)
+        conn = db.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE TABLE b.{label} ({cols}{pk}) {clause}")
+                rec.phase("load")
+                cur.execute(load.format(data, label))
+                if indexable:
+                    rec.phase("add_index")
+                    cur.execute(f"ALTER TABLE b.{label} {index}")
+                    cur.execute(f"CREATE TABLE b.{label}_ix ({cols}{pk}, KEY ix_a (a), KEY ix_c_a (c, a)) {clause}")
+                    rec.phase("load_ix")
+                    cur.execute(load.format(data, f"{label}_ix"))
+                if label == "myrocks":  # the memtable's rows into SSTs before the run ends
+                    rec.phase("flush")
+                    cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+                rec.phase("end")
+        finally:
+            conn.close()
+            rec.stop()
+        yield label
+
+
+# ------------------------------------------------------------------ main
+SCENARIOS = {"scans": scans, "sweep": sweep, "bulk": bulk}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--size", choices=("tiny", "small"), default="small")
+    p.add_argument("--out", required=True, type=Path, help="directory for the recordings (created)")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if os.geteuid() != 0:
+        print(f"{PROG}: error: needs root (ioattr loads BPF programs)", file=sys.stderr)
+        return 2
+    if not args.out.parent.is_dir():
+        print(f"{PROG}: error: no such directory: {args.out.parent}", file=sys.stderr)
+        return 2
+    servers = Servers()
+    prev = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        args.out.mkdir(exist_ok=True)
+        for label in SCENARIOS[args.scenario](args.out, args.size, servers):
+            print(f"RUN={label}", flush=True)
+    except Failure as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a server error mid-scenario: one line, not a traceback
+        print(f"{PROG}: error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
+        return 1
+    finally:
+        servers.stop_all()
+        signal.signal(signal.SIGTERM, prev)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
