@@ -48,12 +48,31 @@ struct rq_part {
 };
 
 struct rq_pending {
-	__u64 ts;
+	__u64 ts;       /* issue time; 0: accounted (completed, or taken by whoever zeroed it) */
 	__u64 requeued; /* block_rq_requeue saw it: its next issue is the same IO again */
+	__u64 first_bio; /* the IO it was issued with (its first bio, sector and length), so */
+	__u64 sector;    /* an issue after a requeue is taken for the same IO only when it */
+	__u32 len;       /* is: anything else at that address is a new request */
 	__u32 nparts;
-	__u32 pad;
 	struct rq_part part[RQ_PARTS];
 };
+
+/* Take an open request's parts for accounting: exactly one of its completion, a
+ * later issue of the same struct, or the stop-time sweep gets them (they can run at
+ * once on different CPUs: the sweep races the completion). */
+static __always_inline bool claim(struct rq_pending *p)
+{
+	__u64 ts = p->ts;
+
+	return ts && __sync_val_compare_and_swap(&p->ts, ts, 0) == ts;
+}
+
+/* now - then, for "was it long ago": a timestamp taken on another CPU may read as
+ * a hair later than this CPU's now; that is not long ago (unsigned, it would be) */
+static __always_inline bool older_than(__u64 now, __u64 then, __u64 ns)
+{
+	return (__s64)(now - then) > (__s64)ns;
+}
 
 /* request -> what it is and whose. Requests are preallocated per tag, so the
  * same few addresses come back: an entry is reused in place at the next issue
@@ -172,7 +191,7 @@ int BPF_PROG(ioattr_bio_split, struct bio *split, unsigned int new_sector)
 	 * the range it was queued with, and not long ago */
 	if (!ps || !ps->ts || split->bi_iter.bi_sector < ps->sector ||
 	    split->bi_iter.bi_sector >= ps->sector + (ps->sectors ?: 1) ||
-	    bpf_ktime_get_ns() - ps->ts > 10000000000ULL)
+	    older_than(bpf_ktime_get_ns(), ps->ts, 10000000000ULL))
 		return 0;
 	s = *ps;
 	s.sector = split->bi_iter.bi_sector;
@@ -249,7 +268,7 @@ static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, str
 	 * taken for a later bio at the same address; a split bio keeps its pointer
 	 * and moves forward within its range. */
 	if (sub && (!sub->ts || bs < sub->sector || bs >= sub->sector + (sub->sectors ?: 1) ||
-		    now - sub->ts > 10000000000ULL)) {
+		    older_than(now, sub->ts, 10000000000ULL))) {
 		bpf_map_delete_elem(&bio_submitter, &bio_key);
 		sub = NULL;
 	}
@@ -425,7 +444,8 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	/* in place when this request was seen before (its completion can't run
 	 * before this program returns) */
 	slot = bpf_map_lookup_elem(&rq_inflight, &key);
-	if (slot && slot->ts && slot->requeued) {
+	if (slot && slot->ts && slot->requeued && slot->first_bio == (__u64)bio &&
+	    slot->sector == rq->__sector && slot->len == (__u32)data_len) {
 		slot->requeued = 0;
 		return 0; /* a requeued request issued again: the same IO, timed from its first issue */
 	}
@@ -475,13 +495,14 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	 * them, without a latency. (Sync direct IO reuses the same request and
 	 * bio again and again, so the first bio can't tell a reuse from a
 	 * requeue: block_rq_requeue does.) */
-	if (slot && slot->ts) {
+	if (slot && claim(slot))
 		account_parts(slot, 0, 0);
-		slot->ts = 0;
-	}
 	if (!w.p.nparts)
 		return 0; /* not the targets' IO: left out (see the top) */
 	w.p.ts = now;
+	w.p.first_bio = (__u64)bio;
+	w.p.sector = rq->__sector;
+	w.p.len = (__u32)data_len;
 	if (slot)
 		*slot = w.p;
 	else if (bpf_map_update_elem(&rq_inflight, &key, &w.p, BPF_ANY))
@@ -507,18 +528,40 @@ int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigne
 	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
 	__u64 lat;
 
+	__u64 ts;
+
 	if (!p || !p->ts)
 		return 0; /* issued before we attached, or already completed */
 	/* a partial completion: wait for the one that finishes the request */
 	if (rq->__data_len && nr_bytes < rq->__data_len)
 		return 0;
-	lat = bpf_ktime_get_ns() - p->ts;
+	ts = p->ts;
+	if (!claim(p))
+		return 0; /* the stop-time sweep took it */
+	lat = bpf_ktime_get_ns() - ts;
 	if (p->nparts == 1) /* one owner (a page read): no subprogram call */
 		account(&p->part[0].key, p->part[0].bytes, lat, true);
 	else
 		account_parts(p, lat, 1);
-	p->ts = 0;
 	return 0;
+}
+
+static long sweep_one(struct bpf_map *map, __u64 *key, struct rq_pending *p, void *ctx)
+{
+	if (claim(p))
+		account_parts(p, 0, 0);
+	return 0;
+}
+
+/* Run once by the recorder (BPF_PROG_TEST_RUN) just before its last drain:
+ * requests issued whose completion was not seen yet -- still in flight at the
+ * stop, or finished without block_rq_complete reaching us -- are counted
+ * (without a latency) instead of being left in rq_inflight, where nothing reads
+ * them. Their completion, if it comes, finds them taken. */
+SEC("syscall")
+int ioattr_rq_sweep(void *ctx)
+{
+	return bpf_for_each_map_elem(&rq_inflight, sweep_one, NULL, 0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

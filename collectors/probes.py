@@ -289,7 +289,8 @@ class ProbeSession:
                     for cat, event in tp_attach:
                         if syscall_program(event) == prog.name:
                             self._attach_tracepoint(loaded, prog, cat, event)
-                elif not spec.manual:
+                elif not spec.manual and prog.section != "syscall":
+                    # SEC("syscall") programs are run on demand (BPF_PROG_TEST_RUN), never attached
                     obj.links.append(prog.attach())
                 loaded.programs.append(prog.name)
             return loaded

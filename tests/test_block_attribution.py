@@ -494,3 +494,51 @@ def test_doublewrite_batches_land_on_the_system_tablespace(tmp_path: Path, maria
     pages = report_json(rec, "--by", "file,file_class,page_type")["rows"]
     dblwr = [r for r in pages if r.get("file_class") == "doublewrite" and r["op"] == "write"]
     assert dblwr and all(r["file"] == ibdata for r in dblwr), dblwr
+
+
+# ---------------------------------------------------------------- requests open at the stop
+
+
+def test_requests_open_at_the_stop_are_counted_once() -> None:
+    """A request issued whose completion was not seen -- still in flight when recording stops,
+    or finished without block_rq_complete reaching us -- is counted by the stop-time sweep
+    (block.bpf.c ioattr_rq_sweep, run by the recorder before its last drain), with its bytes,
+    once: a second sweep, or its completion coming after, finds it taken. The request is
+    planted in rq_inflight by hand, so the test needs no race with a real device."""
+    need_root()
+    import ctypes
+    import struct
+
+    from ioattr.collectors import abi, libbpf
+    from ioattr.collectors.drain import io_stats_drainer
+    from ioattr.collectors.probes import ProbeSession
+
+    with ProbeSession(("block",)) as ps:
+        block = ps.loaded_set("block")
+        assert block is not None
+        inflight = block.obj.map("rq_inflight")
+        sweep = next(p for p in block.obj.programs() if p.name == "ioattr_rq_sweep")
+        drain = io_stats_drainer(ps.map_fd("io_stats"), ps.max_stats)
+        drain.drain()  # whatever the host's own IO put there since the load
+
+        def key(ino: int) -> bytes:
+            k = abi.IoKey(tgid=0x7ffffff0, tid=0x7ffffff1, ino=ino, dev=0xffff, layer=abi.Layer.BLOCK,
+                          op=abi.Op.READ, api=abi.Api.DIRECT, kind=abi.Kind.FILE, phase=1)
+            return bytes(k)
+
+        # struct rq_pending: ts, requeued, first_bio, sector, len, nparts, part[4] {io_key, bytes}
+        value = struct.pack("<QQQQII", 123, 0, 0, 8, 12288, 2)
+        value += key(900001) + struct.pack("<Q", 8192) + key(900002) + struct.pack("<Q", 4096)
+        value += b"\0" * (inflight.value_size - len(value))
+        rq = ctypes.c_uint64(0x10)  # no struct request lives at 0x10: nobody else issues or completes it
+        libbpf.map_update(inflight.fd, rq, (ctypes.c_uint8 * len(value)).from_buffer_copy(value))
+        try:
+            libbpf.prog_test_run(sweep.fd)
+            libbpf.prog_test_run(sweep.fd)  # a second sweep: nothing more
+            d = drain.drain()
+        finally:
+            libbpf.map_delete(inflight.fd, rq)
+        mine = {int(k["ino"]): (int(c), int(b)) for k, c, b in zip(d.keys, d.count, d.bytes)
+                if int(k["tgid"]) == 0x7ffffff0}
+        assert mine == {900001: (1, 8192), 900002: (1, 4096)}, mine
+    assert_no_ioattr_programs()

@@ -196,6 +196,7 @@ class Recorder:
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
                         if writer.broken is None:  # after a write error nothing more is written
+                            session.sweep_inflight()  # requests still open count in the last interval
                             self._write(writer, session.tick())
                             self._counters(session, writer, force=True)  # engine and host counters, last
                             writer.flush(session.drops())

@@ -433,6 +433,16 @@ class LiveSession:
             value = self._seq if seq is None else seq
         libbpf.map_update(self._ack_fd, ctypes.c_uint32(0), ctypes.c_uint64(value))
 
+    def sweep_inflight(self) -> None:
+        """Count the block requests issued whose completion has not been seen (still in flight,
+        or finished without block_rq_complete reaching us): block.bpf.c's ioattr_rq_sweep, run
+        once just before the last drain, so no issued request's bytes stay in rq_inflight
+        where no drain reads them."""
+        block = self.probes.loaded_set("block") if self.probes is not None else None
+        fd = next((p.fd for p in block.obj.programs() if p.name == "ioattr_rq_sweep"), None) if block else None
+        if fd is not None:
+            libbpf.prog_test_run(fd)
+
     def _bump(self) -> int:
         """The next phase sequence number, in force in the kernel from now on."""
         if self._bump_fd is not None:
