@@ -389,3 +389,25 @@ def test_inode_reused_by_temporary_files_stays_tmp() -> None:
     names._assign(key, "/srv/data/db/t.ibd", opened=True)
     label = names.lookup(*key)
     assert label == "/srv/[2 files reusing one inode]" and registry.file_class_name(label) == "other", label
+
+
+def test_index_names_missed_ids_are_read_soon_once() -> None:
+    """An id looked up in vain is 'missed' (the server context re-reads names soon, for objects
+    created during a recording); one still unknown after a read is given up on (no sooner re-read)."""
+    from ioattr.engines.innodb.names import IndexNames
+
+    class Conn:
+        flavor = "mariadb"
+        rows: list = []
+
+        def query(self, sql: str) -> list:
+            return list(self.rows)
+
+    names, conn = IndexNames(), Conn()
+    assert names.lookup(42) is None and names.missed == {42}
+    conn.rows = [(42, "k", "db/t#P#p0", 7)]
+    assert names.refresh(conn) and names.lookup(42) == "db.t#p0.k" and not names.missed
+    assert names.space_table(7) == "db.t#p0" and names.space_table(8) is None
+    assert names.lookup(99) is None and names.missed == {99, ("space", 8)}
+    names.refresh(conn)  # still unknown: given up on
+    assert not names.missed and names.lookup(99) is None and names.space_table(8) is None and not names.missed

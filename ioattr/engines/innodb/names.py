@@ -114,6 +114,8 @@ class IndexNames:
             return True
         except EngineError as e:
             self.error = f"index names unavailable: {e}"
+            self._given_up |= self.missed  # no sooner re-read for them: the periodic one retries
+            self.missed.clear()
             return False
 
     def _find(self, key) -> str | None:
