@@ -58,8 +58,10 @@ COUNTER_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("INSERT statements", ("status:Com_insert",)),
     ("INSERT ... SELECT statements", ("status:Com_insert_select",)),
     *(row for engine in registry.ENGINES for row in engine.report_counters),
-    ("CPU seconds (server)", ("proc:cpu_seconds",)),
-    ("context switches", ("proc:ctx_switches", "host:ctxt")),
+    # the traced processes' own (collectors/counters_host.py ProcCounters), summed over them
+    ("CPU seconds, user (traced processes)", ("proc:cpu:user",)),
+    ("CPU seconds, system (traced processes)", ("proc:cpu:sys",)),
+    ("context switches (traced processes)", ("proc:ctxt",)),
 )
 
 CSS = """
