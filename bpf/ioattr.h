@@ -129,6 +129,7 @@ enum ioattr_page_engine {
 	IOA_ENGINE_PG_HEAP = 1,  /* a PostgreSQL heap relation's main fork (table, toast, matview) */
 	IOA_ENGINE_PG_BTREE = 2, /* a PostgreSQL btree index's main fork */
 	IOA_ENGINE_PG_OTHER = 3, /* another PostgreSQL relation (other index AMs, sequences): not read */
+	IOA_ENGINE_ROCKSDB_SST = 4, /* a MyRocks SST: reads classified by offset (rocksdb_sst.h) */
 };
 
 /* userspace -> BPF: a page file of a target server (map innodb_files): an InnoDB tablespace,
@@ -144,6 +145,15 @@ struct innodb_file {
 	__u32 dblwr_hi;
 	__u32 object_id;  /* PostgreSQL: relfilenode (page_key.index_id's low 32 bits) */
 	__u32 segment;    /* PostgreSQL: segment number (page_key.index_id's high 32 bits) */
+	/* a MyRocks SST (engine IOA_ENGINE_ROCKSDB_SST; object_id and segment: its file number's
+	 * low and high halves): its block extents in bytes, trailers included (rocksdb_sst.h) */
+	__u64 sst_data_end;   /* data blocks are [0, sst_data_end) */
+	__u64 sst_index_off;  /* the index block [off, off + len) */
+	__u64 sst_filter_off; /* the filter block, if sst_filter_len */
+	__u32 sst_index_len;
+	__u32 sst_filter_len;
+	__u8 sst_level;       /* its LSM level, IOA_LEVEL_NONE if not known */
+	__u8 sst_pad[7];
 };
 
 #define IOA_PAGE_F_MISMATCH 1   /* header's space/page is not where it was read */
@@ -221,6 +231,11 @@ enum ioattr_event_type {
 
 #define IOATTR_QUERY_MAX 512
 #define IOA_DIGEST_INTERNAL 255 /* statements ioattr itself runs on the server */
+/* A bit of the targets map's value (bpf/maps.bpf.h, tgid -> flags; 1 explicit, 2 followed at
+ * fork): the process speaks the PostgreSQL wire protocol (a postmaster and its backends), so
+ * bpf/stage.bpf.c's wire reader parses its recvfrom()s as PostgreSQL messages, not MySQL
+ * packets. Set by userspace for a postmaster and its children, copied to children at fork. */
+#define IOA_TARGET_PG_WIRE 4
 
 struct query_event {
 	__u32 type;
@@ -263,6 +278,7 @@ struct ioattr_config {
 	__u8 innodb_pages;     /* classify InnoDB pages of innodb_files */
 	__u8 fine_stages;      /* the stage uprobes past dispatch_command are attached: a
 	                        * statement starts in parse, not in IOA_STAGE_STATEMENT */
+	__u64 chain_end_io_addr; /* address of bio_chain_endio (a split bio's end_io), 0 if unknown */
 };
 
 #endif /* IOATTR_H */

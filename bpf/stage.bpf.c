@@ -381,9 +381,12 @@ static __always_inline void set_stage(__u8 stage)
  * statement sources, the wire reader and the dispatch_command uprobe, so they
  * give the same stages, digests, counts, texts and phase markers. Returns 1
  * for a COM_QUERY whose whole text was digested and holds no LOCAL (so it is
- * no LOAD DATA LOCAL), else 0. */
+ * no LOAD DATA LOCAL), else 0. `counted` 0 (a PostgreSQL Parse: the statement starts at its
+ * Executes) digests and samples the text but neither counts it nor starts a phase; every MySQL
+ * caller passes 1 (a constant: the inlined code is the same as before the parameter). */
 static __always_inline int statement_start(struct task_io_state *st, __u64 pid_tgid, int command,
-					   const char *packet, unsigned int length, struct digest_ctx *c)
+					   const char *packet, unsigned int length, struct digest_ctx *c,
+					   int counted)
 {
 	__u32 zero = 0, len;
 
@@ -437,6 +440,8 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 	/* a phase marker starts its phase here and now, before any IO of what follows
 	 * (the marker statement included): every key taken from here on has the new number */
 	__u64 new_phase = 0, marker_ts = 0;
+	if (!counted)
+		c->marker = 0; /* markers are Simple Query texts only */
 	if (c->marker >= 13) {
 		__u64 *seq = bpf_map_lookup_elem(&phase_seq, &zero);
 
@@ -445,7 +450,7 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 			marker_ts = bpf_ktime_get_ns();
 		}
 	}
-	int known = count_statement(pid_tgid >> 32, c->hash);
+	int known = counted ? count_statement(pid_tgid >> 32, c->hash) : 0;
 
 	/* a sample of the text, once per digest (or always for a phase marker) */
 	__u8 one = 1;
@@ -495,7 +500,7 @@ int BPF_KPROBE(ioattr_dispatch_command, int command, void *thd, const char *pack
 		st->wire_stmt = 0;
 		return 0;
 	}
-	statement_start(st, pid_tgid, command, packet, length, NULL);
+	statement_start(st, pid_tgid, command, packet, length, NULL, 1);
 	return 0;
 }
 
@@ -623,6 +628,303 @@ static __always_inline __u64 wire_socket(struct task_struct *task, int fd)
 	return id.ino;
 }
 
+/*
+ * PostgreSQL statements from the wire (frontend/backend protocol 3.0), in the same program:
+ * a target whose targets value has IOA_TARGET_PG_WIRE (a postmaster and its children, copied
+ * at fork by bpf/targets.bpf.c) has its recvfrom()s parsed as PostgreSQL messages instead.
+ * A backend reads its client socket with recv(sock, buf, 8192 - kept, 0) = recvfrom (strace,
+ * postgresql-15 here): whatever arrived, several messages or a part of one. Each message is a
+ * type byte, a big-endian int32 length that counts itself, and the body; the connection's
+ * first is the startup packet (no type byte: length, protocol 3.0 or the SSL/GSS/cancel
+ * request codes). Per thread (a backend is one process per connection):
+ *   PG_UNKNOWN  where the stream is is not known (a fresh connection, a backend already
+ *               connected when tracing started, or lost): the read's first bytes are taken as
+ *               a startup packet, a TLS record (0x16 0x03: the connection went TLS after an
+ *               SSLRequest -- PG_TLS, never read again, counted in pg_tls), or a typed message
+ *               whose type is a frontend one and length plausible; else the read is skipped
+ *   PG_SYNCED   the read starts with a message header
+ *   PG_BODY     the read starts with wire_need bytes of a message begun in an earlier read
+ * Up to PG_MAX_MSGS messages per read (bpf_loop); more, or a header cut by the read's end,
+ * makes the state PG_UNKNOWN until a read starts with a message again. Per message: one 5-byte
+ * bpf_probe_read_user of the header, and for
+ *   'Q' Simple Query: a statement starts (statement_start: digest, count, text sample, phase
+ *       marker), text read with bpf_probe_read_user_str, at most IOATTR_QUERY_MAX bytes and
+ *       never past this read's bytes
+ *   'P' Parse: the text is digested and sampled but not counted: the digest is remembered as
+ *       the connection's unnamed statement (task storage pg_unnamed), or for a named one in
+ *       pg_stmts[(tgid, FNV of the name)] (LRU)
+ *   'B' Bind: the statement it binds (its name: the second string of the body, at most
+ *       PG_BIND_SCAN bytes in) gives pg_bound
+ *   'E' Execute: a statement of digest pg_bound starts (counted; PG_UNKNOWN_STATEMENT when its
+ *       Parse was not seen: prepared before tracing started, or a name longer than the scan)
+ * Other messages (Sync, Describe, Close, Flush, COPY data, Terminate...) are skipped by length.
+ * The stage of a PostgreSQL statement is always IOA_STAGE_STATEMENT (no stage probes).
+ */
+#define WIRE_PROTO_MYSQL 1
+#define WIRE_PROTO_PG 2
+enum { PG_UNKNOWN, PG_SYNCED, PG_BODY, PG_TLS };
+#define PG_MAX_MSGS 32
+#define PG_MAX_LEN (1U << 30)     /* PostgreSQL's own limit on a message (PQ_LARGE_MESSAGE_LIMIT) */
+#define PG_STARTUP_MAX 10000      /* MAX_STARTUP_PACKET_LENGTH */
+#define PG_NAME_MAX 64            /* NAMEDATALEN: a statement name is cut to 63 bytes */
+#define PG_BIND_SCAN 128          /* Bind: portal name, statement name within this many bytes */
+#define PG_PROTO_3 196608
+#define PG_CANCEL_REQUEST 80877102
+#define PG_SSL_REQUEST 80877103
+#define PG_GSSENC_REQUEST 80877104
+#define PG_UNKNOWN_STATEMENT 0x17 /* an Execute of a statement whose Parse was not seen: counted
+                                   * as MySQL's COM_STMT_EXECUTE is, "stmt_execute" */
+
+struct pg_stmt_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 name; /* FNV-1a of the statement name */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct pg_stmt_key);
+	__type(value, __u64);
+} pg_stmts SEC(".maps");
+
+/* [0]: PostgreSQL connections seen switching to TLS (their statements are not read) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pg_tls SEC(".maps");
+
+struct pg_walk {
+	struct task_io_state *st;
+	__u64 pid_tgid;
+	__u64 buf;
+	__u32 len; /* bytes this read returned */
+	__u32 pos; /* where the next message header is */
+};
+
+static __always_inline __u32 be32(const __u8 *p)
+{
+	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
+}
+
+/* a message type a client sends (protocol 3.0) */
+static __always_inline bool pg_frontend_type(__u8 t)
+{
+	return t == 'Q' || t == 'P' || t == 'B' || t == 'E' || t == 'S' || t == 'D' || t == 'C' ||
+	       t == 'X' || t == 'H' || t == 'F' || t == 'd' || t == 'c' || t == 'f' || t == 'p';
+}
+
+/* Digest the NUL-terminated text at user address text (at most avail bytes of it there):
+ * a statement start (counted) or a Parse's digest (not). Returns the digest (0: unread). */
+static __always_inline __u64 pg_text(struct pg_walk *w, __u64 text, __u64 avail, int counted)
+{
+	__u32 zero = 0;
+	struct digest_ctx *c = bpf_map_lookup_elem(&digest_scratch, &zero);
+	__u64 n = avail < IOATTR_QUERY_MAX ? avail : IOATTR_QUERY_MAX;
+	long got;
+
+	w->st->digest = 0;
+	if (!c || !n)
+		return 0;
+	asm volatile("" : "+r"(n)); /* the bound checked is the register passed */
+	if (n > IOATTR_QUERY_MAX)
+		return 0;
+	got = bpf_probe_read_user_str(c->t->b, n, (void *)text);
+	if (got <= 0)
+		return 0;
+	statement_start(w->st, w->pid_tgid, COM_QUERY, NULL, (__u32)got - 1, c, counted);
+	w->st->stage = IOA_STAGE_STATEMENT; /* no stage probes in PostgreSQL, even with --stages full */
+	return w->st->digest;
+}
+
+/* FNV-1a of the name in b[from..] up to its NUL (0: the empty, unnamed; -1: no NUL in n bytes) */
+static __always_inline __u64 pg_name_hash(const __u8 *b, __u32 from, __u32 n)
+{
+	__u64 h = FNV_OFFSET;
+
+	for (int i = 0; i < PG_BIND_SCAN; i++) {
+		if (i < from)
+			continue;
+		if (i >= n)
+			return (__u64)-1;
+		if (!b[i])
+			return h == FNV_OFFSET ? 0 : h;
+		h = (h ^ b[i]) * FNV_PRIME;
+	}
+	return (__u64)-1;
+}
+
+static __always_inline void pg_parse(struct pg_walk *w, __u64 body, __u64 avail)
+{
+	__u8 name[PG_NAME_MAX];
+	struct pg_stmt_key k = { .tgid = w->pid_tgid >> 32 };
+	__u64 d, h;
+	long nn;
+
+	nn = bpf_probe_read_user_str(name, sizeof(name), (void *)body);
+	if (nn <= 0 || nn >= PG_NAME_MAX || nn > avail)
+		return; /* a name past the scan or past this read: its Executes count as unknown */
+	h = pg_name_hash(name, 0, nn);
+	d = pg_text(w, body + nn, avail - nn, 0);
+	if (!h) {
+		w->st->pg_unnamed = d;
+	} else if (d) {
+		k.name = h;
+		bpf_map_update_elem(&pg_stmts, &k, &d, BPF_ANY);
+	}
+}
+
+static __always_inline void pg_bind(struct pg_walk *w, __u64 body, __u64 avail)
+{
+	__u8 b[PG_BIND_SCAN];
+	struct pg_stmt_key k = { .tgid = w->pid_tgid >> 32 };
+	__u64 n = avail < PG_BIND_SCAN ? avail : PG_BIND_SCAN, h, *d;
+	__u32 portal = PG_BIND_SCAN;
+
+	w->st->pg_bound = 0;
+	asm volatile("" : "+r"(n));
+	if (!n || n > PG_BIND_SCAN || bpf_probe_read_user(b, n, (void *)body))
+		return;
+	for (int i = 0; i < PG_BIND_SCAN; i++) /* the portal name's end */
+		if (i < n && !b[i]) {
+			portal = i;
+			break;
+		}
+	if (portal >= PG_BIND_SCAN - 1)
+		return;
+	h = pg_name_hash(b, portal + 1, n);
+	if (!h) {
+		w->st->pg_bound = w->st->pg_unnamed;
+	} else if (h != (__u64)-1) {
+		k.name = h;
+		d = bpf_map_lookup_elem(&pg_stmts, &k);
+		if (d)
+			w->st->pg_bound = *d;
+	}
+}
+
+static __always_inline void pg_execute(struct pg_walk *w)
+{
+	struct task_io_state *st = w->st;
+	__u64 d = st->pg_bound;
+
+	st->stage = IOA_STAGE_STATEMENT;
+	st->est_depth = 0;
+	st->digest = d ?: PG_UNKNOWN_STATEMENT;
+	if (d != IOA_DIGEST_INTERNAL) /* ioattr's own statements are not the workload's */
+		count_statement(w->pid_tgid >> 32, st->digest);
+}
+
+static long pg_step(__u32 i, struct pg_walk *w)
+{
+	struct task_io_state *st = w->st;
+	__u8 h[5];
+	__u32 mlen;
+	__u64 end, avail;
+
+	if (w->pos >= w->len)
+		return 1;
+	if (w->len - w->pos < 5 || bpf_probe_read_user(h, sizeof(h), (void *)(w->buf + w->pos))) {
+		st->wire_state = PG_UNKNOWN; /* a header cut by the read's end */
+		return 1;
+	}
+	mlen = be32(&h[1]);
+	if (mlen < 4 || mlen > PG_MAX_LEN || !pg_frontend_type(h[0])) {
+		st->wire_state = PG_UNKNOWN;
+		return 1;
+	}
+	/* the body's bytes in this read */
+	avail = w->len - w->pos - 5;
+	if (avail > mlen - 4)
+		avail = mlen - 4;
+	switch (h[0]) {
+	case 'Q':
+		pg_text(w, w->buf + w->pos + 5, avail, 1);
+		break;
+	case 'P':
+		pg_parse(w, w->buf + w->pos + 5, avail);
+		break;
+	case 'B':
+		pg_bind(w, w->buf + w->pos + 5, avail);
+		break;
+	case 'E':
+		pg_execute(w);
+		break;
+	}
+	end = (__u64)w->pos + 1 + mlen;
+	if (end > w->len) {
+		st->wire_state = PG_BODY;
+		st->wire_need = end - w->len;
+		return 1;
+	}
+	w->pos = end;
+	return 0;
+}
+
+static __always_inline int pg_recv(struct task_io_state *st, __u64 pid_tgid, int fd, __u64 buf, long ret)
+{
+	struct pg_walk w = { .st = st, .pid_tgid = pid_tgid, .buf = buf, .len = (__u32)ret, .pos = 0 };
+	__u8 h[8];
+
+	if (ret > PG_MAX_LEN)
+		return 0;
+	if (fd != st->wire_fd) { /* another socket: its stream, from the start */
+		st->wire_fd = fd;
+		st->wire_state = PG_UNKNOWN;
+		st->wire_need = 0;
+	}
+	if (st->wire_state == PG_TLS)
+		return 0;
+	if (st->wire_state == PG_BODY) {
+		if ((__u64)ret < st->wire_need) {
+			st->wire_need -= (__u32)ret;
+			return 0;
+		}
+		w.pos = st->wire_need;
+		st->wire_need = 0;
+		st->wire_state = PG_SYNCED;
+	} else if (st->wire_state == PG_UNKNOWN) {
+		if (ret < 5 || bpf_probe_read_user(h, ret < 8 ? 5 : 8, (void *)buf))
+			return 0;
+		if (h[0] == 0x16 && h[1] == 3) { /* a TLS handshake record: encrypted from here on */
+			__u32 zero = 0;
+			__u64 *n = bpf_map_lookup_elem(&pg_tls, &zero);
+
+			st->wire_state = PG_TLS;
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			return 0;
+		}
+		if (ret >= 8 && h[0] == 0) { /* a startup packet (its length's first byte is 0) */
+			__u32 l = be32(h), code = be32(&h[4]);
+
+			if (l < 8 || l > PG_STARTUP_MAX)
+				return 0;
+			if (code == PG_PROTO_3) { /* typed messages follow */
+				if ((__u64)ret < l) {
+					st->wire_state = PG_BODY;
+					st->wire_need = l - (__u32)ret;
+					return 0;
+				}
+				st->wire_state = PG_SYNCED;
+				w.pos = l;
+			} else { /* SSL/GSS request: the next read says whether TLS; cancel: the end */
+				return 0;
+			}
+		} else if (pg_frontend_type(h[0])) {
+			st->wire_state = PG_SYNCED; /* a plausible message; pg_step checks its length */
+		} else {
+			return 0;
+		}
+	}
+	bpf_loop(PG_MAX_MSGS, pg_step, &w, 0);
+	if (st->wire_state == PG_SYNCED && w.pos < w.len)
+		st->wire_state = PG_UNKNOWN; /* more messages than PG_MAX_MSGS */
+	return 0;
+}
+
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 {
@@ -647,6 +949,14 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
+	/* which protocol: the targets value, looked up once per thread (a hash lookup) */
+	if (!st->wire_proto) {
+		__u32 tgid = pid_tgid >> 32, *flags = bpf_map_lookup_elem(&targets, &tgid);
+
+		st->wire_proto = flags && (*flags & IOA_TARGET_PG_WIRE) ? WIRE_PROTO_PG : WIRE_PROTO_MYSQL;
+	}
+	if (st->wire_proto == WIRE_PROTO_PG)
+		return pg_recv(st, pid_tgid, fd, buf, ret);
 	/* set again below if this read starts a statement: a TLS read leaves no stale mark for
 	 * the fallback uprobe (a cached thread's last clear statement) to skip a statement by */
 	st->wire_stmt = 0;
@@ -675,7 +985,7 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 			cmd = c->wire_head[7];
 			st->wire_stmt = 1;
 			count_wire(pid_tgid >> 32);
-			between = statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c);
+			between = statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c, 1);
 			/* between commands after this one? (a COM_QUERY: if all of it was read and
 			 * scanned; a 16 MB payload: its continuation's header comes next, sequence id 1) */
 			if (!(client_command_only(cmd) || (between && (__u64)ret == need)) ||

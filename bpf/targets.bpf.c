@@ -15,7 +15,7 @@
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid, ctgid, flag = TARGET_FOLLOWED, slot;
+	__u32 ptgid, ctgid, flag = TARGET_FOLLOWED, slot, *v32;
 	__u64 old, *v;
 	long err;
 
@@ -25,8 +25,10 @@ int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 	ctgid = child->tgid;
 	if (ptgid == ctgid) /* a new thread: already covered by its tgid */
 		return 0;
-	if (!bpf_map_lookup_elem(&targets, &ptgid))
+	v32 = bpf_map_lookup_elem(&targets, &ptgid);
+	if (!v32)
 		return 0;
+	flag |= *v32 & IOA_TARGET_PG_WIRE; /* a PostgreSQL backend speaks its postmaster's protocol */
 	err = bpf_map_update_elem(&targets, &ctgid, &flag, BPF_NOEXIST);
 	if (err && err != -EEXIST)
 		return 0; /* the hash is full: not a target */
