@@ -250,7 +250,8 @@ def test_report_rows_are_the_engines_between_the_servers() -> None:
                       "RocksDB compaction bytes written", "RocksDB WAL bytes", "shared buffers reads (misses)",
                       "shared buffers hits", "buffers written by the checkpointer",
                       "buffers written by the background writer", "buffers written by backends",
-                      "CPU seconds (server)", "context switches"]
+                      "CPU seconds, user (traced processes)", "CPU seconds, system (traced processes)",
+                      "context switches (traced processes)"]
     assert COUNTER_ROWS[4:12] == tuple(a.report_counters)
     assert COUNTER_ROWS[12:19] == tuple(MyrocksAdapter().report_counters)
     assert COUNTER_ROWS[19:24] == tuple(registry.by_name("postgres").report_counters)
