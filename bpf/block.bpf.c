@@ -136,6 +136,12 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 	struct submitter s, *slot;
 	__u64 key = (__u64)bio;
 
+	/* Direct IO names its submitter itself (dio_bio(), below): nothing to remember,
+	 * whoever submits it -- but for a cache flush it asks for, which a flush
+	 * request without a bio is charged by. */
+	if (cfg.dio_end_io_addr && bpf_rdonly_cast && (__u64)bio->bi_end_io == cfg.dio_end_io_addr &&
+	    !(bio->bi_opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))))
+		return 0;
 	if (tgid == cfg.self_tgid && cfg.self_tgid) {
 		/* ioattr's own reads (tablespace headers): never charge them to the server */
 		s.tgid = SUBMITTER_SELF;
@@ -251,6 +257,51 @@ static __always_inline __u8 classify_bio(struct bio *bio, __u64 parent, __u32 op
 	return IOA_KIND_UNKNOWN;
 }
 
+/* The direct-IO bio a request's bio is, or carries a share of: itself, or for a
+ * split (end_io bio_chain_endio, bi_private the bio it was split from) the
+ * original, at most two splits up; NULL when it is not direct IO. */
+static __always_inline struct bio *dio_bio(struct bio *bio)
+{
+	for (int i = 0; i < 3; i++) {
+		__u64 end = (__u64)bio->bi_end_io;
+
+		if (end == cfg.dio_end_io_addr)
+			return bio;
+		if (end != cfg.chain_end_io_addr || !cfg.chain_end_io_addr || !bio->bi_private)
+			return NULL;
+		bio = bpf_rdonly_cast(bio->bi_private, bpf_core_type_id_kernel(struct bio));
+	}
+	return NULL;
+}
+
+/* A direct-IO bio's owner and file, from its iomap_dio: the file from the
+ * kiocb, the owner from submit.waiter -- the task that submitted the IO, set
+ * for sync and async IO alike (iomap's __iomap_dio_rw: "dio->submit.waiter =
+ * current") and read by the dio until its last bio completes, so it is there
+ * at every issue of its bios. No per-bio bookkeeping: the bio_submitter map
+ * and block_split are for the rest. Returns whether it is a target's. */
+static __always_inline bool dio_owner(struct bio *dbio, struct io_key *k)
+{
+	struct iomap_dio *dio = bpf_rdonly_cast(dbio->bi_private, bpf_core_type_id_kernel(struct iomap_dio));
+	struct task_struct *task = bpf_rdonly_cast(dio->submit.waiter, bpf_core_type_id_kernel(struct task_struct));
+	struct inode_id id = {};
+	__u32 tgid = task->tgid; /* 0 if any link is NULL: the loads are fault-safe */
+
+	if (!tgid || tgid == cfg.self_tgid || !is_target(tgid))
+		return false;
+	k->tgid = tgid;
+	k->tid = owner_tid(task, task->pid);
+	k->api = IOA_API_DIRECT;
+	if (dio_bio_inode_id(dbio, &id)) {
+		k->kind = IOA_KIND_FILE;
+		k->ino = id.ino;
+		k->dev = id.dev;
+	} else {
+		k->kind = IOA_KIND_UNKNOWN;
+	}
+	return true;
+}
+
 /* Whose one bio of a request is: fills k's owner and file from the bio
  * (k arrives with the request's layer, op, dev and phase, and kind FILE for
  * data, DISCARD/FLUSH otherwise); returns whether it is the targets' IO. */
@@ -258,11 +309,19 @@ static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, str
 {
 	__u64 bio_key = (__u64)bio;
 	__u64 bs = bio->bi_iter.bi_sector;
-	struct submitter *sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
+	struct submitter *sub;
 	struct inode_id id = {};
 	__u8 api = IOA_API_OTHER;
 	__u64 parent = 0;
 	bool counted = false;
+
+	if (k->kind == IOA_KIND_FILE && cfg.dio_end_io_addr && bpf_rdonly_cast) {
+		struct bio *dbio = dio_bio(bio);
+
+		if (dbio)
+			return dio_owner(dbio, k);
+	}
+	sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
 
 	/* An entry left by a bio that was merged into another request must not be
 	 * taken for a later bio at the same address; a split bio keeps its pointer
