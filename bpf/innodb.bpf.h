@@ -21,6 +21,7 @@
 #include "ioattr.h"
 #include "innodb_page.h"
 #include "pg_page.h"
+#include "rocksdb_sst.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -133,6 +134,17 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 
 	if (!cfg.innodb_pages || !buf)
 		return;
+	if (f->engine == IOA_ENGINE_ROCKSDB_SST) {
+		/* a MyRocks SST: one read, one block kind by its offset (rocksdb_sst.h); its writes
+		 * (flush, compaction) happen before userspace registers it and are not classified */
+		if (tmpl->op == IOA_OP_READ && nbytes) {
+			struct page_key k = *tmpl;
+
+			ioa_sst_classify(&k, f, pos, nbytes);
+			account_pages(&k, 1, nbytes);
+		}
+		return;
+	}
 	n = ioa_io_pages(nbytes, shift, &cut);
 	page_bytes = 1U << (shift & 31);
 	/* a PAGE_COMPRESSED page is written shorter than a page (innodb_page.h) */

@@ -121,6 +121,7 @@ class PageEngine(enum.IntEnum):
     PG_HEAP = 1
     PG_BTREE = 2
     PG_OTHER = 3
+    ROCKSDB_SST = 4  # a MyRocks SST: reads classified by offset (bpf/rocksdb_sst.h)
 
 
 class InnodbFile(ctypes.Structure):
@@ -128,7 +129,12 @@ class InnodbFile(ctypes.Structure):
                 ("file_class", ctypes.c_uint8), ("encrypted", ctypes.c_uint8), ("engine", ctypes.c_uint8),
                 ("dblwr_lo", ctypes.c_uint32), ("dblwr_hi", ctypes.c_uint32),
                 # PostgreSQL relation files: relfilenode and segment (page_key.index_id's two halves)
-                ("object_id", ctypes.c_uint32), ("segment", ctypes.c_uint32)]
+                ("object_id", ctypes.c_uint32), ("segment", ctypes.c_uint32),
+                # MyRocks SSTs: block extents (bytes, trailers included) and LSM level
+                ("sst_data_end", ctypes.c_uint64), ("sst_index_off", ctypes.c_uint64),
+                ("sst_filter_off", ctypes.c_uint64), ("sst_index_len", ctypes.c_uint32),
+                ("sst_filter_len", ctypes.c_uint32), ("sst_level", ctypes.c_uint8),
+                ("sst_pad", ctypes.c_uint8 * 7)]
 
 
 class InodeKey(ctypes.Structure):
@@ -201,7 +207,7 @@ COMMANDS = {0: "sleep", 1: "quit", 2: "init_db", 3: "query", 4: "field_list", 5:
 
 assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
 assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
-assert ctypes.sizeof(InnodbFile) == 24
+assert ctypes.sizeof(InnodbFile) == 64
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
 assert ctypes.sizeof(Config) == 24
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX

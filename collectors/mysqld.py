@@ -65,6 +65,9 @@ class ServerContext:
             self.roles = ThreadRoles(engine_roles, [e.role_of_comm for e in self.engines])
         if not self.catalogs:
             self.catalogs = [c for c in (e.file_catalog() for e in self.engines) if c is not None]
+        for c in self.catalogs:  # MyRocks: SSTs registered for block-kind classification in BPF
+            if hasattr(c, "attach_map"):
+                c.attach_map(getattr(self.files, "fd", None))
 
     def connect(self) -> None:
         try:
@@ -173,5 +176,8 @@ class ServerContext:
         return role or self.roles.lookup(tid, comm)
 
     def close(self) -> None:
+        for c in self.catalogs:
+            if hasattr(c, "close"):
+                c.close()  # its registrations in the shared page-file map
         if self.engine is not None:
             self.engine.close()

@@ -241,7 +241,15 @@ class LiveSession:
 
     def _native_page(self, pid: int, space_id: int, index_id: int) -> tuple[object, str | None] | None:
         """A page row of a native server's process (PostgreSQL: space_id the database oid,
-        index_id segment << 32 | relfilenode) -> (its registered file, the relation's name)."""
+        index_id segment << 32 | relfilenode) -> (its registered file, the relation's name); or of
+        a MySQL server's MyRocks SST (index_id its file number) -> (the SST, its one index)."""
+        ctx = self.naming.servers.get(pid)
+        if ctx is not None:
+            for catalog in ctx.catalogs:
+                found = catalog.page_file(index_id) if hasattr(catalog, "page_file") else None
+                if found is not None:
+                    return found
+            return None
         servers = list(self.native_servers.values())
         if len(servers) > 1:  # which cluster pid belongs to: the one that knows its role
             servers = [s for s in servers if pid in s.roles] or []  # type: ignore[attr-defined]

@@ -31,7 +31,9 @@ QUERY_SQL = ("CASE WHEN {t}.digest IS NULL THEN NULL ELSE coalesce({t}.query, "
              "printf('digest:%016x', {t}.digest)) END")
 _QUERY = QUERY_SQL
 # the recording's final name for the index id (meta.json "indexes"), else the name at drain time
-INDEX_SQL = "coalesce((SELECT n.name FROM index_names n WHERE n.index_id = {t}.index_id LIMIT 1), {t}.index)"
+# (a MyRocks SST read's index_id is the SST's file number, not an index id: its row's own name)
+INDEX_SQL = ("CASE WHEN {t}.file_class = 'sst' THEN {t}.index ELSE "
+             "coalesce((SELECT n.name FROM index_names n WHERE n.index_id = {t}.index_id LIMIT 1), {t}.index) END")
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,11 @@ _DIMS = [
     Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
               "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "
               "several stays null, their indexes are listed by --by file)"),
-    Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
-              "B-tree level: leaf or non_leaf"),
-    Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ..."),
+    Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN file_class = 'sst' THEN 'L' || level "
+              "WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
+              "B-tree level: leaf or non_leaf; a MyRocks SST read's LSM level: L0, L1, ..."),
+    Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ...; MyRocks SST "
+              "reads by block kind: sst_data, sst_index, sst_filter, sst_meta, sst_mixed"),
     Dimension("stage", "stage", "stage", "where in query processing: estimate (the optimizer's index dives, "
               "always traced), parse, optimize, execute, commit (--stages full; null inside statements with "
               "the default --stages statement), background"),

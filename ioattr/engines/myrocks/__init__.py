@@ -10,8 +10,10 @@ What ioattr attributes for MyRocks, and how exactly:
     exact where the thread does its own IO (RocksDB issues pread/pwrite from the thread
     doing the work);
   * SST files named by level and the indexes whose key ranges they hold (sst.py).
-RocksDB's blocks are not classified in BPF (no file map, no page kinds): block kinds (data,
-index, filter) come from the engine's own counters (Rocksdb_block_cache_{data,index,filter}_miss).
+  * every read of an SST by the kind of block at its offset (data, index, filter, meta, or
+    mixed for a read over two kinds), counted in BPF from the extents the catalog registered
+    (sst_blocks.py, bpf/rocksdb_sst.h): page rows with page_type sst_*, the SST's file number
+    as index_id and its level.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from ioattr.collectors import abi
 from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
 from ioattr.engines.myrocks import findings as myrocks_findings
-from ioattr.engines.myrocks import files, lsm, names, sst
+from ioattr.engines.myrocks import files, lsm, names, sst, sst_blocks
 from ioattr.engines.myrocks.counters import CfStats, CompactionStats, PerfContextGlobal, rocksdb_active
 from ioattr.engines.myrocks.roles import INSTRUMENT_ROLES
 from ioattr.engines.myrocks.roles import role_of_comm as _role_of_comm
@@ -30,7 +32,7 @@ class MyrocksAdapter(EngineAdapter):
     """MyRocks (MariaDB's ROCKSDB storage engine plugin, ha_rocksdb.so)."""
 
     name = "rocksdb"
-    file_map_name = None  # no BPF page classification: RocksDB's blocks are named in userspace
+    file_map_name = None  # SSTs are registered by the catalog (sst.py) in InnoDB's page-file map
     instrument_roles: ClassVar[Mapping[str, str]] = INSTRUMENT_ROLES
     # rocksdb_datadir is not asked for (directory_variables): ServerContext reads all engines'
     # directory variables in one SELECT, which a server without MyRocks would fail whole; the
@@ -41,7 +43,19 @@ class MyrocksAdapter(EngineAdapter):
         return files.classify_path(path)
 
     def is_page_file(self, path: str) -> bool:
-        return False
+        return False  # SSTs are registered by the SST catalog (sst.py), with their block extents
+
+    # reads of an SST the catalog registered (innodb_files, engine ROCKSDB_SST) are counted in
+    # page_stats by block kind (bpf/rocksdb_sst.h): index_id the SST's file number, level its
+    # LSM level
+    page_file_classes = frozenset({int(abi.FileClass.SST)})
+
+    def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
+        return sst_blocks.page_type_name(page_type)
+
+    def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
+        """Every SST read row has the SST's level (an LSM level, not a btree one)."""
+        return page_type in sst_blocks.PAGE_TYPES
 
     # -- objects ---------------------------------------------------------------------------
     def object_names(self) -> names.IndexNames:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ioattr.collectors import abi
+from ioattr.collectors import abi, libbpf
 from ioattr.collectors.engine import EngineError
 from ioattr.engines.base import Connection
 from ioattr.engines.myrocks import files, sst_blocks
@@ -221,6 +221,21 @@ def _text(v: Any) -> str:
     return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
+def _number(path: str) -> int | None:
+    """An SST's file number from its name (000123.sst -> 123)."""
+    head = os.path.basename(path).split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+@dataclass
+class SstFile:
+    """An SST's identity as page rows give it (path, kernel dev, inode)."""
+
+    path: str
+    dev: int
+    ino: int
+
+
 class SstCatalog:
     """One server's SST files: path -> {dev, ino, size, level, column_family, indexes, deleted}
     (EngineAdapter.file_catalog: meta.json "files")."""
@@ -238,6 +253,11 @@ class SstCatalog:
         self._dir_mtime: int | None = None
         self._layouts: dict[tuple[str, int, int], dict[str, Any] | None] = {}
         self._read_at = 0.0
+        # BPF registration (attach_map): the map innodb_files' fd, and what this catalog put in
+        # it: (kernel dev, inode) -> (path, the value's fields), to update only what changed
+        self.map_fd: int | None = None
+        self._kdev: dict[str, int] = {}   # path -> kernel dev of the file as last stat'ed
+        self.registered: dict[tuple[int, int], tuple[str, tuple]] = {}
 
     def _locate(self, conn: Connection) -> None:
         self.active = rocksdb_active(conn)
@@ -330,9 +350,71 @@ class SstCatalog:
                 "blocks": self._blocks(path, st.st_ino, st.st_size),
                 "deleted": False,
             }
+            self._kdev[path] = abi.kernel_dev_of_stat(st.st_dev)
         for path, entry in self.files.items():
             if path not in present:
                 entry["deleted"] = True
+        self._sync_map()
+
+    # -- BPF registration: each SST's block extents, for classifying its reads by offset ------
+    def attach_map(self, map_fd: int | None) -> None:
+        """Register this server's SSTs in the BPF map innodb_files (engine ROCKSDB_SST) from
+        now on, at every re-read: bpf/rocksdb_sst.h counts each read of a registered SST in
+        page_stats by the block kind at its offset. None: page classification is off."""
+        if map_fd == self.map_fd:
+            return
+        self.map_fd = map_fd
+        self._sync_map()
+
+    def _sync_map(self) -> None:
+        """Make the map hold exactly this catalog's live SSTs whose layout is known: new ones
+        added, an inode now holding another SST replaced, vanished ones removed (a file being
+        written has no footer yet: registered at the first re-read after it is complete)."""
+        if self.map_fd is None:
+            return
+        want: dict[tuple[int, int], tuple[str, tuple]] = {}
+        for path, f in self.files.items():
+            b = f.get("blocks")
+            number = _number(path)
+            if f.get("deleted") or not isinstance(b, dict) or path not in self._kdev or number is None:
+                continue
+            filt = b.get("filter") or (0, 0)
+            level = f.get("level")
+            fields = (number, int(b["data_end"]), int(b["index"][0]), int(b["index"][1]),
+                      int(filt[0]), int(filt[1]),
+                      level if isinstance(level, int) and 0 <= level < abi.LEVEL_NONE else abi.LEVEL_NONE)
+            want[(self._kdev[path], int(f["ino"]))] = (path, fields)
+        for key in [k for k in self.registered if k not in want]:
+            libbpf.map_delete(self.map_fd, abi.InodeKey(dev=key[0], ino=key[1]))
+            del self.registered[key]
+        for key, (path, fields) in want.items():
+            if self.registered.get(key) == (path, fields):
+                continue
+            number, data_end, ioff, ilen, foff, flen, level = fields
+            val = abi.InnodbFile(space_id=0, page_shift=0, file_class=int(abi.FileClass.SST), encrypted=0,
+                                 engine=int(abi.PageEngine.ROCKSDB_SST), object_id=number & 0xFFFFFFFF,
+                                 segment=number >> 32, sst_data_end=data_end, sst_index_off=ioff,
+                                 sst_index_len=ilen, sst_filter_off=foff, sst_filter_len=flen, sst_level=level)
+            libbpf.map_update(self.map_fd, abi.InodeKey(dev=key[0], ino=key[1]), val)
+            self.registered[key] = (path, fields)
+
+    def page_file(self, number: int) -> tuple[SstFile, str | None] | None:
+        """A page row of an SST read (index_id = the SST's file number) -> (its file, the index
+        it holds when it holds exactly one, else None); an SST compacted away since keeps its
+        last entry, so its reads are still named."""
+        for path, f in self.files.items():
+            if _number(path) == number and path in self._kdev:
+                indexes = f.get("indexes") or []
+                return SstFile(path, self._kdev[path], int(f["ino"])), (
+                    indexes[0]["index"] if len(indexes) == 1 else None)
+        return None
+
+    def close(self) -> None:
+        """Remove this catalog's registrations (the map outlives the server)."""
+        if self.map_fd is not None:
+            for dev, ino in self.registered:
+                libbpf.map_delete(self.map_fd, abi.InodeKey(dev=dev, ino=ino))
+        self.registered.clear()
 
     def _blocks(self, path: str, ino: int, size: int) -> dict[str, Any] | None:
         """Where the SST's data, index and filter blocks lie (sst_blocks.py), read once per file:

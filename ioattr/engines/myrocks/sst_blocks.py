@@ -19,8 +19,10 @@ restart offsets (fixed32 each) and their count (fixed32).
 
 So from the footer and the metaindex alone (two small reads) each offset of the file has a kind:
 data below the first meta block, index and filter inside their handles, meta otherwise. The
-catalog (sst.py) keeps these extents per SST; classifying each read by its offset needs the
-offset of each read, which the kernel side does not aggregate yet (see block_kind).
+catalog (sst.py) keeps these extents per SST and registers them in BPF (innodb_files, engine
+ROCKSDB_SST), where every read of a registered SST is counted by the kind at its offset
+(bpf/rocksdb_sst.h: page_stats rows with page_type sst_data, sst_index, sst_filter, sst_meta, or
+sst_mixed for a read over two kinds).
 """
 from __future__ import annotations
 
@@ -28,6 +30,37 @@ import os
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+# block kinds of a read as BPF counts them (bpf/rocksdb_sst.h IOA_SST_*: page_key.page_type of
+# a MyRocks SST read), a range of their own above InnoDB's page types and PostgreSQL's 0xE0xx;
+# tests/unit/test_myrocks_sst_kinds.py checks the header against these and runs its classifier
+SST_DATA = 0xE100
+SST_INDEX = 0xE101
+SST_FILTER = 0xE102
+SST_META = 0xE103      # properties, metaindex, footer, compression dictionary, range deletions
+SST_MIXED = 0xE104     # one read over blocks of two kinds or more (counted once, all its bytes)
+
+PAGE_TYPES: dict[int, str] = {
+    SST_DATA: "sst_data",
+    SST_INDEX: "sst_index",
+    SST_FILTER: "sst_filter",
+    SST_META: "sst_meta",
+    SST_MIXED: "sst_mixed",
+}
+KIND_TYPES = {"data": SST_DATA, "index": SST_INDEX, "filter": SST_FILTER, "meta": SST_META}
+
+
+def page_type_name(page_type: int) -> str:
+    """An SST read's block kind as the page_type dimension shows it."""
+    return PAGE_TYPES.get(page_type, f"type_{page_type}")
+
+
+def read_kind(layout: "SstLayout", offset: int, length: int) -> int:
+    """The page_type BPF gives a read of `length` (> 0) bytes at `offset` (the Python twin of
+    ioa_sst_classify): the kind of its first byte, or SST_MIXED when its last byte's differs."""
+    first, last = layout.kind(offset), layout.kind(offset + length - 1)
+    return KIND_TYPES[first] if first == last else SST_MIXED
+
 
 MAGIC = 0x88E241B785F4CFF7
 LEGACY_MAGIC = 0xDB4775248B80FB57   # format_version 0 footers (48 bytes)
@@ -169,15 +202,9 @@ def read_layout(path: str) -> SstLayout:
 
 def block_kind(layout: dict[str, Any] | None, offset: int) -> str | None:
     """The kind of the block at `offset` of an SST from its catalog entry's "blocks" (meta.json);
-    None when the layout is unknown.
-
-    This is where a read's kind would be told if reads carried their offset: the syscall probes
-    aggregate per (file, op, ...) and drop it. The BPF design: a map keyed by (dev, inode) of the
-    SSTs a server has open, each with data_end and the index and filter extents (three ranges;
-    the catalog fills it, as innodb_files is filled for InnoDB's page files), looked up in the
-    pread exit path beside the file's class, adding the kind to the io_stats key as page_type is
-    for InnoDB; a read spanning kinds (direct IO aligned to 4 KiB around a block) is charged to
-    the kind at its first byte past the alignment, which is what RocksDB asked for."""
+    None when the layout is unknown. (Reads are classified in BPF by the same rule: the catalog
+    registers each SST's extents in innodb_files, bpf/rocksdb_sst.h counts each read in
+    page_stats by the kind of its first and last byte.)"""
     if not isinstance(layout, dict):
         return None
     try:

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Which kind of block one read of a RocksDB SST (MyRocks) is: a pure function
+ * of the read's file offset and length and the SST's extents, which userspace
+ * read from the file's footer and metaindex (ioattr/engines/myrocks/sst_blocks.py)
+ * and registered in innodb_files (struct innodb_file's sst_* fields, engine
+ * IOA_ENGINE_ROCKSDB_SST). No user memory is read: the block kind is where the
+ * read lies in the file. Compiled into the IO probes through innodb.bpf.h and as
+ * plain C by tests/unit/test_myrocks_sst_kinds.py.
+ *
+ * An SST is laid out as data blocks [0, data_end), then filter, index and the
+ * meta blocks (properties, compression dictionary, range deletions, metaindex)
+ * and the footer. A read whose first and last byte lie in blocks of different
+ * kinds (a readahead or compaction read running from the data blocks into the
+ * filter or index; a direct-IO read aligned around a block) is counted once, as
+ * IOA_SST_MIXED, with all its bytes: never split by a guess at which bytes the
+ * engine used.
+ */
+#ifndef IOATTR_ROCKSDB_SST_H
+#define IOATTR_ROCKSDB_SST_H
+
+#include "ioattr.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* MyRocks SST block kinds (page_key.page_type; ioattr/engines/myrocks/sst_blocks.py
+ * names them). A range of their own, above InnoDB's FIL_PAGE_TYPEs and PostgreSQL's 0xe0xx. */
+#define IOA_SST_DATA 0xe100
+#define IOA_SST_INDEX 0xe101
+#define IOA_SST_FILTER 0xe102
+#define IOA_SST_META 0xe103   /* properties, metaindex, footer, dictionary, range deletions */
+#define IOA_SST_MIXED 0xe104  /* one read over blocks of two kinds or more */
+
+static __always_inline __u16 ioa_sst_kind_at(const struct innodb_file *f, __u64 off)
+{
+	if (off < f->sst_data_end)
+		return IOA_SST_DATA;
+	if (off >= f->sst_index_off && off - f->sst_index_off < f->sst_index_len)
+		return IOA_SST_INDEX;
+	if (f->sst_filter_len && off >= f->sst_filter_off && off - f->sst_filter_off < f->sst_filter_len)
+		return IOA_SST_FILTER;
+	return IOA_SST_META;
+}
+
+/* One read of `len` (> 0) bytes at file offset `pos`: the key's SST fields. */
+static __always_inline void ioa_sst_classify(struct page_key *k, const struct innodb_file *f,
+					     __u64 pos, __u64 len)
+{
+	__u16 first = ioa_sst_kind_at(f, pos);
+	__u16 last = ioa_sst_kind_at(f, pos + len - 1);
+
+	k->file_class = f->file_class;
+	k->space_id = f->space_id;
+	k->index_id = ((__u64)f->segment << 32) | f->object_id; /* the SST's file number */
+	k->level = f->sst_level;
+	k->flags = 0;
+	k->page_type = first == last ? first : IOA_SST_MIXED;
+}
+
+#endif /* IOATTR_ROCKSDB_SST_H */
