@@ -46,7 +46,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("reads_per_query", "r/q", "storage reads per query [syscall layer, storage files]"),
     ("kb_read_per_query", "KB r/q", "KB read from storage per query [syscall layer, storage files]"),
     ("writes_per_unit", "w/txn", "storage writes per transaction, else per query (/q) or per row inserted "
-                                 "(/row), whichever the phase did more of [syscall layer, storage files]"),
+                                 "(/row), whichever the phase did more of, else the phase's total (/phase) "
+                                 "[syscall layer, storage files]"),
     ("kb_written_per_unit", "KB w/txn", "KB written to storage per write unit [syscall layer, storage files]"),
     ("block_reads_per_query", "blk r/q", "block-layer read requests per query [block layer, every file]"),
     ("block_kb_read_per_query", "blk KB r/q", "KB read from the device per query [block layer, every file]"),
@@ -257,14 +258,18 @@ def engine_cache_misses(counters: dict[str, float]) -> float | None:
 def write_unit(queries: float | None, txns: float | None, rows: float | None) -> tuple[str | None, float | None]:
     """What writes are counted per: transactions when the phase had some, else the more numerous
     of queries and rows inserted (a load phase's few SELECTs -- its phase marker, a check -- are
-    not its unit; a read phase's stray insert is not either); (None, None) when it had none of
-    them (or no counters). The unit is always said next to the number."""
+    not its unit; a read phase's stray insert is not either); the whole phase ("phase", 1) when
+    the counters are there and it had none of them (an ALTER TABLE, a flush: its writes are
+    still worth comparing, as totals); (None, None) without counters. The unit is always said
+    next to the number."""
     if txns:
         return "txn", txns
     for unit, n in sorted((("query", queries or 0.0), ("row", rows or 0.0)), key=lambda x: -x[1]):
         if n:
             return unit, n
-    return None, None
+    if queries is None and txns is None and rows is None:
+        return None, None
+    return "phase", 1.0
 
 
 def phase_row(run: Run, st: PhaseStats, layers: dict, cpu_seconds: float | None) -> dict[str, Any]:
@@ -376,8 +381,9 @@ def pick_phases(runs: list[Run], wanted: list[str] | None) -> tuple[list[str], l
         missing = [n for n in names if n not in run.rec.phase_names()]
         if missing and len(runs) > 1:
             notes.append(f"{run.label} has no phase {', '.join(missing)}")
-    common = set.intersection(*(set(r.rec.phase_names()) for r in runs))
-    if len(runs) > 1 and not common & set(names):
+    # a shown phase that two runs or more have lines them up; without one, say so
+    shared = [n for n in names if sum(n in r.rec.phase_names() for r in runs) > 1]
+    if len(runs) > 1 and not shared:
         notes.append("the runs have no phase name in common: each run's phases are shown as they are")
     return names, notes
 

@@ -17,11 +17,12 @@ from ioattr.analysis.compare import BY_COLUMNS, COLUMNS
 from ioattr.model.storage import fmt_sig
 from ioattr.output.render import human_bytes
 
-UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", None: ""}
+UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", "phase": "/phase", None: ""}
 PER_UNIT = ("writes_per_unit", "kb_written_per_unit", "block_kb_written_per_unit")
 RATES = ("seconds", "qps", "tps", "rows_per_s")
 UNIT_NOTE = ("a write column's '/q' or '/row': the phase had no transactions, so its writes are per query or per "
-             "row inserted, whichever it did more of")
+             "row inserted, whichever it did more of; '/phase': it had none of them (DDL, a flush), so the "
+             "phase's total")
 
 
 def _size(v: Any) -> str | None:

@@ -192,6 +192,7 @@ def test_write_unit_and_labels() -> None:
     assert write_unit(2.0, 0.0, 8000.0) == ("row", 8000.0)
     assert write_unit(1000.0, None, 10.0) == ("query", 1000.0)
     assert write_unit(None, None, None) == (None, None)
+    assert write_unit(0.0, 0.0, 0.0) == ("phase", 1.0)      # counted, none of them: an ALTER's totals
     assert labels_for(["/x/run1", "/y/run2/"], None) == ["run1", "run2"]
     assert labels_for(["/x/a/rec", "/x/b/rec"], None) == ["a/rec", "b/rec"]
     assert labels_for(["/x/rec", "/x/rec"], None) == ["x/rec#1", "x/rec#2"]
