@@ -68,8 +68,14 @@ parse_size_out() {
     [ -d "$(dirname "$OUT")" ] || die 2 "no such directory: $(dirname "$OUT")"
 }
 
-# Run examples/seed_runs.py SCENARIO into $OUT; on failure its own one-line error is the
-# script's (exit 1).
+# Run examples/seed_runs.py SCENARIO into $OUT; sets RUNS to the recordings it wrote, in its
+# order. On failure its own one-line error is the script's (exit 1).
 seed_runs() {
-    "$PYTHON" "$here/seed_runs.py" "$1" --size "$SIZE" --out "$OUT" >/dev/null || exit 1
+    local listing line
+    listing=$("$PYTHON" "$here/seed_runs.py" "$1" --size "$SIZE" --out "$OUT") || exit 1
+    RUNS=()
+    while IFS= read -r line; do
+        case $line in RUN=*) RUNS+=("$OUT/${line#RUN=}") ;; esac
+    done <<< "$listing"
+    [ ${#RUNS[@]} -gt 0 ] || die 1 "seed_runs.py $1 wrote no recording"
 }

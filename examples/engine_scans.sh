@@ -27,7 +27,7 @@ parse_size_out scans "$@"
 
 say "recordings in $OUT (size $SIZE)"
 seed_runs scans
-runs=("$OUT/innodb" "$OUT/myrocks")
+runs=("${RUNS[@]}")   # innodb, myrocks
 phases=scan.fresh,update,scan.frag
 
 echo "--- ioattr compare innodb myrocks --phase $phases"

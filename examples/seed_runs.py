@@ -249,15 +249,17 @@ def scans(out: Path, size: str, servers: Servers) -> Iterator[str]:
 
 
 # ------------------------------------------------------------------ memory sweep
-SWEEP_SIZES = {  # tables, rows per table, seconds per run, three cache sizes
-    "tiny": (2, 15_000, 3, ("3M", "6M", "24M")),
-    "small": (4, 50_000, 15, ("8M", "24M", "96M")),
+SWEEP_SIZES = {  # tables, rows per table, seconds per run, sysbench threads, three cache sizes
+    # tiny runs one thread: no deadlocks, so every transaction commits and the tests can
+    # count exactly (14 SELECTs and 1 inserted row per oltp_read_write transaction)
+    "tiny": (2, 30_000, 2, 1, ("6M", "16M", "64M")),
+    "small": (4, 100_000, 15, 2, ("8M", "32M", "128M")),
 }
 
 
-def sysbench(db: Any, test: str, tables: int, rows: int, engine: str, *extra: str) -> None:
+def sysbench(db: Any, test: str, tables: int, rows: int, engine: str, *extra: str, threads: int = 2) -> None:
     cmd = ["sysbench", test, "--db-driver=mysql", f"--mysql-socket={db.socket}", "--mysql-user=root",
-           "--mysql-db=sbtest", f"--tables={tables}", f"--table-size={rows}", "--threads=2",
+           "--mysql-db=sbtest", f"--tables={tables}", f"--table-size={rows}", f"--threads={threads}",
            "--db-ps-mode=disable", f"--mysql-storage-engine={engine}", *extra]
     r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if r.returncode != 0:
@@ -272,7 +274,7 @@ def sweep(out: Path, size: str, servers: Servers) -> Iterator[str]:
     `rw` (the run) after `warm` (a first short run that fills the cache)."""
     if not shutil.which("sysbench"):
         raise Failure("sysbench is not installed (apt-get install sysbench)")
-    tables, rows, seconds, caches = SWEEP_SIZES[size]
+    tables, rows, seconds, threads, caches = SWEEP_SIZES[size]
     for engine, sb_engine in (("innodb", "innodb"), ("myrocks", "rocksdb")):
         log(f"{engine}: sysbench prepare, {tables} tables x {rows:,} rows")
         rocks = engine == "myrocks"
@@ -287,16 +289,21 @@ def sweep(out: Path, size: str, servers: Servers) -> Iterator[str]:
                 servers.resize(db, block_cache=cache)
             else:
                 servers.resize(db, buffer_pool=cache)
-            log(f"{label}: oltp_read_write {seconds}s")
+            # open the tables before recording: after a restart MyRocks names a table's indexes
+            # (ROCKSDB_DDL) only once someone opened it, and the recorder reads the names at start
+            for i in range(1, tables + 1):
+                db.query(f"SELECT id FROM sbtest.sbtest{i} LIMIT 1")
+            log(f"{label}: oltp_read_write {seconds}s, {threads} thread(s)")
             rec = Recorder(new_rec(out, label), db)
             conn = db.connect()
             try:
                 with conn.cursor() as cur:
                     rec.phase("warm")
-                    sysbench(db, "oltp_read_write", tables, rows, sb_engine, "--time=1", "--report-interval=0", "run")
+                    sysbench(db, "oltp_read_write", tables, rows, sb_engine, "--time=1", "--report-interval=0", "run",
+                             threads=threads)
                     rec.phase("rw")
                     sysbench(db, "oltp_read_write", tables, rows, sb_engine, f"--time={seconds}",
-                             "--report-interval=0", "run")
+                             "--report-interval=0", "run", threads=threads)
                     rec.phase("end")
             finally:
                 conn.close()
@@ -314,47 +321,47 @@ BULK_TABLES = (  # run label, engine clause, can it have a secondary index
 )
 
 
-def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
-    """Issue 17: LOAD DATA of one generated file into InnoDB, compressed InnoDB, Archive and
-    MyRocks, on one server (all four engines loaded), one recording per engine with the same
-    phases: `load` (no secondary index), `add_index` (ALTER TABLE ADD INDEX on the loaded
-    table), `load_ix` (the same file into a fresh table that has the indexes already).
-    Archive has no secondary indexes: its run has `load` only."""
-    rows = BULK_SIZES[size]
-    db = servers.start(rocksdb=True, buffer_pool="16M", block_cache="8M",
-                       extra={"plugin-load-add": "ha_archive.so"})
-    # plugin-load-add is one option key: the sandbox's rocksdb one would be overridden, so
-    # load whichever is missing now
-    have = {name.lower() for name, in db.query("SELECT ENGINE FROM information_schema.ENGINES "
-                                                 "WHERE SUPPORT IN ('YES', 'DEFAULT')")}
-    for plugin, soname in (("rocksdb", "ha_rocksdb"), ("archive", "ha_archive")):
-        if plugin not in have:
-            db.query(f"INSTALL SONAME '{soname}'")
-    data = Path(db.tmpdir) / "rows.tsv"
+def write_rows(path: Path, rows: int) -> None:
+    """The load file: the same rows (seeded) every time, tab-separated: id, a (random up to
+    10^6), c (random up to 10^4), an 80-byte string (20 random letters of ten, then 60 x)."""
     rng = random.Random(17)
-    with open(data, "w") as f:
+    with open(path, "w") as f:
         for i in range(1, rows + 1):
             f.write(f"{i}\t{rng.randrange(1_000_000)}\t{rng.randrange(10_000)}\t"
                     f"{''.join(rng.choices('abcdefghij', k=20))}{'x' * 60}\n")
-    log(f"{rows:,} rows in {data} ({data.stat().st_size / 2**20:.1f} MiB)")
-    db.query("CREATE DATABASE b")
+
+
+def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
+    """Issue 17: LOAD DATA of one generated file into InnoDB, compressed InnoDB, Archive and
+    MyRocks, one private server (16M buffer pool; MyRocks 8M block cache) and one recording per
+    engine, so that each run's data on disk is its own, with the same phases: `load` (no
+    secondary index), `add_index` (ALTER TABLE ADD INDEX on the loaded table), `load_ix` (the
+    same file into a fresh table that has the indexes already); MyRocks adds `flush` (its
+    memtable into SSTs). Archive has no secondary indexes: its run has `load` only."""
+    rows = BULK_SIZES[size]
     cols = "id INT NOT NULL, a INT NOT NULL, c INT NOT NULL, pad VARCHAR(100) NOT NULL"
     index = "ADD INDEX ix_a (a), ADD INDEX ix_c_a (c, a)"
     load = "LOAD DATA INFILE '{}' INTO TABLE b.{}"
     for label, clause, indexable in BULK_TABLES:
+        log(f"{label}: {rows:,} rows, {clause}")
+        db = servers.start(rocksdb=label == "myrocks", buffer_pool="16M", block_cache="8M",
+                           extra={"plugin-load-add": "ha_archive.so"} if label == "archive" else None)
+        data = Path(db.tmpdir) / "rows.tsv"   # the server may read only its tmpdir (secure-file-priv)
+        write_rows(data, rows)
         pk = "" if label == "archive" else ", PRIMARY KEY (id)"
-        log(f"{label}: {clause}")
+        db.query("CREATE DATABASE b")
+        db.query(f"CREATE TABLE b.{label} ({cols}{pk}) {clause}")
+        if indexable:
+            db.query(f"CREATE TABLE b.{label}_ix ({cols}{pk}, KEY ix_a (a), KEY ix_c_a (c, a)) {clause}")
         rec = Recorder(new_rec(out, label), db)
         conn = db.connect()
         try:
             with conn.cursor() as cur:
-                cur.execute(f"CREATE TABLE b.{label} ({cols}{pk}) {clause}")
                 rec.phase("load")
                 cur.execute(load.format(data, label))
                 if indexable:
                     rec.phase("add_index")
                     cur.execute(f"ALTER TABLE b.{label} {index}")
-                    cur.execute(f"CREATE TABLE b.{label}_ix ({cols}{pk}, KEY ix_a (a), KEY ix_c_a (c, a)) {clause}")
                     rec.phase("load_ix")
                     cur.execute(load.format(data, f"{label}_ix"))
                 if label == "myrocks":  # the memtable's rows into SSTs before the run ends
@@ -364,6 +371,7 @@ def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
         finally:
             conn.close()
             rec.stop()
+        servers.stop_all()  # the next engine on a server of its own
         yield label
 
 

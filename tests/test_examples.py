@@ -332,3 +332,78 @@ def test_engine_scans_example(tmp_path: Path) -> None:
         assert rows[("myrocks", phase)]["engine_cache_misses"] > 0   # Rocksdb_block_cache_miss
     assert (out / "compare.html").read_text().count("<svg") > 0
     assert_no_ioattr_programs()
+
+
+def test_memory_sweep_example(tmp_path: Path) -> None:
+    """oltp_read_write (one thread at tiny: every transaction commits) on InnoDB and MyRocks at
+    6M/16M/64M caches: six runs, the cache each server had, 14 SELECTs and one inserted row per
+    transaction exactly, and the SSTs read under MyRocks."""
+    from tests.helpers import assert_no_ioattr_programs
+
+    need(Path("/usr/lib/mysql/plugin/ha_rocksdb.so").exists(), "mariadb-plugin-rocksdb is not installed")
+    need_tool("sysbench")
+    out = tmp_path / "sweep"
+    result = run_seed_script("memory_sweep.sh", out)
+    labels = [f"{e}-{c}" for e in ("innodb", "myrocks") for c in ("6m", "16m", "64m")]
+    assert [x["label"] for x in result["runs"]] == labels
+    sizes = {"6m": 6 << 20, "16m": 16 << 20, "64m": 64 << 20}
+    for run in result["runs"]:
+        engine, cache = run["label"].split("-")
+        key = "innodb" if engine == "innodb" else "rocksdb"
+        assert run["engine_settings"][key]["cache"] == sizes[cache], run
+    rows = {x["run"]: x for x in result["rows"]}
+    assert set(rows) == set(labels) and {x["phase"] for x in result["rows"]} == {"rw"}
+    for label, row in rows.items():
+        assert row["transactions"] > 0 and row["write_unit"] == "txn", row
+        assert row["queries"] == 14 * row["transactions"], row          # oltp_read_write's SELECTs
+        assert row["rows_inserted"] == row["transactions"], row         # one INSERT each
+        assert row["storage_writes"] > 0, row                           # at least the log's
+    for label in labels[3:]:  # MyRocks: its reads are of SSTs
+        reads = {x["file_class"]: x["count"] for x in storage_rows(out / label, "rw") if x["op"] == "read"}
+        assert reads.get("sst", 0) > 0, (label, reads)
+        assert rows[label]["engine_cache_misses"] > 0, rows[label]
+    # the smallest InnoDB pool reads more per query than the largest
+    assert rows["innodb-6m"]["storage_reads"] / rows["innodb-6m"]["queries"] > \
+        rows["innodb-64m"]["storage_reads"] / rows["innodb-64m"]["queries"]
+    assert_no_ioattr_programs()
+
+
+def test_bulk_load_example(tmp_path: Path) -> None:
+    """LOAD DATA of 40,000 rows into InnoDB, compressed InnoDB, Archive and MyRocks, each on its
+    own server: every load phase inserted exactly the file's rows by one LOAD DATA, the index
+    builds (no rows, no transactions) are rated per phase, and each engine wrote its own files."""
+    from tests.helpers import assert_no_ioattr_programs
+
+    need(Path("/usr/lib/mysql/plugin/ha_rocksdb.so").exists(), "mariadb-plugin-rocksdb is not installed")
+    need(Path("/usr/lib/mysql/plugin/ha_archive.so").exists(), "the Archive plugin is not installed")
+    n = 40_000
+    out = tmp_path / "bulk"
+    result = run_seed_script("bulk_load.sh", out)
+    labels = ["innodb", "innodb_kbs8", "archive", "myrocks"]
+    assert [x["label"] for x in result["runs"]] == labels
+    rows = {(x["run"], x["phase"]): x for x in result["rows"]}
+    want = {(r, p) for r in labels for p in ("load", "add_index", "load_ix") if r != "archive" or p == "load"}
+    assert set(rows) == want
+    for (run, phase), row in rows.items():
+        if phase == "add_index":
+            assert row["rows_inserted"] == 0 and row["write_unit"] == "phase", row
+        else:
+            assert row["rows_inserted"] == n and row["write_unit"] == "row", row
+            assert row["kb_written_per_unit"] == storage_round(row["storage_write_bytes"] / 1024 / n), row
+    for run in labels:  # report's bulk line: the file's rows, by one LOAD DATA
+        summary = {s["phase"]: s for s in report_json(out / run, "--by", "phase")["summary"]}
+        for phase in ("load", "load_ix") if run != "archive" else ("load",):
+            b = summary[phase]["bulk"]
+            assert b["rows"] == n and b["statements"] == {"LOAD DATA": 1}, (run, phase, b)
+    writes = {run: {x["file_class"] for x in storage_rows(out / run, "load") if x["op"] == "write" and x["bytes"]}
+              for run in labels}
+    assert "archive" in writes["archive"], writes
+    assert "wal" in writes["myrocks"], writes
+    assert "tablespace" in writes["innodb_kbs8"] or "redo_log" in writes["innodb_kbs8"], writes
+    assert_no_ioattr_programs()
+
+
+def storage_round(v: float) -> float:
+    """compare's rounding of a per-unit term (4 significant digits)."""
+    from ioattr.model import storage
+    return storage.sig(v, 4)
