@@ -42,6 +42,13 @@ the socket does not carry in clear (TLS, the compressed protocol). So:
   wire            the wire only, never the fallback (the uprobe only where the wire
                   reader cannot run on this host, said in the status)
   uprobe          the dispatch_command uprobe only (the pre-issue-13 behaviour)
+
+PostgreSQL (attach_postgres): the same program parses a postmaster's and its backends'
+recvfrom()s as PostgreSQL messages (the targets value's IOA_TARGET_PG_WIRE bit, which the
+session sets and the fork follower copies): a statement starts at each Simple Query and each
+Execute (its Parse's digest). The wire is PostgreSQL's only source (no uprobe fallback): TLS
+connections are not read (counted in the BPF map pg_tls; tls_connections()), nor COPY data,
+nor the statements a function runs inside the server.
 """
 from __future__ import annotations
 
@@ -79,6 +86,7 @@ DISPATCH_PROGRAM = "ioattr_dispatch_command"
 WIRE_CHECK_QUESTIONS = 200
 WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
+PG_WIRE_FLAG = 4  # bpf/ioattr.h IOA_TARGET_PG_WIRE: a targets value bit, "speaks PostgreSQL"
 
 
 class WireSlot(ctypes.Structure):
@@ -210,6 +218,30 @@ class StageProbes:
             self.sources[pid] = ("uprobe", wire_why)
         self._set_status(pid, missing)
         return self.status[pid]
+
+    def attach_postgres(self, pid: int) -> str:
+        """A PostgreSQL postmaster (the session sets PG_WIRE_FLAG on it and its children): its
+        statements from the wire, the only source for PostgreSQL. Returns the status line."""
+        if self.loaded is None:
+            return "statements: not traced (stage probes not loaded)"
+        if self.requested == "uprobe":
+            return ("statements: not traced (--statements uprobe: PostgreSQL has no statement uprobe here, "
+                    "only the wire)")
+        why = self._attach_wire()
+        if why:
+            return f"statements: not traced ({why})"
+        self.links.setdefault(pid, [])  # nothing to detach but the wire reader, shared by all
+        self.sources[pid] = ("wire", "PostgreSQL protocol; TLS connections are not read")
+        return ("statements from the wire (recvfrom, PostgreSQL protocol: Simple Query and Execute; "
+                "TLS connections are not read)")
+
+    def tls_connections(self) -> int:
+        """PostgreSQL connections the wire reader saw switch to TLS (their statements unread)."""
+        fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "pg_tls"), None) if self.loaded else None
+        v = ctypes.c_uint64(0)
+        if fd is None or not libbpf.map_lookup(fd, ctypes.c_uint32(0), v):
+            return 0
+        return int(v.value)
 
     def _set_status(self, pid: int, missing: list[str] | None = None) -> None:
         source, why = self.sources[pid]

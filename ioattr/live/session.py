@@ -33,8 +33,8 @@ from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.sqltext import normalize, phase_marker
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, StageProbes
-from ioattr.collectors.targets import FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, PG_WIRE_FLAG, StageProbes
+from ioattr.collectors.targets import FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
 from ioattr.engines import registry as engines
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 
@@ -119,6 +119,7 @@ class LiveSession:
         self.follow_forks = False
         self._process_roles: dict[int, str] = {}
         self._not_relations: set[str] = set()  # file names relation_files() parsed as none
+        self._pg_tls = 0  # PostgreSQL connections seen going TLS (statements not read), last said
 
     # -- attach / detach ---------------------------------------------------------
     def __enter__(self) -> "LiveSession":
@@ -322,12 +323,20 @@ class LiveSession:
 
     def _attach_native(self, pid: int, engine: object) -> None:
         """A server of an engine's own (PostgreSQL's postmaster): its context (connection,
-        names, roles); the MySQL statement probes and wire reader are never attached to it."""
+        names, roles) and its statements from the wire, read as PostgreSQL's protocol (the
+        PG_WIRE_FLAG bit on it and its children, and on children it forks from now on, copied by
+        the kernel at fork); the MySQL statement probes are never attached to it."""
+        # the flag first, so that a backend forked from now on has it from its fork
+        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | PG_WIRE_FLAG)
         srv = engine.server_context(pid)  # type: ignore[attr-defined]
         if self.opts.innodb_pages and getattr(engine, "file_map_name", None):
             # its relation files, registered for page classification once the catalogs are read
             srv.attach_pages(self.probes.map_fd(engine.file_map_name))  # type: ignore[attr-defined]
         srv.start()
+        if self.stage.available:
+            srv.stage_status = self.stage.attach_postgres(pid)
+            self.naming.stage_probes = self.stage.attached
+            self.naming.stages = self.stage.mode if self.stage.attached else None
         self.native_servers[pid] = srv
         self._process_roles.pop(pid, None)
         if srv.error:
@@ -339,11 +348,12 @@ class LiveSession:
             self._process_role(other)
         # the processes it forked before the attach (checkpointer, open connections...) are
         # its too: targets like the ones the kernel adds at their fork from now on
-        born = [c for c in srv.children() if c not in self.tracker.current]  # type: ignore[attr-defined]
-        for child in born:
-            self.tracker.add(child, FLAG_FOLLOWED, sync=False)
-        if born:
-            self.tracker.map.sync_slots({slot_of(c) for c in born})
+        children = srv.children()  # type: ignore[attr-defined]
+        born = [c for c in children if c not in self.tracker.current]
+        for child in children:  # those traced already (--comm) get the protocol flag too
+            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | PG_WIRE_FLAG, sync=False)
+        if children:
+            self.tracker.map.sync_slots({slot_of(c) for c in children})
             self.followed_pids.update(born)
             self.welcome(born)
 
@@ -551,6 +561,7 @@ class LiveSession:
         p = self.page_drain.drain(live_phase=live)
         st = self.stmt_drain.drain(live_phase=live) if self.stmt_drain is not None else None
         self.events.consume()  # markers whose numbers the drained keys may already carry
+        self._note_pg_tls()
         if len(p):
             self._refresh_servers()  # names for index ids first seen in this interval
         t0, self._last_tick = self._last_tick, now
@@ -565,6 +576,23 @@ class LiveSession:
                         if st is not None and len(st) else None),
             io_rows=len(d), page_rows=len(p),
             drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
+
+    def _note_pg_tls(self) -> None:
+        """PostgreSQL connections in TLS: their statements are not read (the wire is PostgreSQL's
+        only statement source), said once per change and kept under degraded "statements"."""
+        if not self.native_servers or not self.stage.available:
+            return
+        tls = self.stage.tls_connections()
+        if tls == self._pg_tls:
+            return
+        first = not self._pg_tls
+        self._pg_tls = tls
+        why = (f"{tls} PostgreSQL connection(s) switched to TLS: their statements are not read from the wire "
+               "(no digest, not counted; connect with sslmode=disable or over the unix socket to count them)")
+        if self.probes is not None:
+            self.probes.degraded["statements"] = why
+        if first:
+            self.opts.log(f"degraded: {why}")
 
     def refresh_targets(self, skip_pid: int | None = None) -> TargetChanges:
         new, gone = self.tracker.refresh()

@@ -199,4 +199,4 @@ def test_reused_pids_forget_roles() -> None:
         srv.forget(pid)
     assert 5 not in srv.roles and srv.roles[6] == "ioattr" and srv.role(srv.pid) == "postmaster"
     assert srv.describe()["processes"] == {str(srv.pid): "postmaster", "6": "ioattr"}
-    assert srv.describe()["stage_probes"] == "statements: not yet for PostgreSQL"
+    assert srv.describe()["stage_probes"] == "statements: not traced (stage probes not loaded)"

@@ -26,7 +26,7 @@ from ioattr.engines.postgres.names import RelationNames
 from ioattr.engines.postgres.pages import RelationPageFile, RelationPageFiles
 
 OWN_ROLE = "ioattr"  # ioattr's own backends (catalog reads for names)
-STATEMENTS_STATUS = "statements: not yet for PostgreSQL"
+STATEMENTS_STATUS = "statements: not traced (stage probes not loaded)"
 MAX_DESCRIBED = 10_000  # process roles listed in meta.json (a busy cluster forks many backends)
 MAX_ROLES = 100_000     # roles remembered (the oldest go first)
 ACTIVITY_QUERY = "SELECT pid, backend_type FROM pg_stat_activity"
