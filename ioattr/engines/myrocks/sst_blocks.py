@@ -38,7 +38,7 @@ SST_DATA = 0xE100
 SST_INDEX = 0xE101
 SST_FILTER = 0xE102
 SST_META = 0xE103      # properties, metaindex, footer, compression dictionary, range deletions
-SST_MIXED = 0xE104     # one read over blocks of two kinds or more (counted once, all its bytes)
+SST_MIXED = 0xE104     # a read over several kinds of which two hold equal shares, the most
 
 PAGE_TYPES: dict[int, str] = {
     SST_DATA: "sst_data",
@@ -57,9 +57,23 @@ def page_type_name(page_type: int) -> str:
 
 def read_kind(layout: "SstLayout", offset: int, length: int) -> int:
     """The page_type BPF gives a read of `length` (> 0) bytes at `offset` (the Python twin of
-    ioa_sst_classify): the kind of its first byte, or SST_MIXED when its last byte's differs."""
+    ioa_sst_classify): the kind of its first byte when its last byte's is the same (a buffered
+    read of one block), else the kind holding most of its bytes (a direct-IO read padded to 4 KiB
+    around its block), SST_MIXED when two kinds hold equal shares, the most."""
     first, last = layout.kind(offset), layout.kind(offset + length - 1)
-    return KIND_TYPES[first] if first == last else SST_MIXED
+    if first == last:
+        return KIND_TYPES[first]
+    end = offset + length
+
+    def overlap(lo: int, n: int) -> int:
+        return max(0, min(end, lo + n) - max(offset, lo))
+
+    shares = {"data": overlap(0, layout.data_end), "index": overlap(*layout.index),
+              "filter": overlap(*layout.filter) if layout.filter else 0}
+    shares["meta"] = max(0, length - sum(shares.values()))
+    best = max(shares.values())
+    kinds = [k for k, v in shares.items() if v == best]
+    return KIND_TYPES[kinds[0]] if len(kinds) == 1 else SST_MIXED
 
 
 MAGIC = 0x88E241B785F4CFF7
