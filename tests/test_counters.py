@@ -333,7 +333,7 @@ def test_recording_counters_agree_with_the_server(mariadb_factory, tmp_path: Pat
     # one row per (snapshot, name)
     assert c.q("SELECT pid, source, name, ts FROM counters GROUP BY ALL HAVING count(*) > 1") == []
     assert {r[0] for r in c.q("SELECT DISTINCT source FROM counters")} == \
-        {"status", "innodb_metrics", "innodb_status", "ps_file", "ps_table", "host", "proc"}
+        {"status", "innodb_metrics", "innodb_status", "ps_file", "ps_table", "host", "proc", "table_files"}
 
     # per-phase deltas equal what the server says directly
     reads = c.delta("status", "Innodb_buffer_pool_reads", pid, "bench")
