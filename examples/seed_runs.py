@@ -12,6 +12,7 @@ follows is all that phase's. The shell scripts then put the runs side by side wi
     seed_runs.py scans --size tiny|small --out DIR    InnoDB vs MyRocks full scans, fresh and fragmented
     seed_runs.py sweep --size tiny|small --out DIR    oltp_read_write at three cache sizes per engine
     seed_runs.py bulk  --size tiny|small --out DIR    LOAD DATA into four engines, indexes after and before
+    seed_runs.py pg    --size tiny|small --out DIR    the miniature insert benchmark on InnoDB and PostgreSQL
 
 It prints one `RUN=<label>` line per recording it wrote (stdout) and progress on stderr.
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Errors are one line on stderr.
@@ -67,13 +68,13 @@ class Recorder:
     Its output goes to REC.log beside the recording (the recording directory itself must
     not exist before the recorder creates it)."""
 
-    def __init__(self, rec: Path, db: Any, first_phase: str = "setup") -> None:
+    def __init__(self, rec: Path, db: Any, first_phase: str = "setup", mysql: bool = True) -> None:
         self.rec = rec
         self.log_path = rec.parent / f"{rec.name}.record.log"
         self._log = open(self.log_path, "w")
+        client = ["--mysql-defaults-file", str(db.client_defaults_file)] if mysql else []
         self.proc = subprocess.Popen(
-            [ioattr_program(), "record", "-o", str(rec), "--pid", str(db.pid),
-             "--mysql-defaults-file", str(db.client_defaults_file), "--phase", first_phase],
+            [ioattr_program(), "record", "-o", str(rec), "--pid", str(db.pid), *client, "--phase", first_phase],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True)
         self._wait(lambda: "recording " in self.log_path.read_text() and (rec / "control").is_dir(),
                    "start recording")
@@ -375,8 +376,109 @@ def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
         yield label
 
 
+# ------------------------------------------------------------------ PostgreSQL vs InnoDB
+PGIB_SIZES = {  # rows in l.i0, rows in l.i1, seconds of the q phase
+    "tiny": (20_000, 5_000, 3),
+    "small": (200_000, 20_000, 15),
+}
+PGIB_INDEXES = {"ix_price": "price, dt, id", "ix_register": "cashregisterid, price, customerid, id",
+                "ix_customer": "customerid, price, dt, id"}
+
+
+def _pgib_rows(rng: random.Random, n: int) -> list[tuple]:
+    """n rows (dt, price, customerid, cashregisterid, productid, data), like insert_benchmark.py's."""
+    return [(f"2026-01-01 00:00:{i % 60:02d}", round(rng.uniform(1, 500), 2), rng.randrange(100_000),
+             rng.randrange(1_000), rng.randrange(10_000), "".join(rng.choices("abcdefgh", k=100)))
+            for i in range(n)]
+
+
+def _insert(cur: Any, rows: list[tuple], batch: int) -> None:
+    for i in range(0, len(rows), batch):
+        part = rows[i:i + batch]
+        marks = ",".join(["(%s,%s,%s,%s,%s,%s)"] * len(part))
+        cur.execute("INSERT INTO ib.t (dt, price, customerid, cashregisterid, productid, data) "
+                    f"VALUES {marks}", [v for r in part for v in r])
+
+
+def pg_vs_innodb(out: Path, size: str, servers: Servers) -> Iterator[str]:
+    """Issue 16: the miniature insert benchmark's shape (examples/insert_benchmark.py) on InnoDB
+    (8M buffer pool) and PostgreSQL (8MB shared_buffers), one recording each, phases l.i0 (load
+    in primary-key order, 1000-row INSERTs), l.x (the three secondary indexes), l.i1 (more rows,
+    100-row INSERTs) and q (for a few seconds, one connection: a 10-row INSERT, then ten
+    covering range queries on a random secondary index, over and over). Same seeded data and
+    queries on both."""
+    from ioattr.host.pg_sandbox import PrivatePostgres
+
+    n0, n1, seconds = PGIB_SIZES[size]
+    for label in ("innodb", "postgres"):
+        rng = random.Random(16)
+        if label == "innodb":
+            db = servers.start(buffer_pool="8M")
+            db.query("CREATE DATABASE ib")
+            ddl = ("CREATE TABLE ib.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, dt DATETIME, price FLOAT, "
+                   "customerid INT, cashregisterid INT, productid INT, data VARCHAR(200)) ENGINE=InnoDB")
+            conn = db.connect()
+        else:
+            db = PrivatePostgres(shared_buffers="8MB")
+            servers.live.append(db)
+            try:
+                db.start()
+            except Exception as e:  # noqa: BLE001 - the sandbox's errors: one line
+                raise Failure(f"could not start a private PostgreSQL: {str(e).splitlines()[0]}") from None
+            ddl = ("CREATE SCHEMA ib; CREATE TABLE ib.t (id BIGSERIAL PRIMARY KEY, dt TIMESTAMP, price FLOAT, "
+                   "customerid INT, cashregisterid INT, productid INT, data VARCHAR(200))")
+            conn = db.connect()
+        log(f"{label}: {n0:,} + {n1:,} rows, q for {seconds}s")
+        with conn.cursor() as cur:
+            for stmt in ddl.split("; "):
+                cur.execute(stmt)
+        rec = Recorder(new_rec(out, label), db, mysql=label == "innodb")
+        try:
+            with conn.cursor() as cur:
+                def phase(name: str) -> None:
+                    """PostgreSQL flushes a backend's statistics (pg_stat_database's tup_inserted,
+                    the rows compare counts) when it goes idle, but at most once a second: without
+                    a forced flush a phase's rows would land in the next phase."""
+                    if label == "postgres":
+                        cur.execute("SELECT pg_stat_force_next_flush()")
+                        cur.fetchall()
+                        cur.execute("SELECT 1")  # idle once more after the force: flushed now
+                        cur.fetchall()
+                    rec.phase(name)
+
+                phase("l.i0")
+                _insert(cur, _pgib_rows(rng, n0), 1000)
+                phase("l.x")
+                for name, cols in PGIB_INDEXES.items():
+                    cur.execute(f"CREATE INDEX {name} ON ib.t ({cols})")
+                phase("l.i1")
+                _insert(cur, _pgib_rows(rng, n1), 100)
+                if label == "postgres":
+                    cur.execute("ANALYZE ib.t")  # so the planner picks the index scans asked for
+                phase("q")
+                end = time.monotonic() + seconds
+                names = list(PGIB_INDEXES)
+                while time.monotonic() < end:
+                    _insert(cur, _pgib_rows(rng, 10), 10)
+                    for _ in range(10):
+                        name = rng.choice(names)
+                        cols = PGIB_INDEXES[name]
+                        first = cols.split(",")[0]
+                        start = rng.uniform(1, 500) if first == "price" else rng.randrange(100_000)
+                        hint = f" FORCE INDEX ({name})" if label == "innodb" else ""
+                        cur.execute(f"SELECT {cols} FROM ib.t{hint} WHERE {first} >= %s ORDER BY {cols} LIMIT 10",
+                                    (start,))
+                        cur.fetchall()
+                phase("end")
+        finally:
+            conn.close()
+            rec.stop()
+        servers.stop_all()
+        yield label
+
+
 # ------------------------------------------------------------------ main
-SCENARIOS = {"scans": scans, "sweep": sweep, "bulk": bulk}
+SCENARIOS = {"scans": scans, "sweep": sweep, "bulk": bulk, "pg": pg_vs_innodb}
 
 
 def main(argv: list[str] | None = None) -> int:

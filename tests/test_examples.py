@@ -407,3 +407,30 @@ def storage_round(v: float) -> float:
     """compare's rounding of a per-unit term (4 significant digits)."""
     from ioattr.model import storage
     return storage.sig(v, 4)
+
+
+def test_pg_vs_innodb_example(tmp_path: Path) -> None:
+    """The miniature insert benchmark's shape on InnoDB and PostgreSQL: both runs have the four
+    phases, InnoDB's loads inserted exactly their rows, PostgreSQL's (pg_stat_database's
+    tup_inserted, flushed at each boundary) at least theirs and at most a catalog's worth more
+    (CREATE INDEX, autoanalyze insert catalog rows too), and each engine wrote its files."""
+    from tests.helpers import assert_no_ioattr_programs
+
+    need(Path("/usr/lib/postgresql/15/bin/postgres").exists(), "postgresql-15 is not installed")
+    out = tmp_path / "pg"
+    result = run_seed_script("pg_vs_innodb.sh", out)
+    assert [x["label"] for x in result["runs"]] == ["innodb", "postgres"]
+    assert result["runs"][1]["engines"] == ["postgres"]
+    rows = {(x["run"], x["phase"]): x for x in result["rows"]}
+    assert set(rows) == {(r, p) for r in ("innodb", "postgres") for p in ("l.i0", "l.x", "l.i1", "q")}
+    for phase, n in (("l.i0", 20_000), ("l.i1", 5_000)):
+        assert rows[("innodb", phase)]["rows_inserted"] == n, rows[("innodb", phase)]
+        assert n <= rows[("postgres", phase)]["rows_inserted"] <= n + 200, rows[("postgres", phase)]
+    assert rows[("innodb", "l.x")]["rows_inserted"] == 0
+    for run in ("innodb", "postgres"):
+        assert rows[(run, "l.i0")]["storage_writes"] > 0, rows[(run, "l.i0")]
+        assert rows[(run, "q")]["rows_inserted"] > 0 and rows[(run, "q")]["storage_reads"] >= 0
+    # the range queries on InnoDB: ten per 10-row INSERT, so queries == rows inserted exactly
+    q = rows[("innodb", "q")]
+    assert q["queries"] == q["rows_inserted"] > 0, q
+    assert_no_ioattr_programs()
