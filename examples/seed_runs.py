@@ -481,8 +481,16 @@ def pg_vs_innodb(out: Path, size: str, servers: Servers) -> Iterator[str]:
 SCENARIOS = {"scans": scans, "sweep": sweep, "bulk": bulk, "pg": pg_vs_innodb}
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr and status 2 (argparse's default adds the usage)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = _Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("--size", choices=("tiny", "small"), default="small")
     p.add_argument("--out", required=True, type=Path, help="directory for the recordings (created)")

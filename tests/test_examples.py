@@ -434,3 +434,24 @@ def test_pg_vs_innodb_example(tmp_path: Path) -> None:
     q = rows[("innodb", "q")]
     assert q["queries"] == q["rows_inserted"] > 0, q
     assert_no_ioattr_programs()
+
+
+@pytest.mark.parametrize("script", ["engine_scans.sh", "memory_sweep.sh", "bulk_load.sh", "pg_vs_innodb.sh"])
+@pytest.mark.parametrize("args, words", [
+    (["--size", "huge"], "must be tiny or small"),
+    (["--bogus"], "unknown argument"),
+    (["--out", "/nonexistent-dir/x"], "no such directory"),
+])
+def test_seed_scripts_bad_usage(script: str, args: list[str], words: str) -> None:
+    need_root()
+    r = subprocess.run(["bash", str(EXAMPLES / script), *args], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and words in lines[0], (r.returncode, r.stderr)
+
+
+def test_seed_runs_bad_usage() -> None:
+    r = subprocess.run([sys.executable, str(EXAMPLES / "seed_runs.py"), "nope", "--out", "/tmp/x"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+    assert "invalid choice" in r.stderr and "Traceback" not in r.stderr
