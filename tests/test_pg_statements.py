@@ -11,6 +11,8 @@ there), with psycopg in autocommit:
   digest of their Parse's text;
 - a phase marker `SELECT 'ioattr:phase=p2' AS marker` splits the recording: the statements after it
   are p2's;
+- pgbench -S -M extended and -M prepared (Parse/Bind/Describe/Execute/Sync batches in one read;
+  a named statement per connection): the select counted once per transaction;
 - a backend's reads of a table (a scan after a restart, so not in shared_buffers) are charged
   to the scan's statement: `report --by query` shows its text, bytes = pg_statio's
   heap_blks_read x 8 KiB (one 8 KiB pread per block read).
@@ -20,12 +22,14 @@ Ground truth: the statements sent (each known), pg_statio_user_tables.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from ioattr.collectors.sqltext import digest
-from ioattr.host.pg_sandbox import PrivatePostgres
+from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
 from tests.helpers import Background, report_json, wait_phase
 
 PAGE = 8192
@@ -163,3 +167,31 @@ def test_mixed_recording_keeps_both_protocols_exact(cluster: PrivatePostgres, ma
     assert counted.get(_hex("SELECT 1 + 2 AS pg_side")) == N, counted
     sources = json.loads((rec / "meta.json").read_text())["statement_sources"]
     assert sources[str(mariadb.pid)]["source"] == "wire" and sources[str(pg.pid)]["source"] == "wire", sources
+
+
+def _pgbench(pg: PrivatePostgres, *args: str) -> None:
+    res = subprocess.run([str(PG_BINDIR / "pgbench"), "-h", str(pg.socket_dir), "-p", str(pg.port), "-U", "postgres",
+                          *args, "postgres"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PGSSLMODE": "disable"})
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("mode", ["extended", "prepared"])
+def test_pgbench_extended_protocol_counted_per_execute(cluster: PrivatePostgres, tmp_path: Path, mode: str) -> None:
+    pg = cluster
+    _pgbench(pg, "-i", "-q", "-s", "1")
+    rec = tmp_path / "rec"
+    transactions = 300
+    bg = _record(pg, rec)
+    try:
+        _pgbench(pg, "-S", "-n", "-M", mode, "-c", "2", "-t", str(transactions))
+        code, err = bg.stop()
+        assert code == 0, err
+    finally:
+        bg.stop()
+    counted: dict[str, int] = {}
+    for (_, d), n in _counted(rec).items():
+        counted[d] = counted.get(d, 0) + n
+    # pgbench -S: one select per transaction, 2 clients
+    assert counted.get(_hex("SELECT abalance FROM pgbench_accounts WHERE aid = $1;")) == 2 * transactions, counted
+    assert f"{0x17:016x}" not in counted, counted
