@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -560,6 +561,7 @@ class LiveSession:
         d = self.io_drain.drain(live_phase=live)
         p = self.page_drain.drain(live_phase=live)
         st = self.stmt_drain.drain(live_phase=live) if self.stmt_drain is not None else None
+        st = self._without_own_statements(st)
         self.events.consume()  # markers whose numbers the drained keys may already carry
         self._note_pg_tls()
         if len(p):
@@ -576,6 +578,17 @@ class LiveSession:
                         if st is not None and len(st) else None),
             io_rows=len(d), page_rows=len(p),
             drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
+
+    def _without_own_statements(self, st):  # type: ignore[no-untyped-def]
+        """The statements drain without ioattr's own PostgreSQL backends' (its catalog and
+        counter queries: not the workload's; MySQL's are left out in BPF by their comment)."""
+        if st is None or not len(st) or not self.native_servers:
+            return st
+        own = [p for srv in self.native_servers.values() for p in getattr(srv, "own_pids", ())]
+        if not own:
+            return st
+        keep = ~np.isin(st.keys["tgid"].astype(np.int64), np.array(own, dtype=np.int64))
+        return st if keep.all() else dataclasses.replace(st, keys=st.keys[keep], values=st.values[keep])
 
     def _note_pg_tls(self) -> None:
         """PostgreSQL connections in TLS: their statements are not read (the wire is PostgreSQL's
