@@ -166,8 +166,10 @@ def random_access(e: Evidence) -> dict[str, Any]:
 
 
 def async_read_fraction(side: Any) -> float | None:
-    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' GROUP BY api",
-                          [side.phase])
+    # page reads only: a MyRocks SST read (file_class sst) is a block read, never read ahead by
+    # InnoDB, and would dilute the fraction on a server running both engines
+    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' "
+                          "AND file_class IS DISTINCT FROM 'sst' GROUP BY api", [side.phase])
     total = sum(float(n or 0) for _, n in rows)
     if not total:
         return None
