@@ -13,6 +13,8 @@ there), with psycopg in autocommit:
   are p2's;
 - pgbench -S -M extended and -M prepared (Parse/Bind/Describe/Execute/Sync batches in one read;
   a named statement per connection): the select counted once per transaction;
+- a TLS connection (TCP, sslmode=require) is seen switching to TLS: meta.json
+  degraded.statements says so, its statements are not counted, clear ones still are;
 - a backend's reads of a table (a scan after a restart, so not in shared_buffers) are charged
   to the scan's statement: `report --by query` shows its text, bytes = pg_statio's
   heap_blks_read x 8 KiB (one 8 KiB pread per block read).
@@ -23,13 +25,19 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from ioattr.collectors.sqltext import digest
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
+from tests import fixtures_mariadb
+from tests.conftest import need_tool
+from tests.fixtures_postgres import need_postgres
 from tests.helpers import Background, report_json, wait_phase
 
 PAGE = 8192
@@ -199,3 +207,53 @@ def test_pgbench_extended_protocol_counted_per_execute(cluster: PrivatePostgres,
     # pgbench -S: one select per transaction, 2 clients
     assert counted.get(_hex("SELECT abalance FROM pgbench_accounts WHERE aid = $1;")) == 2 * transactions, counted
     assert f"{0x17:016x}" not in counted, counted
+
+
+def test_tls_connections_said_degraded(tmp_path: Path) -> None:
+    """A cluster with TLS on TCP: a client with sslmode=require is read as far as its SSLRequest,
+    then seen switching to TLS: said (stderr, meta.json degraded.statements) and not counted;
+    clear clients on the unix socket of the same cluster are counted exactly."""
+    need_postgres()
+    need_tool("openssl")
+    pw = pwd.getpwnam("postgres")
+    certdir = Path(tempfile.mkdtemp(prefix="ioattr-pgtls-"))
+    crt, key = certdir / "server.crt", certdir / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt),
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=120)
+    for path in (certdir, crt, key):
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+    key.chmod(0o600)
+    pg = PrivatePostgres(extra_options={"listen_addresses": "'127.0.0.1'", "ssl": "on",
+                                        "ssl_cert_file": f"'{crt}'", "ssl_key_file": f"'{key}'"})
+    fixtures_mariadb._SESSION_SERVERS.append(pg)  # type: ignore[arg-type]  # the leftover guard needs .pid
+    rec = tmp_path / "rec"
+    try:
+        pg.start()
+        bg = _record(pg, rec)
+        try:
+            import psycopg
+
+            with psycopg.connect(host="127.0.0.1", port=pg.port, user="postgres", dbname="postgres",
+                                 sslmode="require", autocommit=True, connect_timeout=5) as t:
+                assert t.pgconn.ssl_in_use
+                for i in range(N):
+                    t.execute(f"SELECT {i} AS over_tls")
+            with pg.connect(sslmode="disable") as c:
+                for i in range(N):
+                    c.execute(f"SELECT {i} AS in_clear")
+            code, err = bg.stop()
+            assert code == 0, err
+        finally:
+            bg.stop()
+    finally:
+        pg.stop()
+        fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
+        shutil.rmtree(certdir, ignore_errors=True)
+    assert "switched to TLS" in bg.stderr, bg.stderr
+    meta = json.loads((rec / "meta.json").read_text())
+    assert "1 PostgreSQL connection(s) switched to TLS" in meta["degraded"]["statements"], meta["degraded"]
+    counted: dict[str, int] = {}
+    for (_, d), n in _counted(rec).items():
+        counted[d] = counted.get(d, 0) + n
+    assert counted.get(_hex("SELECT 1 AS in_clear")) == N, counted
+    assert _hex("SELECT 1 AS over_tls") not in counted, counted
