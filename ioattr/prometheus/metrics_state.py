@@ -231,6 +231,10 @@ class ExporterState:
         keys = []
         for op, index, level, ptype, fclass, role, iid in zip(p["op"], p["index"], p["level"], p["page_type"],
                                                                p["file_class"], p["role"], p["index_id"]):
+            if fclass == "sst":  # a MyRocks SST read: index_id is the SST's number, level its LSM level
+                name = index or (f"[sst {iid}]" if iid is not None else "")
+                keys.append((op, name, "" if level is None else f"L{level}", _s(ptype), _s(fclass), _s(role)))
+                continue
             name = index or (f"[index id {iid}]" if iid is not None else "")
             keys.append((op, name, _level(level), _s(ptype), _s(fclass), _s(role)))
         self.pages.add(_group(keys, np.column_stack((pages, nbytes))), 0, now)
