@@ -450,9 +450,13 @@ class Snapshot:
         labels: list[str] = []
         gid = np.empty(n_rows, dtype=np.int64)
         index, ptype, iid = p["index"], p["page_type"], p["index_id"]  # type: ignore[index]
+        # MyRocks SST reads: index_id is the SST's number and level its LSM level (no btree leaf)
+        sst = np.array([fc == "sst" for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
         for i in range(n_rows):
             if index[i]:
                 lab = index[i]
+            elif sst[i] and iid[i] is not None:
+                lab = f"[sst {iid[i]}]"
             elif iid[i] is not None:
                 lab = f"[index id {iid[i]}]"
             else:
@@ -468,12 +472,12 @@ class Snapshot:
         nbytes = np.asarray(p["bytes"], dtype=np.float64)  # type: ignore[index]
         levels = p["level"]  # type: ignore[index]
         is_r, is_w = ops == "read", ops == "write"
-        leaf = np.array([lv == 0 for lv in levels], dtype=bool)
+        leaf = np.array([lv == 0 for lv in levels], dtype=bool) & ~sst
         sec = self.seconds
         rpg = _sum_by(gid, n, pages * is_r)
         wpg = _sum_by(gid, n, pages * is_w)
         leaf_r = _sum_by(gid, n, pages * (is_r & leaf))
-        has_level = _sum_by(gid, n, pages * is_r * np.array([lv is not None for lv in levels], dtype=bool))
+        has_level = _sum_by(gid, n, pages * is_r * (np.array([lv is not None for lv in levels], dtype=bool) & ~sst))
         rmb = _sum_by(gid, n, nbytes * is_r) / sec / 1e6
         wmb = _sum_by(gid, n, nbytes * is_w) / sec / 1e6
         hist = self._index_latency(gid, n)
