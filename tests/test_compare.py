@@ -98,8 +98,9 @@ def test_compare_two_buffer_pools(mariadb_factory, tmp_path: Path) -> None:
 
 def test_compare_shows_a_postgres_runs_settings(postgres, tmp_path: Path) -> None:
     """A PostgreSQL run: the recorder keeps the cluster's settings (meta.json servers[].settings)
-    and compare shows them as the server says them; its per-query terms stay null (no statement
-    counts are recorded for PostgreSQL yet): never guessed."""
+    and compare shows them as the server says them; its queries are the statements read from the
+    wire (issue 16: one per Execute), so the 20 SELECTs run here, and its reads per query are its
+    storage reads over them."""
     rec = tmp_path / "pg"
     bg = Background("record", "-o", str(rec), "--pid", str(postgres.pid), "--phase", "read")
     try:
@@ -120,7 +121,8 @@ def test_compare_shows_a_postgres_runs_settings(postgres, tmp_path: Path) -> Non
                                                   "io": truth["wal_sync_method"], "page": block}
     assert run["version"] == postgres.query("SHOW server_version")[0][0]
     (row,) = result["rows"]
-    assert row["phase"] == "read" and row["queries"] is None and row["reads_per_query"] is None
+    assert row["phase"] == "read" and row["queries"] == 20
+    assert row["reads_per_query"] is not None and row["reads_per_query"] >= 0
     # the engine's own misses (pg_stat_database's blks_read, summed over the cluster) are counted
     assert isinstance(row["engine_cache_misses"], int) and row["engine_cache_misses"] >= 0
     assert_no_ioattr_programs()
