@@ -13,7 +13,7 @@ from typing import Any
 from ioattr import __version__
 from ioattr.analysis.compare import BY_COLUMNS, COLUMNS
 from ioattr.output.compare_view import RUN_COLUMNS, UNIT_NOTE, cell
-from ioattr.output.html_report import CSS
+from ioattr.output.html_report import page_head
 from ioattr.output.html_svg import PALETTE, BarChart, esc, table
 
 # the terms plotted, per phase one bar per run (and one line per run across phases)
@@ -81,12 +81,7 @@ def render_compare_html(result: dict[str, Any]) -> str:
                     "</section>")
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "".join([
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta name="generator" content="ioattr {esc(__version__)}">',
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+        page_head(title),
         f'<header><h1>{esc(title)}</h1><p class="sub">phases: {esc(", ".join(result["phases"]))} · '
         f'generated {esc(now)} by ioattr {esc(__version__)}</p></header><main>',
         *body,

@@ -126,6 +126,20 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
 """
 
 
+def page_head(title: str) -> str:
+    """A self-contained page's head, up to <body>: no script may run, nothing is fetched
+    (a Content-Security-Policy that allows only inline styles and data: images), the
+    generator named. Shared by the report and compare pages."""
+    return "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:; base-uri 'none'; form-action 'none'\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="generator" content="ioattr {esc(__version__)}">',
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+    ])
+
+
 # -- small helpers -----------------------------------------------------------------------
 
 def _not_recorded(what: str, why: str) -> str:
@@ -419,7 +433,7 @@ class RecordingView:
             out.append(self._stack_chart(
                 f"bytes-{op}", f"Bytes {verb} per second by file class over time", f"bytes {verb} / s",
                 names, rates, totals, fmt_bytes_rate,
-                f"Syscall layer (what the traced processes asked for), stacked by file class.",
+                "Syscall layer (what the traced processes asked for), stacked by file class.",
                 total_fmt=fmt_bytes, bytes_axis=True))
         return "".join(out)
 
@@ -650,12 +664,7 @@ def render_html(rec: Recording, explanation: dict[str, Any] | None = None, again
     phases = ", ".join(p.name for p in views[0].spans)
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "".join([
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta name="generator" content="ioattr {esc(__version__)}">',
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+        page_head(title),
         f'<header><h1>{esc(title)}</h1><p class="sub">host {esc(rec.meta.get("host"))} · kernel '
         f'{esc(rec.meta.get("kernel"))} · {esc(fmt_seconds(views[0].ax.end))} · phases: {esc(phases)} · '
         f'generated {esc(now)} by ioattr {esc(__version__)}</p>',
