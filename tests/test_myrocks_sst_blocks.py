@@ -186,14 +186,16 @@ def test_lookup_reads_by_block_kind_are_rocksdb_misses(lookup_rec) -> None:
 
 
 def test_sst_reads_by_index_and_level(lookup_rec) -> None:
-    """--by index,page_type names the one index the SST holds (as the catalog has it from
-    ROCKSDB_INDEX_FILE_MAP and ROCKSDB_DDL) and --by level,page_type gives the SST's LSM level
+    """--by index,page_type names the one index the SST holds (ROCKSDB_INDEX_FILE_MAP and
+    ROCKSDB_DDL) and --by level,page_type gives the SST's LSM level
     from the catalog (L1: one compaction of L0 files)."""
     from tests.helpers import report_json
 
     [path] = lookup_rec["table_sst"]
     level = lookup_rec["files"][path]["level"]
     [index] = [i["index"] for i in lookup_rec["files"][path]["indexes"]]
+    # "t.f." here: after a restart ROCKSDB_DDL's INDEX_NAME is '' until the table is opened, and
+    # the catalog re-reads ROCKSDB_DDL only for index numbers it has no name for
     assert index.startswith("t.f.") and level == 1, lookup_rec["files"][path]
     rows = report_json(lookup_rec["rec"], "--by", "index,level,page_type", "--phase", "lookup",
                        "--layer", "syscall")["rows"]
