@@ -340,3 +340,12 @@ def record_marked_phases(db, rec: Path, phases: list, *record_args: str, measure
         code, err = bg.stop()
     assert code == 0, err
     return truth
+
+
+def rocksdb_idle(db) -> bool:
+    """A MyRocks server with no flush pending and no manual compaction running (the tests turn
+    automatic compactions off: a compaction RocksDB finds due, COMPACTION_PENDING, never starts)."""
+    pending = db.query("SELECT SUM(VALUE) FROM INFORMATION_SCHEMA.ROCKSDB_CFSTATS "
+                       "WHERE STAT_TYPE IN ('MEM_TABLE_FLUSH_PENDING', 'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
+    running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
+    return int(pending or 0) == 0 and int(running) == 0

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import record_marked_phases, report_json, wait_until
+from tests.helpers import record_marked_phases, report_json, rocksdb_idle, wait_until
 
 ROWS = 60000
 LOOKUPS = 2500
@@ -51,15 +51,6 @@ def _proc_read_bytes(pid: int) -> int:
 def _status(db) -> dict[str, int]:
     names = ", ".join(f"'{n}'" for n in WATCHED)
     return {str(k).capitalize(): int(v) for k, v in db.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")}
-
-
-def _idle(db) -> bool:
-    """No flush pending, no manual compaction running (automatic ones are off: a compaction
-    RocksDB finds due, COMPACTION_PENDING, is never started)."""
-    pending = db.query("SELECT SUM(VALUE) FROM INFORMATION_SCHEMA.ROCKSDB_CFSTATS "
-                       "WHERE STAT_TYPE IN ('MEM_TABLE_FLUSH_PENDING', 'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
-    running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
-    return int(pending or 0) == 0 and int(running) == 0
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +81,7 @@ def myrocks(tmp_path_factory):
 
         def compact(cur) -> None:
             cur.execute("SET GLOBAL rocksdb_compact_cf = 'default'")  # returns when compacted
-            wait_until(lambda: _idle(db), 60, "RocksDB to have no flush pending and no compaction running",
+            wait_until(lambda: rocksdb_idle(db), 60, "RocksDB to have no flush pending and no compaction running",
                        interval=0.05)
 
         lookups: dict[str, int] = {}

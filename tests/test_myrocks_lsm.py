@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ioattr, record_marked_phases, report_json, wait_until
+from tests.helpers import ioattr, record_marked_phases, report_json, rocksdb_idle, wait_until
 
 ROWS = 40000
 TXNS = 300
@@ -44,13 +44,6 @@ def _proc_read_bytes(pid: int) -> int:
 
 def _wal_sizes(d: str) -> int:
     return sum(e.stat().st_size for e in os.scandir(d) if e.name.endswith(".log"))
-
-
-def _idle(db) -> bool:
-    pending = db.query("SELECT SUM(VALUE) FROM INFORMATION_SCHEMA.ROCKSDB_CFSTATS "
-                       "WHERE STAT_TYPE IN ('MEM_TABLE_FLUSH_PENDING', 'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
-    running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
-    return int(pending or 0) == 0 and int(running) == 0
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +80,7 @@ def lsm(tmp_path_factory):
             cur.execute("UPDATE t.a SET v = CONCAT(MD5(id + 7), MD5(id + 8)) WHERE id % 4 = 0")
             cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
             cur.execute("SET GLOBAL rocksdb_compact_cf = 'default'")
-            wait_until(lambda: _idle(db), 60, "RocksDB to have no flush pending and no compaction running",
+            wait_until(lambda: rocksdb_idle(db), 60, "RocksDB to have no flush pending and no compaction running",
                        interval=0.05)
 
         def lookup(cur) -> None:
