@@ -330,12 +330,13 @@ def breakdown(run: Run, dim: str, phases: list[str],
     phase's storage reads and writes exactly), the top `top` per phase (most reads, then writes)."""
     from ioattr.analysis.report import ReportRequest, build_report
 
-    by = ["phase", dim] + (["file_class"] if dim != "file_class" else [])
+    # query: to leave ioattr's own statements' IO out, as the phase totals do (model/storage.py)
+    by = ["phase", dim] + (["file_class"] if dim != "file_class" else []) + ["query"]
     rep = build_report(run.rec, ReportRequest(by=by, layer="syscall"))
     acc: dict[tuple[str, Any], list[float]] = {}
     for r in rep["rows"]:
-        if r["phase"] not in units or r["op"] not in ("read", "write") or not storage.is_storage(r["layer"],
-                                                                                                 r["file_class"]):
+        if r["phase"] not in units or r["op"] not in ("read", "write") or \
+                not storage.is_storage(r["layer"], r["file_class"]) or r["query"] == storage.INTERNAL_QUERY_LABEL:
             continue
         a = acc.setdefault((r["phase"], r[dim]), [0.0, 0.0, 0.0, 0.0])
         i = 0 if r["op"] == "read" else 2

@@ -69,7 +69,8 @@ def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, floa
     rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall"))
     out: dict[tuple, float] = {}
     for r in rep["rows"]:
-        if r["op"] != metric.op or not storage.is_storage(r["layer"], r["file_class"]):
+        if r["op"] != metric.op or not storage.is_storage(r["layer"], r["file_class"]) \
+                or r["query"] == storage.INTERNAL_QUERY_LABEL:  # ioattr's own: not storage IO either
             continue
         key = tuple(r[d] for d in DIMS)
         out[key] = out.get(key, 0.0) + float(r["count"] if metric.measure == "ops" else r["bytes"])

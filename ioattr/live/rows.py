@@ -18,6 +18,7 @@ from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
 from ioattr.collectors.thread_roles import role_of_comm
 from ioattr.engines import registry as engines
 from ioattr.format.schema import HIST_COLUMNS
+from ioattr.model import storage
 from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
@@ -85,7 +86,7 @@ class Naming:
 
     def query(self, digest: int) -> str | None:
         if digest == abi.DIGEST_INTERNAL:
-            return "[ioattr's own statements]"
+            return storage.INTERNAL_QUERY_LABEL
         return self.queries.get(digest) if digest else None
 
 

@@ -36,15 +36,26 @@ NOT_STORAGE_FILE_CLASSES: tuple[str, ...] = ("info_log", "options", "trash")
 STORAGE_FILE_CLASS_REGEX = "|".join(STORAGE_FILE_CLASSES)
 
 
-def is_storage(layer: str | None, file_class: str | None) -> bool:
-    """Whether an io row's IO counts as storage IO."""
-    return layer == "syscall" and file_class in STORAGE_FILE_CLASSES
+#: the digest of ioattr's own statements on the server (bpf/ioattr.h IOA_DIGEST_INTERNAL,
+#: collectors/abi.DIGEST_INTERNAL; tests/unit/test_storage.py keeps them equal). Their IO -- the
+#: temporary tables INFORMATION_SCHEMA reads and SHOW ENGINE INNODB STATUS make, which a small
+#: tmp_table_size puts on disk -- is ioattr's, not the workload's: never storage IO.
+INTERNAL_DIGEST = 255
+#: the query label their rows carry (ioattr/live/rows.py), for consumers of report rows, which
+#: have the label and not the digest
+INTERNAL_QUERY_LABEL = "[ioattr's own statements]"
+
+
+def is_storage(layer: str | None, file_class: str | None, digest: int | None = None) -> bool:
+    """Whether an io row's IO counts as storage IO (digest: the row's, when it has one)."""
+    return layer == "syscall" and file_class in STORAGE_FILE_CLASSES and digest != INTERNAL_DIGEST
 
 
 def storage_sql(table: str = "io") -> str:
     """SQL predicate over io rows: storage IO (any op; add op = 'read' / 'write')."""
     classes = ", ".join(f"'{c}'" for c in STORAGE_FILE_CLASSES)
-    return f"({table}.layer = 'syscall' AND {table}.file_class IN ({classes}))"
+    return (f"({table}.layer = 'syscall' AND {table}.file_class IN ({classes}) "
+            f"AND coalesce({table}.digest, 0) <> {INTERNAL_DIGEST})")
 
 
 # -- counters: "source:name" keys as the counters table has them (collectors/counters.py) --

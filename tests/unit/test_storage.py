@@ -69,3 +69,20 @@ def test_significant_digits() -> None:
     assert storage.fmt_sig(0.3601) == "0.360" and storage.fmt_sig(0.284) == "0.284"
     assert storage.fmt_sig(1.2) == "1.20" and storage.fmt_sig(54117.3) == "54,117" and storage.fmt_sig(None) == "-"
     assert storage.fmt_sig(0) == "0"
+
+
+def test_ioattrs_own_statements_are_never_storage_io() -> None:
+    """The IO of ioattr's own statements (digest IOA_DIGEST_INTERNAL) is left out of storage IO,
+    in the row test and in the SQL predicate alike."""
+    from ioattr.collectors.abi import DIGEST_INTERNAL
+
+    assert storage.INTERNAL_DIGEST == DIGEST_INTERNAL
+    assert storage.is_storage("syscall", "tmp") and storage.is_storage("syscall", "tmp", 12345)
+    assert not storage.is_storage("syscall", "tmp", DIGEST_INTERNAL)
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE io (layer VARCHAR, file_class VARCHAR, digest UBIGINT, count BIGINT)")
+    con.execute("INSERT INTO io VALUES ('syscall', 'tmp', NULL, 1), ('syscall', 'tmp', 7, 10), "
+                f"('syscall', 'tmp', {DIGEST_INTERNAL}, 100), ('block', 'tmp', 7, 1000)")
+    assert con.execute(f"SELECT sum(count) FROM io WHERE {storage.storage_sql('io')}").fetchone()[0] == 11
