@@ -198,7 +198,7 @@ def test_findings_are_the_engines_then_the_servers() -> None:
     assert names == ["clustered_lookups", "change_buffer_merges", "change_buffer_memory", "working_set",
                      "log_rereads", "readahead_waste", "purge_reads", "write_amplification", "flush_storms",
                      "index_filter_misses", "compaction_debt",  # MyRocks'
-                     "checkpoint_writes",  # PostgreSQL's
+                     "checkpoint_writes", "full_page_writes", "heap_fetches",  # PostgreSQL's
                      "optimizer_reads", "random_access", "write_statement_reads"]  # the order ties keep
 
 

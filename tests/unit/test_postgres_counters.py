@@ -81,4 +81,27 @@ def test_status_counters_read_through_the_server() -> None:
     assert sc.delta == {"cache_misses": 30, "cache_requests": 530}
     assert {c.variable for c in registry.status_counters("cache_misses")} >= {"blks_read", "Innodb_buffer_pool_reads"}
     assert [s.source for s in PostgresAdapter().counter_sources()] == ["pg_statio", "pg_stat_bgwriter",
-                                                                       "pg_stat_database"]
+                                                                       "pg_stat_database", "pg_stat_wal"]
+
+
+def test_stat_wal_names_and_older_servers() -> None:
+    """pg_stat_wal's one row by column name; a server without the view (before 14) gives no rows,
+    any other error is raised (the collector says the source failed)."""
+    conn = FakePg({"postgres": {"pg_stat_wal": [tuple(range(1, len(counters.WAL_COLUMNS) + 1))]}})
+    wal = dict((n, v) for n, v, _ in counters.PgStatWal().read(conn))
+    assert wal["wal_fpi"] == 2 and wal["wal_bytes"] == 3 and len(wal) == len(counters.WAL_COLUMNS)
+
+    class Old(FakePg):
+        def __init__(self, message: str) -> None:
+            super().__init__({})
+            self.message = message
+
+        def query(self, sql: str, dbname: str = "postgres") -> list[tuple]:
+            raise EngineError(self.message)
+
+    assert counters.PgStatWal().read(Old('relation "pg_stat_wal" does not exist')) == []
+    try:
+        counters.PgStatWal().read(Old("connection lost"))
+        raise AssertionError("not raised")
+    except EngineError:
+        pass

@@ -71,7 +71,7 @@ class PostgresAdapter(EngineAdapter):
 
     # -- counters --------------------------------------------------------------------------
     def counter_sources(self) -> list[CounterSource]:
-        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase()]
+        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal()]
 
     # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
     # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)

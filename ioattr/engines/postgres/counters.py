@@ -18,6 +18,11 @@ pg_stat_database   per database "<database>:<column>": blks_read, blks_hit, temp
                    conflicts; and the cluster's totals of blks_read and blks_hit (no prefix), which
                    `top` and the exporter show as the cache misses and requests, and of
                    tup_inserted (the rows inserted of explain's and report's per-insert terms).
+pg_stat_wal        the one row (PostgreSQL 14+): wal_records, wal_fpi (full-page images: the first
+                   change to a page after a checkpoint logs the whole page), wal_bytes (of every
+                   record inserted), wal_buffers_full, wal_write, wal_sync, wal_write_time,
+                   wal_sync_time (ms); each process counts the records it inserts (a backend its
+                   own changes' FPIs), flushed like the others. None on older servers.
 
 PostgreSQL's statistics are flushed by each backend when it goes idle (at most once a second
 unless pg_stat_force_next_flush() asked for it at once), so an interval's counters may lag the
@@ -41,6 +46,8 @@ BGWRITER_COLUMNS = ("checkpoints_timed", "checkpoints_req", "checkpoint_write_ti
 DATABASE_COLUMNS = ("numbackends", "xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned",
                     "tup_fetched", "tup_inserted", "tup_updated", "tup_deleted", "conflicts", "temp_files",
                     "temp_bytes", "deadlocks", "blk_read_time", "blk_write_time")
+WAL_COLUMNS = ("wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync",
+               "wal_write_time", "wal_sync_time")
 #: the cluster-wide totals the status counters (top, exporter) read: pg_stat_database summed
 STATUS_SQL = "SELECT sum(blks_read), sum(blks_hit) FROM pg_stat_database"
 STATUS_NAMES = ("blks_read", "blks_hit")
@@ -87,6 +94,19 @@ class PgStatBgwriter(CounterSource):
     def read(self, conn: Connection) -> list[CounterRow]:
         rows = conn.query("SELECT " + ", ".join(BGWRITER_COLUMNS) + " FROM pg_stat_bgwriter")
         return [(c, float(v), None) for c, v in zip(BGWRITER_COLUMNS, rows[0]) if v is not None] if rows else []
+
+
+class PgStatWal(CounterSource):
+    source = "pg_stat_wal"
+
+    def read(self, conn: Connection) -> list[CounterRow]:
+        try:
+            rows = conn.query("SELECT " + ", ".join(WAL_COLUMNS) + " FROM pg_stat_wal")
+        except EngineError as e:
+            if "does not exist" in str(e):  # PostgreSQL before 14 has no pg_stat_wal: nothing to add
+                return []
+            raise
+        return [(c, float(v), None) for c, v in zip(WAL_COLUMNS, rows[0]) if v is not None] if rows else []
 
 
 class PgStatDatabase(CounterSource):

@@ -3,6 +3,13 @@
 checkpoint_writes   a checkpoint wrote the dirty shared buffers: the checkpointer's writes (our
                     role, exact per process) explain the change, and PostgreSQL's own
                     pg_stat_bgwriter buffers_checkpoint (the counters table) moved with them.
+full_page_writes    after a checkpoint the first change to each page logs the whole page (a
+                    full-page image, FPI) into WAL, so WAL bytes per row jump: our WAL-class
+                    writes explain the change, and pg_stat_wal's wal_fpi per row rose with them.
+heap_fetches        index-only scans that read the heap: a page whose visibility-map bit is not
+                    set (rows changed since the last VACUUM) must be visited to check each
+                    tuple's visibility. Our heap-relation reads by statements that also read an
+                    index explain the change, and pg_statio heap_blks_read+hit per query rose.
 
 Every PostgreSQL finding is not_applicable to a recording of no PostgreSQL server (its counters
 are not there), so explain's list for a MySQL/MariaDB run says so rather than guessing.
@@ -11,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.analysis.evidence import I_ROLE, Evidence, by_share, finding, pct
+from ioattr.analysis.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, MINOR_SHARE, Evidence,
+                                       by_share, finding, is_write_statement, pct)
 
 BUFFERS_CHECKPOINT = "pg_stat_bgwriter:buffers_checkpoint"
 CHECKPOINTS = ("pg_stat_bgwriter:checkpoints_timed", "pg_stat_bgwriter:checkpoints_req")
@@ -52,7 +60,146 @@ def _g(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
 
-FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (checkpoint_writes,)
+WAL_FPI, WAL_BYTES, WAL_RECORDS = "pg_stat_wal:wal_fpi", "pg_stat_wal:wal_bytes", "pg_stat_wal:wal_records"
+FPI_RISE = 1.5   # wal_fpi per op must rise by this factor (and from nothing counts) to back the WAL's share
+
+
+def _wal_write_bytes(side: Any) -> float | None:
+    """Our syscall-layer writes to WAL segments in a phase, in bytes (file class `wal`)."""
+    rows = side.rec.query("SELECT coalesce(sum(bytes), 0) FROM io WHERE phase = ? AND layer = 'syscall' "
+                          "AND op = 'write' AND file_class = 'wal'", [side.phase])
+    return float(rows[0][0]) if rows else None
+
+
+def full_page_writes(e: Evidence) -> dict[str, Any]:
+    """More WAL per row because pages were first changed after a checkpoint: each logs a full
+    page image (full_page_writes=on, the default, protects against torn pages), so a phase that
+    follows a checkpoint writes up to 8 KiB more WAL per page it touches than one whose pages
+    were already changed since the last checkpoint."""
+    title = "Full-page writes after a checkpoint inflate WAL (PostgreSQL)"
+    fid = "full_page_writes"
+    if e.target.stats.counter(WAL_FPI) is None and e.base.stats.counter(WAL_FPI) is None:
+        return finding(fid, title, "not_applicable", "no PostgreSQL server's pg_stat_wal in this recording")
+    if e.reads:
+        return finding(fid, title, "not_applicable", "a write cause; this metric counts reads")
+
+    def wal(k: tuple) -> bool:
+        return k[I_CLASS] == "wal"
+
+    share = e.share(wal)
+    fpi_b, fpi_t = _per(e, "base", WAL_FPI), _per(e, "target", WAL_FPI)
+    wb_b, wb_t = _per(e, "base", WAL_BYTES), _per(e, "target", WAL_BYTES)
+    rec_b, rec_t = _per(e, "base", WAL_RECORDS), _per(e, "target", WAL_RECORDS)
+    ours = {side: _wal_write_bytes(s) for side, s in (("base", e.base), ("target", e.target))}
+    ours_b = None if ours["base"] is None or not e.base.denominator else ours["base"] / e.base.denominator
+    ours_t = None if ours["target"] is None or not e.target.denominator else ours["target"] / e.target.denominator
+    checkpoints = sum(e.target.stats.counter(n) or 0.0 for n in CHECKPOINTS)
+    fpw = e.setting("full_page_writes")
+    if fpi_b is None or fpi_t is None:
+        verdict = "inconclusive"  # one phase has no pg_stat_wal (an older server on one side)
+    elif str(fpw).lower() == "off" or fpi_t <= fpi_b * 1.1 or fpi_t == 0:
+        verdict = "refuted"        # FPIs per row flat: no checkpoint fell before the target's changes
+    else:
+        verdict = by_share(share)
+        if verdict == "supported" and not fpi_t >= max(fpi_b * FPI_RISE, 1e-12):
+            verdict = "inconclusive"
+    unit = e.target.unit
+    fpi_bytes = None if fpi_t is None or not wb_t else min(fpi_t * 8192 / wb_t, 1.0)
+    return finding(fid, title, verdict,
+                   f"WAL writes explain {pct(share)} of the gross change; full-page images (pg_stat_wal "
+                   f"wal_fpi) {_g(fpi_b)} -> {_g(fpi_t)} per {unit}, WAL bytes inserted {_g(wb_b)} -> {_g(wb_t)} "
+                   f"per {unit} (FPIs at most {pct(fpi_bytes)} of them in the target), our WAL bytes written "
+                   f"{_g(ours_b)} -> {_g(ours_t)} per {unit}; {checkpoints:g} checkpoint(s) completed in the "
+                   f"target phase; full_page_writes={fpw if fpw is not None else 'n/a'}",
+                   share_of_change=share, baseline_per_op=e.per_op("base", wal), target_per_op=e.per_op("target", wal),
+                   wal_fpi_per_op_baseline=fpi_b, wal_fpi_per_op_target=fpi_t,
+                   wal_bytes_per_op_baseline=wb_b, wal_bytes_per_op_target=wb_t,
+                   wal_records_per_op_baseline=rec_b, wal_records_per_op_target=rec_t,
+                   wal_write_bytes_per_op_baseline=ours_b, wal_write_bytes_per_op_target=ours_t,
+                   checkpoints_target=checkpoints, full_page_writes=fpw)
+
+
+def _relation_kinds(e: Evidence) -> dict[str, str]:
+    """relation name -> kind (table, index, toast, ...) from both recordings' meta.json "relations"."""
+    out: dict[str, str] = {}
+    for s in (e.base, e.target):
+        rels = s.rec.meta.get("relations") or {}
+        for d in (rels.values() if isinstance(rels, dict) else ()):
+            if isinstance(d, dict) and d.get("relation") and d.get("kind"):
+                out[str(d["relation"])] = str(d["kind"])
+    return out
+
+
+def _statio_sum(e: Evidence, side: str, tables: set[str], columns: tuple[str, ...]) -> float | None:
+    """pg_statio columns summed over tables, per op of the side; None when none was recorded."""
+    s = e.base if side == "base" else e.target
+    vals = [s.stats.counter(f"pg_statio:{t}:{c}") for t in tables for c in columns]
+    if not s.denominator or all(v is None for v in vals):
+        return None
+    return sum(v or 0.0 for v in vals) / s.denominator
+
+
+def heap_fetches(e: Evidence) -> dict[str, Any]:
+    """Index-only scans that read the heap: a tuple on a page not marked all-visible in the
+    visibility map must be checked in the heap, so an index-only scan over rows changed since the
+    last VACUUM reads heap pages it would otherwise skip (EXPLAIN ANALYZE's "Heap Fetches")."""
+    title = "Index-only scans read the heap (visibility map not set since the last VACUUM; PostgreSQL)"
+    fid = "heap_fetches"
+    if not any(k.startswith(("pg_statio:", "pg_stat_database:")) for s in (e.base, e.target)
+               for k in s.stats.counters):
+        return finding(fid, title, "not_applicable", "no PostgreSQL server's counters in this recording")
+    if not e.reads:
+        return finding(fid, title, "not_applicable", "a read cause; this metric counts writes")
+    # PostgreSQL's statements come from the wire with no stage (Evidence.has_queries asks for stages)
+    if not any(k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c):
+        return finding(fid, title, "inconclusive",
+                       "no statement attribution: heap reads can't be tied to the queries that read an index")
+    kinds = _relation_kinds(e)
+    # read statements that read some index's pages in either phase (an index-only scan's index
+    # reads may all be cached in one of them)
+    idx_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
+                   if k[I_QUERY] and kinds.get(k[I_INDEX] or "") == "index" and not is_write_statement(k[I_QUERY])}
+
+    def heap(k: tuple) -> bool:
+        return k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "table" and k[I_CLASS] == "relation"
+
+    def index(k: tuple) -> bool:
+        return k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "index"
+
+    share = e.share(heap)
+    heap_b, heap_t = e.per_op("base", heap), e.per_op("target", heap)
+    idx_b, idx_t = e.per_op("base", index), e.per_op("target", index)
+    tables = {k[I_INDEX] for c in (e.base_contrib, e.target_contrib) for k in c if heap(k)}
+    by_table = sorted(((t, sum(v for k, v in e.target_contrib.items() if heap(k) and k[I_INDEX] == t))
+                       for t in tables), key=lambda tv: -tv[1])
+    cols = ("heap_blks_read", "heap_blks_hit")
+    sr_b, sr_t = _statio_sum(e, "base", tables, cols[:1]), _statio_sum(e, "target", tables, cols[:1])
+    sa_b, sa_t = _statio_sum(e, "base", tables, cols), _statio_sum(e, "target", tables, cols)
+    if heap_t <= heap_b or (share is not None and share < MINOR_SHARE):
+        verdict = "refuted"   # the heap reads of index-reading queries did not rise
+    else:
+        verdict = by_share(share)
+        if verdict == "supported" and not (sa_b is not None and sa_t is not None and sa_t > sa_b):
+            verdict = "inconclusive"   # PostgreSQL's own heap block count per query disagrees
+    unit = e.target.unit
+    what = "reads" if e.metric.measure == "ops" else "bytes read"
+    parts = [f"heap pages read by queries that also read an index: {_g(heap_b)} -> {_g(heap_t)} {what} per {unit}, "
+             f"{pct(share)} of the gross change (their index pages: {_g(idx_b)} -> {_g(idx_t)})"]
+    if by_table:
+        parts.append("tables " + ", ".join(f"{t} ({v / e.target.denominator:.3g})" for t, v in by_table[:4]))
+    parts.append(f"pg_statio heap_blks_read {_g(sr_b)} -> {_g(sr_t)}, heap_blks_read+hit {_g(sa_b)} -> {_g(sa_t)} "
+                 f"per {unit}")
+    parts.append("VACUUM (or autovacuum) sets the visibility map: until then an index-only scan visits the heap "
+                 "for every tuple on a page changed since")
+    return finding(fid, title, verdict, "; ".join(parts),
+                   share_of_change=share, baseline_per_op=heap_b, target_per_op=heap_t,
+                   index_per_op_baseline=idx_b, index_per_op_target=idx_t,
+                   tables=", ".join(t for t, _ in by_table) or None,
+                   heap_blks_read_per_op_baseline=sr_b, heap_blks_read_per_op_target=sr_t,
+                   heap_blks_per_op_baseline=sa_b, heap_blks_per_op_target=sa_t)
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (checkpoint_writes, full_page_writes, heap_fetches)
 
 #: what each finding means and the one thing to try next (explain_text.NEXT_STEPS)
 NEXT_STEPS: dict[str, tuple[str, str]] = {
@@ -61,4 +208,15 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "a CHECKPOINT) writes every dirty shared buffer, so the phase it falls in writes far more",
         "spread checkpoints out: raise max_wal_size and checkpoint_timeout, keep "
         "checkpoint_completion_target near 0.9, and compare phases that each contain whole checkpoints"),
+    "full_page_writes": (
+        "after each checkpoint the first change to a page writes the whole 8 KiB page into WAL "
+        "(full_page_writes protects against torn pages), so WAL per row is highest right after a checkpoint "
+        "and for changes spread over many pages",
+        "checkpoint less often (raise max_wal_size and checkpoint_timeout), set wal_compression to "
+        "compress the page images, or touch fewer distinct pages per row (fewer random-key indexes)"),
+    "heap_fetches": (
+        "an index-only scan skips the heap only for pages the visibility map marks all-visible; "
+        "VACUUM (or autovacuum) sets the visibility map, and every change to a page clears its bit",
+        "VACUUM the table (or make autovacuum visit it sooner: lower autovacuum_vacuum_scale_factor "
+        "and autovacuum_vacuum_insert_scale_factor for it); EXPLAIN (ANALYZE) shows the Heap Fetches"),
 }

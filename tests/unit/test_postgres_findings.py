@@ -1,0 +1,101 @@
+"""PostgreSQL's explain findings (ioattr/engines/postgres/findings.py) on hand-made evidence: the
+verdicts' edges without a server (the planted scenarios are tests/test_postgres_findings.py)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ioattr.analysis.evidence import Evidence
+from ioattr.engines.postgres import findings as pf
+
+IOS = "SELECT count ( id ) FROM h WHERE id BETWEEN ? AND ?"
+INS = "INSERT INTO f SELECT ?"
+HEAP = ("postgres.public.h", None, None, "connection", "relation", IOS)
+INDEX = ("postgres.public.h_id", "leaf", None, "connection", "relation", IOS)
+WAL = (None, None, None, "connection", "wal", INS)
+REL = ("postgres.public.f", None, None, "connection", "relation", INS)
+RELATIONS = {"/d/base/5/100": {"relation": "postgres.public.h", "kind": "table"},
+             "/d/base/5/101": {"relation": "postgres.public.h_id", "kind": "index"}}
+
+
+class _Rec:
+    """A recording's answers: our WAL bytes written in the phase; meta.json's relations."""
+
+    def __init__(self, wal_bytes: float = 0.0) -> None:
+        self.wal_bytes = wal_bytes
+        self.meta = {"relations": RELATIONS}
+
+    def query(self, sql: str, params: list) -> list[tuple]:
+        return [(self.wal_bytes,)]
+
+
+def _side(counters: dict[str, float], ops: float, unit: str, wal_bytes: float = 0.0) -> SimpleNamespace:
+    return SimpleNamespace(stats=SimpleNamespace(counters=counters, counter=lambda *n: next(
+        (counters[x] for x in n if x in counters), None)), denominator=ops, unit=unit, rec=_Rec(wal_bytes), phase="p")
+
+
+def _ev(base: SimpleNamespace, target: SimpleNamespace, bc: dict, tc: dict, op: str, settings: dict | None = None
+        ) -> Evidence:
+    metric = SimpleNamespace(op=op, measure="ops" if op == "read" else "bytes", per="query" if op == "read" else "insert")
+    change = sum(tc.values()) / target.denominator - sum(bc.values()) / base.denominator
+    return Evidence(metric=metric, base=base, target=target, base_contrib=bc, target_contrib=tc, change=change,
+                    gross=abs(change), settings_target=settings or {"full_page_writes": "on"})
+
+
+def _wal(fpi: float, nbytes: float, checkpoints: float = 0.0) -> dict[str, float]:
+    return {"pg_stat_wal:wal_fpi": fpi, "pg_stat_wal:wal_bytes": nbytes, "pg_stat_wal:wal_records": 4000.0,
+            "pg_stat_bgwriter:checkpoints_req": checkpoints, "pg_stat_database:tup_inserted": 2000.0}
+
+
+def test_full_page_writes_verdicts() -> None:
+    base = _side(_wal(3, 250_000), 2000, "insert", 260_000)
+    target = _side(_wal(280, 2_500_000), 2000, "insert", 2_520_000)
+    f = pf.full_page_writes(_ev(base, target, {WAL: 260_000, REL: 140_000}, {WAL: 2_520_000, REL: 140_000}, "write"))
+    ev = f["evidence"]
+    assert f["verdict"] == "supported" and ev["share_of_change"] == 1.0, f
+    assert ev["wal_fpi_per_op_baseline"] == 0.0015 and ev["wal_fpi_per_op_target"] == 0.14
+    assert ev["wal_bytes_per_op_target"] == 1250 and ev["wal_write_bytes_per_op_target"] == 1260
+    # no checkpoint between: WAL grew for another reason (bigger rows), FPIs per row flat -> refuted
+    flat = _side(_wal(3, 500_000), 2000, "insert", 510_000)
+    f = pf.full_page_writes(_ev(base, flat, {WAL: 260_000}, {WAL: 510_000}, "write"))
+    assert f["verdict"] == "refuted", f
+    # FPIs rose but the WAL is not what moved the metric (relation writes did)
+    f = pf.full_page_writes(_ev(base, target, {WAL: 260_000, REL: 0}, {WAL: 262_000, REL: 5_000_000}, "write"))
+    assert f["verdict"] == "refuted" and f["evidence"]["share_of_change"] < 0.03, f
+    # full_page_writes=off: no page images whatever the checkpoints
+    f = pf.full_page_writes(_ev(base, target, {WAL: 260_000}, {WAL: 2_520_000}, "write", {"full_page_writes": "off"}))
+    assert f["verdict"] == "refuted", f
+    # one side without pg_stat_wal (a server before 14): inconclusive
+    old = _side({"pg_stat_database:tup_inserted": 2000.0}, 2000, "insert", 260_000)
+    assert pf.full_page_writes(_ev(old, target, {WAL: 260_000}, {WAL: 2_520_000}, "write"))["verdict"] == "inconclusive"
+
+
+def test_heap_fetches_verdicts() -> None:
+    statio = {"pg_stat_database:blks_read": 1.0}
+    base = _side({**statio, "pg_statio:postgres.public.h:heap_blks_read": 0.0,
+                  "pg_statio:postgres.public.h:heap_blks_hit": 0.0}, 40, "query")
+    target = _side({**statio, "pg_statio:postgres.public.h:heap_blks_read": 180.0,
+                    "pg_statio:postgres.public.h:heap_blks_hit": 9000.0}, 40, "query")
+    f = pf.heap_fetches(_ev(base, target, {INDEX: 55}, {INDEX: 110, HEAP: 180}, "read"))
+    ev = f["evidence"]
+    assert f["verdict"] == "supported" and ev["tables"] == "postgres.public.h", f
+    assert ev["baseline_per_op"] == 0 and ev["target_per_op"] == 4.5 and ev["index_per_op_target"] == 2.75
+    assert ev["heap_blks_read_per_op_target"] == 4.5 and ev["heap_blks_per_op_target"] == 229.5
+    assert "VACUUM (or autovacuum) sets the visibility map" in ev["summary"]
+    # the other way round (the target after VACUUM): the heap reads fell
+    f = pf.heap_fetches(_ev(target, base, {INDEX: 110, HEAP: 180}, {INDEX: 55}, "read"))
+    assert f["verdict"] == "refuted", f
+    # heap reads unchanged while index reads grew (a longer range, all visible)
+    f = pf.heap_fetches(_ev(base, target, {INDEX: 55, HEAP: 10}, {INDEX: 300, HEAP: 10}, "read"))
+    assert f["verdict"] == "refuted", f
+    # our heap reads rose but PostgreSQL's heap block count per query did not: inconclusive
+    f = pf.heap_fetches(_ev(base, base, {INDEX: 55}, {INDEX: 110, HEAP: 180}, "read"))
+    assert f["verdict"] == "inconclusive", f
+
+
+def test_not_applicable_without_postgres_or_for_the_other_op() -> None:
+    mysql = _side({"status:Com_select": 100.0}, 100, "query")
+    assert pf.full_page_writes(_ev(mysql, mysql, {}, {WAL: 1.0}, "write"))["verdict"] == "not_applicable"
+    assert pf.heap_fetches(_ev(mysql, mysql, {}, {HEAP: 1.0}, "read"))["verdict"] == "not_applicable"
+    pg = _side({**_wal(1, 1000), "pg_statio:postgres.public.h:heap_blks_read": 1.0}, 100, "query")
+    assert pf.full_page_writes(_ev(pg, pg, {}, {HEAP: 1.0}, "read"))["verdict"] == "not_applicable"
+    assert pf.heap_fetches(_ev(pg, pg, {}, {WAL: 1.0}, "write"))["verdict"] == "not_applicable"
