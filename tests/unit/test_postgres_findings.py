@@ -58,6 +58,10 @@ def test_full_page_writes_verdicts() -> None:
     flat = _side(_wal(3, 500_000), 2000, "insert", 510_000)
     f = pf.full_page_writes(_ev(base, flat, {WAL: 260_000}, {WAL: 510_000}, "write"))
     assert f["verdict"] == "refuted", f
+    # wider rows and no checkpoint: WAL grew by far more than the few extra page images (splits) can be
+    wide = _side(_wal(10, 2_500_000), 2000, "insert", 2_520_000)
+    f = pf.full_page_writes(_ev(base, wide, {WAL: 260_000}, {WAL: 2_520_000}, "write"))
+    assert f["verdict"] == "refuted" and f["evidence"]["fpi_part_of_wal_growth"] < 0.03, f
     # FPIs rose but the WAL is not what moved the metric (relation writes did)
     f = pf.full_page_writes(_ev(base, target, {WAL: 260_000, REL: 0}, {WAL: 262_000, REL: 5_000_000}, "write"))
     assert f["verdict"] == "refuted" and f["evidence"]["share_of_change"] < 0.03, f

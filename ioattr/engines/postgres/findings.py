@@ -62,6 +62,8 @@ def _g(v: float | None) -> str:
 
 WAL_FPI, WAL_BYTES, WAL_RECORDS = "pg_stat_wal:wal_fpi", "pg_stat_wal:wal_bytes", "pg_stat_wal:wal_records"
 FPI_RISE = 1.5   # wal_fpi per op must rise by this factor (and from nothing counts) to back the WAL's share
+FPI_PART_MIN = 0.1   # below this share of the WAL's growth, page images are not its cause
+PAGE = 8192
 
 
 def _wal_write_bytes(side: Any) -> float | None:
@@ -69,6 +71,15 @@ def _wal_write_bytes(side: Any) -> float | None:
     rows = side.rec.query("SELECT coalesce(sum(bytes), 0) FROM io WHERE phase = ? AND layer = 'syscall' "
                           "AND op = 'write' AND file_class = 'wal'", [side.phase])
     return float(rows[0][0]) if rows else None
+
+
+def _pg_setting(e: Evidence, name: str) -> Any:
+    """A PostgreSQL cluster's setting in the target's recording (meta.json servers[].settings,
+    server.PostgresServer; Evidence.setting reads a MySQL server's), else the server settings."""
+    for srv in e.target.rec.meta.get("servers") or []:
+        if isinstance(srv, dict) and isinstance(srv.get("settings"), dict) and name in srv["settings"]:
+            return srv["settings"][name]
+    return e.setting(name)
 
 
 def full_page_writes(e: Evidence) -> dict[str, Any]:
@@ -86,7 +97,7 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
     def wal(k: tuple) -> bool:
         return k[I_CLASS] == "wal"
 
-    share = e.share(wal)
+    wal_share = e.share(wal)
     fpi_b, fpi_t = _per(e, "base", WAL_FPI), _per(e, "target", WAL_FPI)
     wb_b, wb_t = _per(e, "base", WAL_BYTES), _per(e, "target", WAL_BYTES)
     rec_b, rec_t = _per(e, "base", WAL_RECORDS), _per(e, "target", WAL_RECORDS)
@@ -94,24 +105,34 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
     ours_b = None if ours["base"] is None or not e.base.denominator else ours["base"] / e.base.denominator
     ours_t = None if ours["target"] is None or not e.target.denominator else ours["target"] / e.target.denominator
     checkpoints = sum(e.target.stats.counter(n) or 0.0 for n in CHECKPOINTS)
-    fpw = e.setting("full_page_writes")
+    fpw = _pg_setting(e, "full_page_writes")
+    # how much of the growth in WAL bytes inserted (pg_stat_wal's own) the extra page images can
+    # be: at most a page each (the hole in the middle of a page is left out of its image)
+    fpi_part = None
+    if None not in (fpi_b, fpi_t, wb_b, wb_t) and wb_t > wb_b:
+        fpi_part = max(min((fpi_t - fpi_b) * PAGE / (wb_t - wb_b), 1.0), 0.0)
+    share = None if wal_share is None else wal_share * (fpi_part if fpi_part is not None else 1.0)
     if fpi_b is None or fpi_t is None:
         verdict = "inconclusive"  # one phase has no pg_stat_wal (an older server on one side)
     elif str(fpw).lower() == "off" or fpi_t <= fpi_b * 1.1 or fpi_t == 0:
         verdict = "refuted"        # FPIs per row flat: no checkpoint fell before the target's changes
+    elif fpi_part is not None and fpi_part < FPI_PART_MIN:
+        verdict = "refuted"        # WAL grew, by more than page images can be (wider rows, more records)
     else:
         verdict = by_share(share)
         if verdict == "supported" and not fpi_t >= max(fpi_b * FPI_RISE, 1e-12):
             verdict = "inconclusive"
     unit = e.target.unit
-    fpi_bytes = None if fpi_t is None or not wb_t else min(fpi_t * 8192 / wb_t, 1.0)
+    fpi_bytes = None if fpi_t is None or not wb_t else min(fpi_t * PAGE / wb_t, 1.0)
     return finding(fid, title, verdict,
-                   f"WAL writes explain {pct(share)} of the gross change; full-page images (pg_stat_wal "
+                   f"WAL writes explain {pct(wal_share)} of the gross change, page images at most "
+                   f"{pct(fpi_part)} of the WAL's growth, so {pct(share)} of it; full-page images (pg_stat_wal "
                    f"wal_fpi) {_g(fpi_b)} -> {_g(fpi_t)} per {unit}, WAL bytes inserted {_g(wb_b)} -> {_g(wb_t)} "
                    f"per {unit} (FPIs at most {pct(fpi_bytes)} of them in the target), our WAL bytes written "
                    f"{_g(ours_b)} -> {_g(ours_t)} per {unit}; {checkpoints:g} checkpoint(s) completed in the "
                    f"target phase; full_page_writes={fpw if fpw is not None else 'n/a'}",
-                   share_of_change=share, baseline_per_op=e.per_op("base", wal), target_per_op=e.per_op("target", wal),
+                   share_of_change=share, wal_share=wal_share, fpi_part_of_wal_growth=fpi_part,
+                   baseline_per_op=e.per_op("base", wal), target_per_op=e.per_op("target", wal),
                    wal_fpi_per_op_baseline=fpi_b, wal_fpi_per_op_target=fpi_t,
                    wal_bytes_per_op_baseline=wb_b, wal_bytes_per_op_target=wb_t,
                    wal_records_per_op_baseline=rec_b, wal_records_per_op_target=rec_t,
@@ -154,7 +175,10 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
     if not any(k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c):
         return finding(fid, title, "inconclusive",
                        "no statement attribution: heap reads can't be tied to the queries that read an index")
-    kinds = _relation_kinds(e)
+    # system catalogs are looked up by plain index scans (the syscache), never index-only ones:
+    # their heap reads are no visibility-map miss
+    kinds = {r: k for r, k in _relation_kinds(e).items() if r.split(".")[1:2] not in (["pg_catalog"], ["pg_toast"])
+             and not r.startswith("pg_global.")}
     # read statements that read some index's pages in either phase (an index-only scan's index
     # reads may all be cached in one of them)
     idx_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
