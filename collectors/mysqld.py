@@ -149,18 +149,19 @@ class ServerContext:
             self.roles.refresh(self.engine)
             self._next_roles = now + 2.0
 
-    def refresh_catalogs(self, force: bool = False) -> None:
+    def refresh_catalogs(self, force: bool = False, final: bool = False) -> None:
         """Bring the engines' file catalogs up to date (each re-reads only when its files
-        changed, unless `force`): once per interval, and with force at the end."""
+        changed, unless `force`): once per interval, and with `final` at the end (after the
+        last counters snapshot: what a catalog reads then is charged to no phase)."""
         if self.engine is None:
             return
         for c in self.catalogs:
-            c.refresh(self.engine, force=force)
+            c.refresh(self.engine, force=force, final=final)
 
     def file_table(self, final: bool = False) -> dict[str, dict]:
         """meta.json "files": path -> what the engines know of that file (an SST's level and
         indexes); `final` re-reads first."""
-        self.refresh_catalogs(force=final)
+        self.refresh_catalogs(force=final, final=final)
         out: dict[str, dict] = {}
         for c in self.catalogs:
             out.update(c.entries())

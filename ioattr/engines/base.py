@@ -75,12 +75,13 @@ class FileCatalog(Protocol):
     SST files change all the time (flushes and compactions create and delete them), and what
     each holds (its level, the indexes whose key ranges it has) is the engine's to say, not
     the page classifier's. InnoDB has none (its files are named by their pages' index ids).
-    refresh() re-reads only when the files changed unless `force` (the end of a recording);
+    refresh() re-reads only when the files changed unless `force` (a phase boundary) or `final`
+    (the end of a recording, after its last counters snapshot: a catalog may read more then);
     entries of files that vanished stay, marked "deleted", so their earlier IO keeps a name."""
 
     error: str | None
 
-    def refresh(self, conn: Connection, force: bool = False) -> bool: ...
+    def refresh(self, conn: Connection, force: bool = False, final: bool = False) -> bool: ...
 
     def entries(self) -> dict[str, dict[str, Any]]: ...
 

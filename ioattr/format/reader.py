@@ -225,6 +225,16 @@ class Recording:
                 continue
         if names:
             self.con.executemany("INSERT INTO index_names VALUES (?, ?)", names)
+        # the final name of the one index an SST holds (meta.json "files", re-read at the end: a
+        # name read mid-recording may lack its index part, MyRocks' after a restart)
+        self.con.execute("CREATE TABLE sst_index_names (file VARCHAR, name VARCHAR)")
+        ssts = []
+        for path, f in (self.meta.get("files") or {}).items():
+            idx = f.get("indexes") if isinstance(f, dict) else None
+            if isinstance(idx, list) and len(idx) == 1 and isinstance(idx[0], dict) and idx[0].get("index"):
+                ssts.append((str(path), str(idx[0]["index"])))
+        if ssts:
+            self.con.executemany("INSERT INTO sst_index_names VALUES (?, ?)", ssts)
 
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""

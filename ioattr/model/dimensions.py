@@ -31,8 +31,10 @@ QUERY_SQL = ("CASE WHEN {t}.digest IS NULL THEN NULL ELSE coalesce({t}.query, "
              "printf('digest:%016x', {t}.digest)) END")
 _QUERY = QUERY_SQL
 # the recording's final name for the index id (meta.json "indexes"), else the name at drain time
-# (a MyRocks SST read's index_id is the SST's file number, not an index id: its row's own name)
-INDEX_SQL = ("CASE WHEN {t}.file_class = 'sst' THEN {t}.index ELSE "
+# (a MyRocks SST read's index_id is the SST's file number, not an index id: the final name of
+# the one index its file holds, meta.json "files", else its row's own name)
+INDEX_SQL = ("CASE WHEN {t}.file_class = 'sst' THEN "
+             "coalesce((SELECT s.name FROM sst_index_names s WHERE s.file = {t}.file LIMIT 1), {t}.index) ELSE "
              "coalesce((SELECT n.name FROM index_names n WHERE n.index_id = {t}.index_id LIMIT 1), {t}.index) END")
 
 

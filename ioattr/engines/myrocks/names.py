@@ -37,14 +37,24 @@ class IndexNames:
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
         self.cf_of: dict[int, int] = {}  # index number -> column family id
+        # numbers whose INDEX_NAME was '' in the last read: after a restart MyRocks lists a
+        # table's indexes with no name until the table is opened (their names read 'db.t.')
+        self.unnamed: set[int] = set()
         self.error: str | None = None
 
     def load_rows(self, rows: Iterable[tuple]) -> None:
         """ROCKSDB_DDL rows (schema, table, partition, index, column family id, index number)."""
         for schema, table, partition, index, cf, number in rows:
             n = int(number)
+            index_name = _text(index) if index is not None else ""
+            if index_name:
+                self.unnamed.discard(n)
+            elif n in self.names and n not in self.unnamed:
+                continue  # a name read before stays (never replaced by an empty one)
+            else:
+                self.unnamed.add(n)
             self.names[n] = index_display_name(_text(schema), _text(table),
-                                               _text(partition) if partition else None, _text(index))
+                                               _text(partition) if partition else None, index_name)
             self.cf_of[n] = int(cf)
 
     def refresh(self, conn: Connection) -> bool:

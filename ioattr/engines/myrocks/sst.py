@@ -252,6 +252,7 @@ class SstCatalog:
         self._cf_names: dict[int, str] = {}
         self._dir_mtime: int | None = None
         self._layouts: dict[tuple[str, int, int], dict[str, Any] | None] = {}
+        self._numbers: dict[str, list[int]] = {}  # path -> index numbers of files[path]["indexes"]
         self._read_at = 0.0
         # BPF registration (attach_map): the map innodb_files' fd, and what this catalog put in
         # it: (kernel dev, inode) -> (path, the value's fields), to update only what changed
@@ -272,8 +273,9 @@ class SstCatalog:
         path = os.path.join(_text(datadir), _text(rocks))
         self.rocksdb_dir = os.path.realpath(path)
 
-    def refresh(self, conn: Connection, force: bool = False) -> bool:
-        """Re-read if the directory changed (or `force`); True when the table was re-read."""
+    def refresh(self, conn: Connection, force: bool = False, final: bool = False) -> bool:
+        """Re-read if the directory changed (or `force`); True when the table was re-read.
+        `final`: the end of a recording, after its last counters snapshot (forces a re-read)."""
         if self.active is None:
             self._locate(conn)
         if not self.active or self.rocksdb_dir is None:
@@ -284,18 +286,18 @@ class SstCatalog:
             self.error = f"{self.rocksdb_dir}: {e.strerror}"
             return False
         now = time.monotonic()
-        if not force and (mtime == self._dir_mtime or now - self._read_at < self.min_interval):
+        if not (force or final) and (mtime == self._dir_mtime or now - self._read_at < self.min_interval):
             return False
         self._read_at = now
         try:
-            self._read(conn, force)
+            self._read(conn, final)
         except EngineError as e:
             self.error = f"SST names unavailable: {e}"
             return False
         self._dir_mtime = mtime
         return True
 
-    def _read(self, conn: Connection, force: bool = False) -> None:
+    def _read(self, conn: Connection, final: bool = False) -> None:
         assert self.rocksdb_dir is not None
         if not self._cf_names:
             for cf_id, value in conn.query(CF_QUERY):  # ("0", "default [0]")
@@ -310,15 +312,24 @@ class SstCatalog:
         # reused), not at every refresh or phase boundary: the recorder's own reads stay out of
         # the phases' block-cache counters. (A table renamed during a recording keeps its old
         # name here.)
+        #
+        # After a restart ROCKSDB_DDL lists a table nobody opened yet with an empty INDEX_NAME
+        # (its indexes read 'db.t.'). Those names are re-read once, at the end of the recording
+        # (`final`: after its last counters snapshot and drain, so no phase is charged the
+        # dictionary's block reads), when an SST read then or before holds such an index: by
+        # then the workload opened the table if it used it. Every entry is re-named then,
+        # those of SSTs compacted away included (meta.json "files" holds the final names).
         numbers = {int(row[1]) for row in file_map}
+        used = numbers.union(*self._numbers.values())
         if not self.names.names or any(
-                n >= FIRST_USER_INDEX and n not in self.names.names for n in numbers):
+                n >= FIRST_USER_INDEX and n not in self.names.names for n in numbers) or (
+                final and not self.names.unnamed.isdisjoint(used)):
             self.names.refresh(conn)
-        by_sst: dict[str, list[dict[str, Any]]] = {}
+        by_sst: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         for cf, number, sst, rows, size in file_map:
             n = int(number)
             by_sst.setdefault(os.path.basename(_text(sst)), []).append(
-                {"index": self.names.lookup(n) or f"index_{n}", "rows": int(rows or 0), "bytes": int(size or 0)})
+                (n, {"index": self._name(n), "rows": int(rows or 0), "bytes": int(size or 0)}))
         levels, err = read_manifest(self.rocksdb_dir)
         self.error = err or self.names.error
         present = set()
@@ -336,9 +347,11 @@ class SstCatalog:
                 continue  # deleted meanwhile
             number = int(ent.name.split(".", 1)[0])
             cf_level = levels.get(number)
-            indexes = sorted(by_sst.get(ent.name, []), key=lambda x: (-x["bytes"], x["index"]))
+            held = sorted(by_sst.get(ent.name, []), key=lambda x: (-x[1]["bytes"], x[1]["index"]))
+            indexes = [x for _, x in held]
             path = ent.path
             present.add(path)
+            self._numbers[path] = [n for n, _ in held]
             self.files[path] = {
                 "engine": "rocksdb",
                 "dev": "%d:%d" % abi.dev_major_minor(abi.kernel_dev_of_stat(st.st_dev)),
@@ -354,7 +367,12 @@ class SstCatalog:
         for path, entry in self.files.items():
             if path not in present:
                 entry["deleted"] = True
+                for n, idx in zip(self._numbers.get(path, ()), entry.get("indexes") or []):
+                    idx["index"] = self._name(n)  # a name re-read since it was catalogued
         self._sync_map()
+
+    def _name(self, number: int) -> str:
+        return self.names.lookup(number) or f"index_{number}"
 
     # -- BPF registration: each SST's block extents, for classifying its reads by offset ------
     def attach_map(self, map_fd: int | None) -> None:
