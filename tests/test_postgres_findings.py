@@ -96,7 +96,7 @@ def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
         rows = report_json(rec, "--by", "file_class,op", "--layer", "syscall", "--phase", phase)["rows"]
         ours = sum(r["bytes"] for r in rows if r["file_class"] == "wal" and r["op"] == "write")
         assert ev[f"wal_write_bytes_per_op_{side}"] == pytest.approx(ours / 2000, rel=1e-6), side
-    assert ev["checkpoints_target"] == 0 and ev["full_page_writes"] == "on"
+    assert ev["checkpoints_between"] == 1 and ev["full_page_writes"] == "on"  # the CHECKPOINT, in its own phase
     assert ev["share_of_change"] >= 0.5 and ev["wal_write_bytes_per_op_target"] > 4 * ev["wal_write_bytes_per_op_baseline"]
 
     # wider rows, no checkpoint between: more WAL per row, no more page images
@@ -104,6 +104,7 @@ def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
     f = _finding(out, "full_page_writes")
     assert f["verdict"] == "refuted", (f, out["baseline"], out["target"])
     assert f["evidence"]["wal_fpi_per_op_target"] == pytest.approx(wal["wide"][0] / 2000, rel=1e-6)
+    assert f["evidence"]["checkpoints_between"] == 0
 
 
 STATIO = ("SELECT t.heap_blks_read, t.heap_blks_hit, i.idx_blks_read FROM pg_statio_user_tables t "

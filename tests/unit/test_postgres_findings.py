@@ -18,19 +18,25 @@ RELATIONS = {"/d/base/5/100": {"relation": "postgres.public.h", "kind": "table"}
 
 
 class _Rec:
-    """A recording's answers: our WAL bytes written in the phase; meta.json's relations."""
+    """A recording's answers: our WAL bytes written in the phase; the checkpoints counted at each
+    phase's last snapshot (phase -> checkpoints_req); meta.json's relations."""
 
-    def __init__(self, wal_bytes: float = 0.0) -> None:
+    def __init__(self, wal_bytes: float = 0.0, checkpoints: dict[str, float] | None = None) -> None:
         self.wal_bytes = wal_bytes
+        self.checkpoints = checkpoints or {}
         self.meta = {"relations": RELATIONS}
 
     def query(self, sql: str, params: list) -> list[tuple]:
+        if "FROM counters" in sql:
+            return [(ph, 7, "checkpoints_req", v) for ph, v in self.checkpoints.items() if ph in params]
         return [(self.wal_bytes,)]
 
 
-def _side(counters: dict[str, float], ops: float, unit: str, wal_bytes: float = 0.0) -> SimpleNamespace:
+def _side(counters: dict[str, float], ops: float, unit: str, wal_bytes: float = 0.0, phase: str = "p",
+          rec: _Rec | None = None) -> SimpleNamespace:
     return SimpleNamespace(stats=SimpleNamespace(counters=counters, counter=lambda *n: next(
-        (counters[x] for x in n if x in counters), None)), denominator=ops, unit=unit, rec=_Rec(wal_bytes), phase="p")
+        (counters[x] for x in n if x in counters), None)), denominator=ops, unit=unit, rec=rec or _Rec(wal_bytes),
+        phase=phase)
 
 
 def _ev(base: SimpleNamespace, target: SimpleNamespace, bc: dict, tc: dict, op: str, settings: dict | None = None
@@ -54,6 +60,13 @@ def test_full_page_writes_verdicts() -> None:
     assert f["verdict"] == "supported" and ev["share_of_change"] == 1.0, f
     assert ev["wal_fpi_per_op_baseline"] == 0.0015 and ev["wal_fpi_per_op_target"] == 0.14
     assert ev["wal_bytes_per_op_target"] == 1250 and ev["wal_write_bytes_per_op_target"] == 1260
+    assert ev["checkpoints_between"] is None  # two recordings: nothing is between them
+    # one recording: the checkpoints completed after the baseline, by the target's end
+    one = _Rec(0.0, {"base": 3.0, "target": 4.0})
+    b1, t1 = _side(_wal(3, 250_000), 2000, "insert", phase="base", rec=one), \
+        _side(_wal(280, 2_500_000), 2000, "insert", phase="target", rec=one)
+    f = pf.full_page_writes(_ev(b1, t1, {WAL: 260_000}, {WAL: 2_520_000}, "write"))
+    assert f["verdict"] == "supported" and f["evidence"]["checkpoints_between"] == 1, f
     # no checkpoint between: WAL grew for another reason (bigger rows), FPIs per row flat -> refuted
     flat = _side(_wal(3, 500_000), 2000, "insert", 510_000)
     f = pf.full_page_writes(_ev(base, flat, {WAL: 260_000}, {WAL: 510_000}, "write"))

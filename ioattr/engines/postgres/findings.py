@@ -82,6 +82,24 @@ def _pg_setting(e: Evidence, name: str) -> Any:
     return e.setting(name)
 
 
+def _checkpoints_between(e: Evidence) -> float | None:
+    """Checkpoints PostgreSQL completed after the baseline phase ended, up to the end of the
+    target (pg_stat_bgwriter's cumulative counts at each phase's last snapshot), when both phases
+    are of one recording and the target comes later; None otherwise."""
+    if e.base.rec is not e.target.rec:  # run vs run (--against): no "between"
+        return None
+    rows = e.target.rec.query(
+        "SELECT phase, coalesce(pid, 0), name, max(value) FROM counters WHERE source = 'pg_stat_bgwriter' "
+        "AND name IN ('checkpoints_timed', 'checkpoints_req') AND phase IN (?, ?) GROUP BY ALL",
+        [e.base.phase, e.target.phase])
+    last = {(ph, pid, n): float(v) for ph, pid, n, v in rows if v is not None}
+    keys = {(pid, n) for _, pid, n in last}
+    if not keys or any((e.base.phase, *k) not in last or (e.target.phase, *k) not in last for k in keys):
+        return None
+    between = sum(last[(e.target.phase, *k)] - last[(e.base.phase, *k)] for k in keys)
+    return between if between >= 0 else None
+
+
 def full_page_writes(e: Evidence) -> dict[str, Any]:
     """More WAL per row because pages were first changed after a checkpoint: each logs a full
     page image (full_page_writes=on, the default, protects against torn pages), so a phase that
@@ -104,7 +122,7 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
     ours = {side: _wal_write_bytes(s) for side, s in (("base", e.base), ("target", e.target))}
     ours_b = None if ours["base"] is None or not e.base.denominator else ours["base"] / e.base.denominator
     ours_t = None if ours["target"] is None or not e.target.denominator else ours["target"] / e.target.denominator
-    checkpoints = sum(e.target.stats.counter(n) or 0.0 for n in CHECKPOINTS)
+    between = _checkpoints_between(e)
     fpw = _pg_setting(e, "full_page_writes")
     # how much of the growth in WAL bytes inserted (pg_stat_wal's own) the extra page images can
     # be: at most a page each (the hole in the middle of a page is left out of its image)
@@ -129,15 +147,15 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
                    f"{pct(fpi_part)} of the WAL's growth, so {pct(share)} of it; full-page images (pg_stat_wal "
                    f"wal_fpi) {_g(fpi_b)} -> {_g(fpi_t)} per {unit}, WAL bytes inserted {_g(wb_b)} -> {_g(wb_t)} "
                    f"per {unit} (FPIs at most {pct(fpi_bytes)} of them in the target), our WAL bytes written "
-                   f"{_g(ours_b)} -> {_g(ours_t)} per {unit}; {checkpoints:g} checkpoint(s) completed in the "
-                   f"target phase; full_page_writes={fpw if fpw is not None else 'n/a'}",
+                   f"{_g(ours_b)} -> {_g(ours_t)} per {unit}; {_g(between)} checkpoint(s) completed after the "
+                   f"baseline, by the target's end; full_page_writes={fpw if fpw is not None else 'n/a'}",
                    share_of_change=share, wal_share=wal_share, fpi_part_of_wal_growth=fpi_part,
                    baseline_per_op=e.per_op("base", wal), target_per_op=e.per_op("target", wal),
                    wal_fpi_per_op_baseline=fpi_b, wal_fpi_per_op_target=fpi_t,
                    wal_bytes_per_op_baseline=wb_b, wal_bytes_per_op_target=wb_t,
                    wal_records_per_op_baseline=rec_b, wal_records_per_op_target=rec_t,
                    wal_write_bytes_per_op_baseline=ours_b, wal_write_bytes_per_op_target=ours_t,
-                   checkpoints_target=checkpoints, full_page_writes=fpw)
+                   checkpoints_between=between, full_page_writes=fpw)
 
 
 def _relation_kinds(e: Evidence) -> dict[str, str]:
