@@ -60,7 +60,7 @@ def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
         with pg.connect() as c:
             c.execute(batch.format("'x'"))  # changes (nearly) every leaf of fw_k since the checkpoint
             c.execute("SELECT pg_stat_force_next_flush()")  # its rows counted before the phases
-            for phase, value, checkpoint in (("base", "'x'", False), ("wide", "repeat('y', 400)", False),
+            for phase, value, checkpoint in (("base", "'x'", False), ("wide", "repeat('y', 1000)", False),
                                              ("target", "'x'", True)):
                 if checkpoint:
                     _mark(rec, "checkpoint")
@@ -77,7 +77,7 @@ def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
     finally:
         recorder.stop()
     assert {p: w[2] for p, w in wal.items()} == {"base": 2000, "wide": 2000, "target": 2000}
-    assert wal["target"][0] > 100 * max(wal["base"][0], 1)  # the images: one per leaf after the checkpoint
+    assert wal["target"][0] > 20 * max(wal["base"][0], 1)  # the images: one per leaf after the checkpoint
 
     out = _explain(rec, "base", "target", "write_bytes_per_insert")
     f = _finding(out, "full_page_writes")
