@@ -88,6 +88,9 @@ def _checkpoints_between(e: Evidence) -> float | None:
     are of one recording and the target comes later; None otherwise."""
     if e.base.rec is not e.target.rec:  # run vs run (--against): no "between"
         return None
+    has_table = getattr(e.target.rec, "has_table", None)
+    if has_table is not None and not has_table("counters"):
+        return None
     rows = e.target.rec.query(
         "SELECT phase, coalesce(pid, 0), name, max(value) FROM counters WHERE source = 'pg_stat_bgwriter' "
         "AND name IN ('checkpoints_timed', 'checkpoints_req') AND phase IN (?, ?) GROUP BY ALL",
