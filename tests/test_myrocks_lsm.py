@@ -181,3 +181,14 @@ def test_explain_and_report_text_carry_the_lsm_lines(lsm) -> None:
     assert j["baseline"]["rocksdb"] == lsm["summary"]["txns"]["rocksdb"], j["baseline"]
     text = ioattr("report", str(lsm["rec"]), "--by", "phase", check=True).stdout
     assert "compact: rocksdb: flush" in text, text
+    # the HTML report's phases section: the same line per phase (from the same summary terms)
+    import html
+
+    from ioattr.engines.myrocks.lsm import phase_line
+
+    page = lsm["rec"].parent / "report.html"
+    ioattr("report", str(lsm["rec"]), "--format", "html", "-o", str(page), check=True)
+    body = page.read_text()
+    for phase in ("txns", "flush", "compact", "lookup"):
+        line = f"{phase}: {phase_line(lsm['summary'][phase]['rocksdb'])}"
+        assert f"<li>{html.escape(line, quote=True)}</li>" in body, line

@@ -184,6 +184,20 @@ def _figure(chart: Any, caption: str, data_table: str) -> str:
             f'<details><summary>The numbers behind this plot</summary>{data_table}</details></figure>')
 
 
+def engine_phase_lines(summaries: list[dict[str, Any]]) -> list[str]:
+    """Per phase, each engine's own terms (EngineAdapter.phase_line over the summary's
+    phase_terms, e.g. MyRocks' "rocksdb"), escaped list items: the same lines the text report
+    prints under its per-phase table, so the two pages say the same."""
+    out = []
+    for s in summaries:
+        for engine in registry.ENGINES:
+            terms = s.get(engine.name)
+            line = engine.phase_line(terms) if isinstance(terms, dict) else None
+            if line:
+                out.append(f"{esc(s.get('phase'))}: {esc(line)}")
+    return out
+
+
 def _phase_of(x: float, spans: list[PhaseSpan]) -> str:
     name = ""
     for p in spans:
@@ -326,6 +340,10 @@ class RecordingView:
                  for line in (bulk_line(s.get("bulk")), sizes_line(s.get("table_sizes"))) if line]
         if extra:
             out += "<p>Bulk loads and table sizes on disk, per phase:</p>" + _list(extra)
+        lines = engine_phase_lines(self.summaries)
+        if lines:
+            out += "<p>The engines' own terms per phase (MyRocks: flush, compaction, WAL per transaction, " \
+                   "write amplification, block-cache misses by kind), as in the text report:</p>" + _list(lines)
         if not self.has_counters:
             out += _not_recorded("Engine counters", "qps, ips and the per-query/per-insert metrics need the "
                                  "server's counters (record with a server connection); storage reads and writes "
