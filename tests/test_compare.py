@@ -148,10 +148,10 @@ def test_compare_innodb_with_myrocks(mariadb_factory, tmp_path: Path) -> None:
         db.restart()
         # open the table before recording: not for its index names any more (the recorder re-reads
         # names ROCKSDB_DDL gave empty after the restart at the end: tests/test_myrocks_names.py)
-        # but because the MyRocks server rewrites c.t's SST and the dictionary's (L0, new file
-        # numbers, inodes reused) after the restart, before the recording if the table is opened
-        # first; without this it happens inside the measured phase, whose --by index is then led
-        # by reads of files no catalog entry names alone
+        # but because the table's first open after the restart makes the server rewrite c.t's SST
+        # and the dictionary's (seen: nothing for 3 s after the restart, then 000013 -> 000027 at
+        # L0 right after the first SELECT, inodes reused); without this that happens inside the
+        # measured phase, whose --by index is then led by reads of files no catalog entry names
         db.query("SELECT id FROM c.t WHERE id = 1")
         cache = db.query("SELECT @@rocksdb_block_cache_size")[0][0] if kwargs else None
         rec = tmp_path / name
