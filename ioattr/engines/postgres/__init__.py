@@ -1,12 +1,16 @@
 """The PostgreSQL adapter: PostgreSQL's files and their classes, relation names, and the roles
 of its processes behind ioattr.engines.base.EngineAdapter.
 
-What works (issue 16's first step): every backend and auxiliary process is traced from its
-fork (the session follows forks when a target is a postmaster), files are classified
-(files.py), data files are named database.schema.relation with fork and segment (names.py,
-over a psycopg connection), processes get roles from their titles (roles.py). Not yet: page
-classification (heap/btree pages), statements and stages (the MySQL statement probes are never
-attached to PostgreSQL processes), counters (pg_stat_io / pg_statio_*), findings.
+What it does: every backend and auxiliary process is traced from its fork (the session
+follows forks when a target is a postmaster); files are classified (files.py) and data files
+named database.schema.relation with fork and segment (names.py, over a psycopg connection);
+relation pages are classified in BPF as heap or btree meta/root/internal/leaf with their level
+(pages.py, bpf/pg_page.h); processes get roles from pg_stat_activity.backend_type, their titles
+as the fallback (roles.py); statements come from the wire protocol (bpf/stage.bpf.c's
+PostgreSQL branch, collectors/stage_probes.py); the cluster's own counters (pg_statio_*,
+pg_stat_bgwriter, pg_stat_database, pg_stat_wal) go beside ours (counters.py); explain has
+checkpoint_writes, full_page_writes and heap_fetches (findings.py). Not yet: stages inside a
+statement, pg_stat_io (PostgreSQL 16+), a bloat finding.
 
 A PostgreSQL cluster is not a MySQL/MariaDB server: it has no ServerContext; the session
 keeps a server.PostgresServer per postmaster (server_context()).
