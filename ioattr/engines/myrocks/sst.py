@@ -61,17 +61,8 @@ class _Bad(ValueError):
     pass
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result, shift = 0, 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise _Bad("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
+# RocksDB's varint64; a truncated one raises sst_blocks.BadSst, a ValueError like _Bad
+_varint = sst_blocks.varint
 
 
 def _slice(buf: bytes, pos: int) -> tuple[bytes, int]:

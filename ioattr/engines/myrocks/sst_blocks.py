@@ -87,7 +87,8 @@ class BadSst(ValueError):
     """The file's tail is not a block-based table footer this parser knows."""
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A varint64 at pos (7 bits a byte, low first): (value, the position after it)."""
     result, shift = 0, 0
     while True:
         if pos >= len(buf) or shift > 63:
@@ -143,10 +144,10 @@ def parse_footer(tail: bytes) -> tuple[int, tuple[int, int], tuple[int, int]]:
         raise BadSst("no block-based table magic number at the end")
     if version > 5:
         raise BadSst(f"format_version {version} not understood")
-    mo, pos = _varint(foot, pos)
-    ms, pos = _varint(foot, pos)
-    io, pos = _varint(foot, pos)
-    isz, pos = _varint(foot, pos)
+    mo, pos = varint(foot, pos)
+    ms, pos = varint(foot, pos)
+    io, pos = varint(foot, pos)
+    isz, pos = varint(foot, pos)
     return version, (mo, ms), (io, isz)
 
 
@@ -161,9 +162,9 @@ def parse_block_entries(block: bytes) -> list[tuple[bytes, bytes]]:
     out: list[tuple[bytes, bytes]] = []
     pos, key = 0, b""
     while pos < end:
-        shared, pos = _varint(block, pos)
-        unshared, pos = _varint(block, pos)
-        vlen, pos = _varint(block, pos)
+        shared, pos = varint(block, pos)
+        unshared, pos = varint(block, pos)
+        vlen, pos = varint(block, pos)
         if shared > len(key) or pos + unshared + vlen > end:
             raise BadSst("block entry out of bounds")
         key = key[:shared] + block[pos:pos + unshared]
@@ -178,8 +179,8 @@ def layout_of(tail: bytes, read_at: Callable[[int, int], bytes], file_size: int)
     version, metaindex, index = parse_footer(tail)
     meta: dict[str, tuple[int, int]] = {}
     for key, value in parse_block_entries(read_at(metaindex[0], metaindex[1])):
-        off, p = _varint(value, 0)
-        size, _ = _varint(value, p)
+        off, p = varint(value, 0)
+        size, _ = varint(value, p)
         meta[key.decode(errors="replace")] = (off, size + TRAILER)
     meta["rocksdb.metaindex"] = (metaindex[0], metaindex[1] + TRAILER)
     filt, fkind = None, None
