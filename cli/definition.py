@@ -32,7 +32,7 @@ COMMANDS: dict[str, str] = {
     "explain": "why did the IO change between two phases (or two runs)?",
     "exporter": "serve live IO attribution as Prometheus metrics",
     "mark": "start a new phase in a running recording",
-    "record": "attach to mysqld (or a command) and write a recording",
+    "record": "attach to a server (MariaDB/MySQL, PostgreSQL) or a command and write a recording",
     "report": "break a recording down by file, thread, op, ...",
     "script": "run a shipped bpftrace script by name (none: list them)",
     "top": "live top-style view of IO by file, index, thread, query or device",

@@ -39,7 +39,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser (only=None: docs, tests), or one where only the named subcommand has
     its options and the others are listed with their one-line help (main(): `ioattr --help`
     imports no subcommand, `ioattr doctor --help` only doctor's)."""
-    parser = OneLineParser(prog="ioattr", description="eBPF IO attribution for MySQL/MariaDB")
+    parser = OneLineParser(prog="ioattr", description="eBPF IO attribution for database benchmarks (MariaDB/MySQL, MyRocks, PostgreSQL)")
     parser.add_argument("--version", action="version", version=f"ioattr {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and libbpf logs on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)

@@ -1,4 +1,4 @@
-"""ioattr: eBPF IO attribution for MySQL/MariaDB."""
+"""ioattr: eBPF IO attribution for database benchmarks (MariaDB/MySQL with InnoDB or MyRocks, PostgreSQL)."""
 
 # The one copy of the version: pyproject.toml reads it ([tool.setuptools.dynamic]),
 # `ioattr --version` prints it.
