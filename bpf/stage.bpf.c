@@ -1018,7 +1018,9 @@ int ioattr_wire_recv(struct syscall_trace_exit *ctx)
 		st->wire_proto = flags && (*flags & IOA_TARGET_PG_WIRE) ? WIRE_PROTO_PG : WIRE_PROTO_MYSQL;
 	}
 	if (st->wire_proto == WIRE_PROTO_PG)
-		return pg_recv(st, pid_tgid, fd, buf, ret);
+		/* cfg.pg_wire is a load-time constant: without PostgreSQL targets the verifier
+		 * never walks pg_recv (it is most of this object's verification time) */
+		return cfg.pg_wire ? pg_recv(st, pid_tgid, fd, buf, ret) : 0;
 	/* set again below if this read starts a statement: a TLS read leaves no stale mark for
 	 * the fallback uprobe (a cached thread's last clear statement) to skip a statement by */
 	st->wire_stmt = 0;

@@ -180,7 +180,8 @@ class Config(ctypes.Structure):
     _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
                 ("innodb_pages", ctypes.c_uint8), ("fine_stages", ctypes.c_uint8),
-                ("chain_end_io_addr", ctypes.c_uint64)]
+                ("chain_end_io_addr", ctypes.c_uint64), ("pg_wire", ctypes.c_uint8),
+                ("pad_cfg", ctypes.c_uint8 * 7)]
 
 
 # numpy views of the same layouts, for decoding batch drains without a Python loop per field
@@ -209,7 +210,7 @@ assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
 assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
 assert ctypes.sizeof(InnodbFile) == 64
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
-assert ctypes.sizeof(Config) == 24
+assert ctypes.sizeof(Config) == 32
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32
 assert ctypes.sizeof(QueryEvent) == 40 + QUERY_MAX

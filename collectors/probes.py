@@ -211,13 +211,16 @@ class ProbeSession:
 
     def __init__(self, sets: tuple[str, ...] | None = None, *, follow_forks: bool = False,
                  trace_all: bool = False, max_stats: int = MAX_STATS_DEFAULT, innodb_pages: bool = False,
-                 fine_stages: bool = False, syscall_hook: str | None = None) -> None:
+                 fine_stages: bool = False, syscall_hook: str | None = None, pg_wire: bool = True) -> None:
         self.wanted = sets or tuple(p.name for p in PROBE_SETS)
         self.follow_forks = follow_forks
         self.trace_all = trace_all
         self.max_stats = max_stats
         self.innodb_pages = innodb_pages
         self.fine_stages = fine_stages  # --stages full: statements start in parse (bpf/stage.bpf.c)
+        # the wire reader's PostgreSQL branch loaded (cfg.pg_wire): off when no PostgreSQL server
+        # can be a target, which spares the verifier ~1.2 s per load
+        self.pg_wire = pg_wire
         self.loaded: list[LoadedSet] = []
         self.degraded: dict[str, str] = {}
         # things worth one line that are not a missing feature (a costlier fallback)
@@ -246,6 +249,7 @@ class ProbeSession:
         cfg.trace_all = int(self.trace_all)
         cfg.innodb_pages = int(self.innodb_pages)
         cfg.fine_stages = int(self.fine_stages)
+        cfg.pg_wire = int(self.pg_wire)
         return cfg
 
     def _write_config(self, obj: libbpf.Object) -> None:

@@ -139,7 +139,8 @@ class LiveSession:
         # not fork, so their sessions keep fork following off unless a command is wrapped
         self.follow_forks = o.follow_forks or self._forking_targets()
         self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, innodb_pages=o.innodb_pages,
-                                   fine_stages=o.stages == "full", max_stats=o.max_stats)
+                                   fine_stages=o.stages == "full", max_stats=o.max_stats,
+                                   pg_wire=self._may_trace_postgres())
         self.probes.open()
         try:
             for why in self.probes.degraded.values():
@@ -212,6 +213,14 @@ class LiveSession:
         """Every traced server whose counters are read (the counters table, `top`, the exporter):
         MySQL/MariaDB ServerContexts and engines' own servers (PostgreSQL), by pid."""
         return {**self.naming.servers, **self.native_servers}
+
+    def _may_trace_postgres(self) -> bool:
+        """Whether a PostgreSQL server can be among the targets: one is now, a command is wrapped
+        (it may start one), or a --comm names PostgreSQL's processes (they may appear later).
+        Otherwise the wire reader's PostgreSQL branch is not loaded (ProbeSession pg_wire)."""
+        t = self.opts.targets
+        return (self.follow_forks or bool(t.command) or self.opts.follow_forks
+                or any(c in ("postgres", "postmaster") for c in (t.comms or ())))
 
     def _forking_targets(self) -> bool:
         """Whether a target given now is a server that forks its workers (PostgreSQL)."""
@@ -334,7 +343,11 @@ class LiveSession:
             # its relation files, registered for page classification once the catalogs are read
             srv.attach_pages(self.probes.map_fd(engine.file_map_name))  # type: ignore[attr-defined]
         srv.start()
-        if self.stage.available:
+        if self.stage.available and not self.probes.pg_wire:
+            srv.stage_status = ("statements: not traced (no PostgreSQL target when the recording started, "
+                                "so the wire reader was loaded without its PostgreSQL part; record again "
+                                "with --pid of the postmaster or --comm postgres)")
+        elif self.stage.available:
             srv.stage_status = self.stage.attach_postgres(pid)
             self.naming.stage_probes = self.stage.attached
             self.naming.stages = self.stage.mode if self.stage.attached else None
