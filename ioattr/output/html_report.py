@@ -186,16 +186,11 @@ def _figure(chart: Any, caption: str, data_table: str) -> str:
 
 def engine_phase_lines(summaries: list[dict[str, Any]]) -> list[str]:
     """Per phase, each engine's own terms (EngineAdapter.phase_line over the summary's
-    phase_terms, e.g. MyRocks' "rocksdb"), escaped list items: the same lines the text report
-    prints under its per-phase table, so the two pages say the same."""
-    out = []
-    for s in summaries:
-        for engine in registry.ENGINES:
-            terms = s.get(engine.name)
-            line = engine.phase_line(terms) if isinstance(terms, dict) else None
-            if line:
-                out.append(f"{esc(s.get('phase'))}: {esc(line)}")
-    return out
+    phase_terms, e.g. MyRocks' "rocksdb"), escaped list items: the text report's lines
+    (render.engine_phase_lines), so the two pages say the same."""
+    from ioattr.output.render import engine_phase_lines as text_lines
+
+    return [esc(line) for line in text_lines(summaries)]
 
 
 def _phase_of(x: float, spans: list[PhaseSpan]) -> str:

@@ -69,7 +69,7 @@ def _summary_table(summary: list[dict] | None) -> Table | None:
     return t
 
 
-def _engine_phase_lines(summary: list[dict]) -> list[str]:
+def engine_phase_lines(summary: list[dict]) -> list[str]:
     """Per phase, the engines' own terms as one line each (MyRocks: flush, compaction, WAL per
     transaction, write amplification, block-cache misses by kind), under the per-phase table."""
     from ioattr.engines import registry
@@ -129,7 +129,7 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         console.print(escape(state_line(report) or ""))
     if summary_table is not None:
         console.print(summary_table)
-        for line in _engine_phase_lines(report.get("summary") or []):
+        for line in engine_phase_lines(report.get("summary") or []):
             console.print(escape(line))
         for line in _bulk_lines(report.get("summary") or []):
             console.print(escape(line))

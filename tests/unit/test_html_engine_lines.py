@@ -23,7 +23,7 @@ def _terms() -> dict:
 def test_lines_are_the_text_reports() -> None:
     summaries = [{"phase": "load<1>", "rocksdb": _terms()}, {"phase": "idle"}, {"phase": "bad", "rocksdb": None}]
     lines = html_report.engine_phase_lines(summaries)
-    assert lines == [html.escape(x, quote=True) for x in render._engine_phase_lines(summaries)]
+    assert lines == [html.escape(x, quote=True) for x in render.engine_phase_lines(summaries)]
     [line] = lines
     assert line.startswith("load&lt;1&gt;: rocksdb: flush 1 MiB") and "<" not in line, line
     assert "compaction read 3 MiB" in line and "write 2 MiB" in line and "1 writes and 500 B per transaction" in line
