@@ -294,8 +294,20 @@ def run_seed_script(name: str, out: Path, timeout: float = 400) -> dict:
 
 
 def storage_rows(rec: Path, phase: str) -> list[dict]:
-    """report's syscall rows of one phase by file_class, op (what compare's storage terms sum)."""
-    return report_json(rec, "--by", "file_class", "--phase", phase, "--layer", "syscall")["rows"]
+    """report's syscall rows of one phase by file_class, op (what compare's storage terms sum):
+    split by query too, to leave out ioattr's own statements' IO, which is never storage IO
+    (ioattr/model/storage.py INTERNAL_QUERY_LABEL), then summed back per file_class and op."""
+    from ioattr.model import storage
+
+    rows: dict[tuple, dict] = {}
+    for x in report_json(rec, "--by", "file_class,query", "--phase", phase, "--layer", "syscall")["rows"]:
+        if x["query"] == storage.INTERNAL_QUERY_LABEL:
+            continue
+        r = rows.setdefault((x["file_class"], x["op"], x["layer"]),
+                            {"file_class": x["file_class"], "op": x["op"], "layer": x["layer"], "count": 0, "bytes": 0})
+        r["count"] += x["count"]
+        r["bytes"] += x["bytes"]
+    return list(rows.values())
 
 
 def test_engine_scans_example(tmp_path: Path) -> None:
