@@ -62,6 +62,14 @@ def _counted(rec: Path) -> dict[tuple[str, str], int]:
     return {(p, f"{int(d) & 0xFFFFFFFFFFFFFFFF:016x}"): int(n) for p, d, n in rows}
 
 
+def _counted_by_digest(rec: Path) -> dict[str, int]:
+    """_counted summed over phases: digest hex -> count."""
+    out: dict[str, int] = {}
+    for (_, d), n in _counted(rec).items():
+        out[d] = out.get(d, 0) + n
+    return out
+
+
 def _hex(text: str) -> str:
     return f"{digest(text):016x}"
 
@@ -172,9 +180,7 @@ def test_mixed_recording_keeps_both_protocols_exact(cluster: PrivatePostgres, ma
         assert code == 0, err
     finally:
         bg.stop()
-    counted: dict[str, int] = {}
-    for (_, d), n in _counted(rec).items():
-        counted[d] = counted.get(d, 0) + n
+    counted = _counted_by_digest(rec)
     assert counted.get(_hex("SELECT 1 + 1 AS mysql_side")) == N, counted
     assert counted.get(_hex("SELECT 1 + 2 AS pg_side")) == N, counted
     sources = json.loads((rec / "meta.json").read_text())["statement_sources"]
@@ -201,9 +207,7 @@ def test_pgbench_extended_protocol_counted_per_execute(cluster: PrivatePostgres,
         assert code == 0, err
     finally:
         bg.stop()
-    counted: dict[str, int] = {}
-    for (_, d), n in _counted(rec).items():
-        counted[d] = counted.get(d, 0) + n
+    counted = _counted_by_digest(rec)
     # pgbench -S: one select per transaction, 2 clients
     assert counted.get(_hex("SELECT abalance FROM pgbench_accounts WHERE aid = $1;")) == 2 * transactions, counted
     assert f"{0x17:016x}" not in counted, counted
@@ -252,8 +256,6 @@ def test_tls_connections_said_degraded(tmp_path: Path) -> None:
     assert "switched to TLS" in bg.stderr, bg.stderr
     meta = json.loads((rec / "meta.json").read_text())
     assert "1 PostgreSQL connection(s) switched to TLS" in meta["degraded"]["statements"], meta["degraded"]
-    counted: dict[str, int] = {}
-    for (_, d), n in _counted(rec).items():
-        counted[d] = counted.get(d, 0) + n
+    counted = _counted_by_digest(rec)
     assert counted.get(_hex("SELECT 1 AS in_clear")) == N, counted
     assert _hex("SELECT 1 AS over_tls") not in counted, counted
