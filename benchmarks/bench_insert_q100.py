@@ -42,7 +42,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 import insert_benchmark as ib  # noqa: E402
-from bench_sysbench_qps import Recorder, _report, ioattr_prog_stats, proc_cpu_s, snapshot_ioattr  # noqa: E402
+from bench_sysbench_qps import (Recorder, _report, ioattr_prog_stats, proc_cpu_s,  # noqa: E402
+                                prog_stats_per_query, snapshot_ioattr)
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
 
 
@@ -117,11 +118,7 @@ def main() -> int:
                        "queries": q, "server_cpu_us_per_query": cpu / q * 1e6,
                        "pool_reads_per_query": reads / q}
                 if stats1:
-                    run["prog_stats"] = {
-                        n: {"runs_per_query": (c - stats0.get(n, (0, 0))[0]) / q,
-                            "bpf_ns_per_query": (t - stats0.get(n, (0, 0))[1]) / q,
-                            "ns_per_run": (t - stats0.get(n, (0, 0))[1]) / max(c - stats0.get(n, (0, 0))[0], 1)}
-                        for n, (c, t) in sorted(stats1.items()) if c > stats0.get(n, (0, 0))[0]}
+                    run["prog_stats"] = prog_stats_per_query(stats0, stats1, q)
                 if rec:
                     if rc != 0:
                         raise SystemExit(f"ioattr record exited {rc}: {''.join(rec.lines)[-500:]}")

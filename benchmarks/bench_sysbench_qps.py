@@ -191,6 +191,18 @@ def ioattr_prog_stats(pid: int | None = None) -> dict[str, tuple[int, int]]:
     return out
 
 
+def prog_stats_per_query(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]],
+                         queries: int) -> dict[str, dict[str, float]]:
+    """Each program that ran between two ioattr_prog_stats() reads: runs and BPF ns per query, ns per run."""
+    out = {}
+    for name, (cnt, tim) in sorted(after.items()):
+        c0, t0 = before.get(name, (0, 0))
+        if cnt > c0:
+            out[name] = {"runs_per_query": (cnt - c0) / queries, "bpf_ns_per_query": (tim - t0) / queries,
+                         "ns_per_run": (tim - t0) / (cnt - c0)}
+    return out
+
+
 def parse_sysbench(out: str) -> dict[str, float]:
     q = re.search(r"queries:\s+(\d+)\s+\(([\d.]+) per sec\.\)", out)
     t = re.search(r"total time:\s+([\d.]+)s", out)
@@ -455,11 +467,7 @@ def main() -> int:
                 nq = max(int(res["queries"]), 1)  # type: ignore[arg-type]
                 if prog:
                     # only the recorder's own programs (ioattr_prog_stats(pid)): other ioattr runs share the names
-                    res["prog_stats"] = {
-                        n: {"runs_per_query": (c - stats0.get(n, (0, 0))[0]) / nq,
-                            "bpf_ns_per_query": (t - stats0.get(n, (0, 0))[1]) / nq,
-                            "ns_per_run": (t - stats0.get(n, (0, 0))[1]) / max(c - stats0.get(n, (0, 0))[0], 1)}
-                        for n, (c, t) in sorted(stats1.items()) if c > stats0.get(n, (0, 0))[0]}
+                    res["prog_stats"] = prog_stats_per_query(stats0, stats1, nq)
                 res["pool_reads_per_query"] = reads / nq
                 res["server_cpu_us_per_query"] = server_cpu * 1e6 / nq
                 res["client_cpu_us_per_query"] = client_cpu * 1e6 / nq
