@@ -157,12 +157,20 @@ struct digest_ctx {
 	struct text_buf t[1];
 	__u64 hash;
 	__u32 len;
-	__u8 state;
 	__u8 quote;
 	__u8 prev;      /* last character that went into the hash */
-	__u8 escaped;
-	__u32 marker;   /* how much of "ioattr:phase=" matched so far; 13 = found */
-	__u8 local;     /* how much of "local" (any case) matched so far; 5 = found (LOAD DATA LOCAL) */
+	__u8 pad[2];
+	/* what digest_byte() must look at besides the byte itself, as one word: 0 (S_CODE, no
+	 * match under way) or S_SPACE alone is the fast path's case (digest_plain_byte) */
+	union {
+		struct {
+			__u8 state;
+			__u8 escaped;
+			__u8 marker;  /* how much of "ioattr:phase=" matched so far; 13 = found */
+			__u8 local;   /* how much of "local" (any case) matched so far; 5 = found (LOAD DATA LOCAL) */
+		};
+		__u32 mode;
+	};
 };
 
 struct {
@@ -229,6 +237,41 @@ struct digest_ref {
 	struct digest_ctx *c;
 };
 
+/* Bytes the slow path below only lowers and hashes when the state is S_CODE or S_SPACE and no
+ * match is under way: not whitespace or other controls, quotes, digits, '/', '-', '#' (which may
+ * start a literal, a comment or change state), 'i' (starts "ioattr:phase="), 'l'/'L' (start
+ * "local"), DEL; every byte >= 0x80. One bit per byte value below 128. */
+#define PLAIN_LO 0xfc005f7200000000ULL /* 0x00-0x3f: ! $ % & ( ) * + , . : ; < = > ? */
+#define PLAIN_HI 0x7fffedffffffefffULL /* 0x40-0x7f: @ A-Z but L, [ \ ] ^ _ ` a-z but i l, { | } ~ */
+
+/* The fast path of digest_byte(): most bytes of a statement are letters and punctuation
+ * outside literals and comments, which the state machine below would only lower and hash
+ * after a dozen loads and compares. Returns 1 when it dealt with byte `ch` (exactly as
+ * the slow path would have: same hash, same state), 0 to leave it to the slow path. */
+static __always_inline int digest_plain_byte(struct digest_ctx *c, __u8 ch)
+{
+	__u32 mode = c->mode;
+
+	if (mode > S_SPACE) /* another state, an escape to skip, or a match under way */
+		return 0;
+	if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+		if (mode != S_SPACE)
+			c->mode = S_SPACE;
+		return 1;
+	}
+	if (ch < 0x80 && !(((ch < 64 ? PLAIN_LO : PLAIN_HI) >> (ch & 63)) & 1))
+		return 0;
+	if (mode == S_SPACE) {
+		if (c->prev && c->prev != ' ')
+			mix(c, ' ');
+		c->mode = S_CODE;
+	}
+	if (ch >= 'A' && ch <= 'Z')
+		ch += 'a' - 'A';
+	mix(c, ch);
+	return 1;
+}
+
 /* One byte of the digest; returns 1 at the end of the text. */
 static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 {
@@ -237,6 +280,8 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 	if (i >= c->len || i >= IOATTR_QUERY_MAX)
 		return 1;
 	ch = text_at(c->t, i);
+	if (digest_plain_byte(c, ch))
+		return 0;
 	next = (i + 1 < c->len) ? text_at(c->t, i + 1) : 0;
 	/* look for the phase marker anywhere, comments included (most bytes are
 	 * not an 'i' with no match under way: one compare, not marker_char's switch) */
