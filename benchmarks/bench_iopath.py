@@ -19,13 +19,14 @@ equal N, each page under the index id and level its header says.
     sudo .venv/bin/python benchmarks/bench_iopath.py --untraced ...   # the loop is not a target
     sudo .venv/bin/python benchmarks/bench_iopath.py --wire query ...  # the statement reader
 
-With --wire query|prepared the loop is benchmarks/wire_loop.c instead: a
+With --wire query|range|prepared the loop is benchmarks/wire_loop.c instead: a
 connection thread reading MySQL command packets from a socketpair the way
 MariaDB does (4-byte header read, payload read right after it, EAGAIN + poll
 when the next statement is not there yet), with a client process answering
 each OK; the stage set's wire reader (ioattr_wire_recv) runs on every
 recvfrom of both, and each run is checked exact: wire_stmts and stmt_stats
-count N statements of the server (COM_QUERY: all under one digest).
+count N statements of the server (COM_QUERY, `query` a 36-byte point select or
+`range` the insert benchmark's ~105-byte q100 range query: all under one digest).
 
 Figures include the BPF statistics' own two clock reads per run (~65-70 ns
 here). Other processes' syscalls and bios still run the programs while the
@@ -212,7 +213,7 @@ def main() -> int:
                     help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
     ap.add_argument("--aio", action="store_const", const="aio", dest="mode",
                     help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
-    ap.add_argument("--wire", choices=("query", "prepared"), default="",
+    ap.add_argument("--wire", choices=("query", "range", "prepared"), default="",
                     help="the statement reader on a socketpair connection (benchmarks/wire_loop.c) "
                          "instead of page reads; --sets defaults to targets,stage")
     ap.add_argument("--sets", default="")

@@ -9,7 +9,10 @@
  * child is the client: N statements, each sent as one packet, then reads the
  * answer (its recvfrom runs the wire reader too, as an untraced process).
  * MODE "query": COM_QUERY "SELECT c FROM sbtest1 WHERE id=<5 digits>" (one
- * digest); "prepared": a COM_STMT_EXECUTE of 18 bytes. Prints "ready <pid>"
+ * digest); "range": COM_QUERY the insert benchmark's q100 range query,
+ * "SELECT price, dt, id FROM ib.t FORCE INDEX (ix_price) WHERE price >= <n.nn>
+ * ORDER BY price, dt, id LIMIT 10" (one digest, ~105 bytes); "prepared": a
+ * COM_STMT_EXECUTE of 18 bytes. Prints "ready <pid>"
  * (the server's), waits for one byte on stdin (so the caller can attach and
  * add the server to the targets first), runs, prints "done".
  */
@@ -37,15 +40,21 @@ static long server_read(int fd, unsigned char *p, size_t n)
 	}
 }
 
-static int client(int fd, long n, int query)
+enum { PREPARED, QUERY, RANGE };
+
+static int client(int fd, long n, int mode)
 {
 	unsigned char pkt[256], resp[64];
 
 	for (long i = 0; i < n; i++) {
 		int len;
-		if (query) {
+		if (mode == QUERY) {
 			pkt[4] = 3;
 			len = 1 + sprintf((char *)pkt + 5, "SELECT c FROM sbtest1 WHERE id=%05ld", 10000 + i % 90000);
+		} else if (mode == RANGE) {
+			pkt[4] = 3;
+			len = 1 + sprintf((char *)pkt + 5, "SELECT price, dt, id FROM ib.t FORCE INDEX (ix_price) "
+					  "WHERE price >= %ld.%02ld ORDER BY price, dt, id LIMIT 10", i % 500, i % 100);
 		} else {
 			memset(pkt + 4, 0, 18);
 			pkt[4] = 0x17; /* COM_STMT_EXECUTE: id 1, no cursor, 1 iteration, one long param */
@@ -71,7 +80,7 @@ static int client(int fd, long n, int query)
 int main(int argc, char **argv)
 {
 	long n = atol(argv[1]);
-	int query = argc > 2 && !strcmp(argv[2], "query");
+	int mode = argc < 3 ? PREPARED : !strcmp(argv[2], "query") ? QUERY : !strcmp(argv[2], "range") ? RANGE : PREPARED;
 	int sv[2];
 	char c;
 	static const unsigned char ok[11] = { 7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0 };
@@ -82,7 +91,7 @@ int main(int argc, char **argv)
 	pid_t kid = fork();
 	if (kid == 0) {
 		close(sv[0]);
-		_exit(client(sv[1], n, query));
+		_exit(client(sv[1], n, mode));
 	}
 	close(sv[1]);
 	for (long i = 0; i < n; i++) {
