@@ -66,6 +66,9 @@ def main() -> int:
     ap.add_argument("--buffer-pool", default="16M", help="innodb_buffer_pool_size (16M)")
     ap.add_argument("--record-arg", action="append", default=[], metavar="OPT",
                     help="extra `ioattr record` option for the attached runs (default: none, the defaults)")
+    ap.add_argument("--bpf-dir", type=Path, metavar="DIR",
+                    help="the attached runs load their BPF objects from DIR (e.g. an older commit's bpf/, "
+                         "built) instead of this tree's")
     ap.add_argument("--prog-stats", action="store_true",
                     help="BPF run-time statistics on in every run (they cost ~70 ns a program run, in "
                          "the attached figures): the attached runs' BPF ns per query, by program")
@@ -101,7 +104,8 @@ def main() -> int:
             for cfg in order:
                 rec = None
                 if cfg == "attached":
-                    rec = Recorder(db.pid, work / f"rec-{rnd}", list(args.record_arg))  # type: ignore[arg-type]
+                    rec = Recorder(db.pid, work / f"rec-{rnd}", list(args.record_arg),  # type: ignore[arg-type]
+                                   bpf_dir=args.bpf_dir)
                 try:
                     reads0 = db.status("Innodb_buffer_pool_reads")
                     stats0 = ioattr_prog_stats(rec.proc.pid) if rec and stats_fd is not None else {}
@@ -166,7 +170,7 @@ def main() -> int:
           f"us/query; target >= 0.99: {'MET' if summary['qps_ratio_median'] >= 0.99 else 'no'}")
     doc = {"benchmark": "insert_q100", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
            "command": " ".join([sys.executable, *sys.argv]), "ioattr": code,
-           "params": vars(args), "runs": runs, "ratios": ratios, "summary": summary}
+           "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "runs": runs, "ratios": ratios, "summary": summary}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {args.json}")
