@@ -26,19 +26,34 @@ def server():
         yield db
 
 
-def test_kernel_digests_match_the_vectors(server, tmp_path: Path) -> None:
+def _send_recorded(server, rec: Path, texts: list[str]) -> dict[int, int]:
+    """Send each text once on one connection under `ioattr record` to `rec`; the statements
+    the recording counted, per digest. A statement the server refuses (a syntax error) was
+    read and digested all the same."""
     import duckdb
+    import pymysql
 
-    rec = tmp_path / "rec"
     with recording(server.pid, rec):
         conn = server.connect()
         try:
             with conn.cursor() as cur:
-                for v in VECTORS:
-                    cur.execute(v["sql"])
-                    cur.fetchall()
+                for t in texts:
+                    try:
+                        cur.execute(t)
+                        cur.fetchall()
+                    except pymysql.err.MySQLError:
+                        pass
         finally:
             conn.close()
+    rows = duckdb.connect().execute(
+        "SELECT digest, sum(count) FROM read_parquet(?, union_by_name = true) GROUP BY digest",
+        [str(rec / "statements" / "*.parquet")]).fetchall()
+    return {int(d) & 0xFFFFFFFFFFFFFFFF: int(n) for d, n in rows}
+
+
+def test_kernel_digests_match_the_vectors(server, tmp_path: Path) -> None:
+    rec = tmp_path / "rec"
+    counts = _send_recorded(server, rec, [v["sql"] for v in VECTORS])
     meta = json.loads((rec / "meta.json").read_text())
     queries = meta["queries"]
     first_text: dict[str, str] = {}
@@ -48,10 +63,7 @@ def test_kernel_digests_match_the_vectors(server, tmp_path: Path) -> None:
     assert not missing, (missing, queries)
     # the text sampled at a digest's first statement, normalised
     assert {d: queries[d] for d in first_text} == first_text
-    rows = duckdb.connect().execute(
-        "SELECT digest, sum(count) FROM read_parquet(?, union_by_name = true) GROUP BY digest",
-        [str(rec / "statements" / "*.parquet")]).fetchall()
-    counted = {f"{int(d) & 0xFFFFFFFFFFFFFFFF:016x}": int(n) for d, n in rows}
+    counted = {f"{d:016x}": n for d, n in counts.items()}
     sent = Counter(v["digest"] for v in VECTORS)
     assert {d: counted.get(d) for d in sent} == dict(sent)
 
@@ -81,30 +93,11 @@ def test_kernel_digests_match_the_python_mirror_on_random_statements(server, tmp
     statements, counted per digest."""
     import random
 
-    import duckdb
-    import pymysql
-
     from ioattr.collectors import sqltext
 
     rng = random.Random(20261124)
     texts = [_random_statement(rng) for _ in range(300)]
     texts = [t for t in texts if t.strip() and "ioattr:phase=" not in t]
-    rec = tmp_path / "rec"
-    with recording(server.pid, rec):
-        conn = server.connect()
-        try:
-            with conn.cursor() as cur:
-                for t in texts:
-                    try:
-                        cur.execute(t)
-                        cur.fetchall()
-                    except pymysql.err.MySQLError:
-                        pass  # a syntax error: the statement was read and digested all the same
-        finally:
-            conn.close()
-    rows = duckdb.connect().execute(
-        "SELECT digest, sum(count) FROM read_parquet(?, union_by_name = true) GROUP BY digest",
-        [str(rec / "statements" / "*.parquet")]).fetchall()
-    counted = {int(d) & 0xFFFFFFFFFFFFFFFF: int(n) for d, n in rows}
+    counted = _send_recorded(server, tmp_path / "rec", texts)
     sent = Counter(sqltext.digest(t) for t in texts)
     assert {d: counted.get(d) for d in sent} == dict(sent)
