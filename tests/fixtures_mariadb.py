@@ -94,13 +94,21 @@ def _reap_leftovers() -> list[str]:
             continue
         leftovers.append(f"unstopped PrivateMariaDB (mariadbd pid {server.pid}, {server.basedir})")
         server.stop(timeout=10)
-    stray = {p: c for p, c in _descendants().items() if p not in _allowed_pids()}
-    for pid, comm in stray.items():
-        leftovers.append(f"{comm} pid {pid}")
+    # Our descendants first, then the servers' (once, after): a server's child seen by the
+    # first scan is in the second if it still runs. One that ended in between (a PostgreSQL
+    # backend finishing the session a test's last query opened) is in neither, and its kill
+    # below finds it gone: not a leftover. Scanning the servers' first instead would let a
+    # backend forked in between look stray, and be killed.
+    candidates = _descendants()
+    allowed = _allowed_pids()
+    stray = {p: c for p, c in candidates.items() if p not in allowed}
+    for pid, comm in list(stray.items()):
         try:
             os.kill(pid, signal.SIGKILL)  # our own descendant, by pid
         except ProcessLookupError:
-            pass
+            del stray[pid]  # ended by itself since the scan
+            continue
+        leftovers.append(f"{comm} pid {pid}")
     # Reap killed children of ours so they do not linger as zombies.
     deadline = time.monotonic() + 5
     for pid in stray:
