@@ -203,6 +203,93 @@ def prog_stats_per_query(before: dict[str, tuple[int, int]], after: dict[str, tu
     return out
 
 
+# What a recording adds to a process, by kernel symbol (perf's names), in groups that
+# say which part of the design pays: the programs, their dispatch, their maps, their
+# helpers. Everything else a process spends more on (its own code on colder caches,
+# interrupts) stays in "rest".
+PERF_GROUPS: dict[str, tuple[str, ...]] = {
+    "programs": ("bpf_prog_",),
+    "syscall tracepoint dispatch": (
+        "trace_call_bpf", "perf_syscall_enter", "perf_syscall_exit", "perf_trace_buf_alloc",
+        "perf_swevent_get_recursion_context", "perf_swevent_put_recursion_context", "perf_call_bpf_enter",
+        "perf_call_bpf_exit", "syscall_trace_enter", "syscall_exit_work", "__pi_memcpy"),
+    "raw tracepoint dispatch": ("bpf_trace_run", "__bpf_trace_"),
+    "uprobe traps": ("uprobe_", "handle_swbp", "arch_uprobe", "exc_int3", "do_int3", "__uprobe"),
+    "map lookups and updates": ("lookup_nulls_elem_raw", "__htab_", "htab_", "memcmp", "alloc_htab_elem",
+                                "pcpu_freelist", "bpf_lru_", "bpf_percpu_lru", "__bpf_lru"),
+    "helpers": ("bpf_task_storage_", "bpf_local_storage", "task_init_private_helper_slot",
+                "copy_from_user_nofault", "bpf_probe_read", "nmi_uaccess_okay", "bpf_ktime_get_ns",
+                "ktime_get_mono_fast_ns", "bpf_get_current_", "bpf_task_pt_regs", "bpf_ringbuf_", "bpf_loop",
+                "bpf_map_lookup_elem", "bpf_map_update_elem", "bpf_map_delete_elem"),
+}
+PERF_HZ = 4999
+
+
+def perf_group(sym: str) -> str:
+    for group, prefixes in PERF_GROUPS.items():
+        if sym.startswith(prefixes):
+            return group
+    return "rest"
+
+
+class PerfSampler:
+    """`perf record -a -g` on cpu-clock (this VM has no hardware counters) for one run.
+
+    Why: BPF run-time statistics time a program from its first instruction to its
+    last; what a tracepoint costs around that (the syscall slow path, building the
+    perf record, the dispatch), the maps' and helpers' kernel code, and what all
+    of it does to the caches show only in samples of the processes that pay it."""
+
+    def __init__(self, stem: Path) -> None:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        self.data = stem.with_suffix(".data")
+        self.txt = stem.with_suffix(".txt")
+        self.proc = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ), "-a", "-g",
+                                      "-o", str(self.data)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # perf's mmap setup, before the workload starts
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+        with open(self.txt, "w") as f:
+            subprocess.run(["perf", "report", "-i", str(self.data), "--no-children", "--stdio", "-g", "none", "-n",
+                            "--sort", "comm,sym", "--percent-limit", "0"],
+                           stdout=f, stderr=subprocess.DEVNULL, check=False)
+
+    def samples(self) -> dict[tuple[str, str], int]:
+        """(comm, symbol) -> samples, from the report stop() wrote."""
+        out: dict[tuple[str, str], int] = {}
+        for line in self.txt.read_text(errors="replace").splitlines():
+            m = re.match(r"\s+[\d.]+%\s+(\d+)\s+(\S+)\s+\[.\]\s+(.*)$", line)
+            if m:
+                key = (m.group(2), m.group(3).strip())
+                out[key] = out.get(key, 0) + int(m.group(1))
+        return out
+
+
+def perf_added(base: dict[tuple[str, str], int], nq_base: int, run: dict[tuple[str, str], int], nq: int,
+               comms: tuple[str, ...] = ("mariadbd", "sysbench", "python")) -> dict[str, dict[str, float]]:
+    """CPU us per query a run adds over the detached run, per process name and PERF_GROUPS
+    group (a symbol the detached run never hit is all added; "rest" is what is left of
+    the process's total)."""
+    def us(n: int, q: int) -> float:
+        return n * 1e6 / PERF_HZ / max(q, 1)
+
+    res: dict[str, dict[str, float]] = {}
+    for comm in comms:
+        total = (sum(n for (c, _), n in run.items() if c == comm) / max(nq, 1)
+                 - sum(n for (c, _), n in base.items() if c == comm) / max(nq_base, 1)) * 1e6 / PERF_HZ
+        groups = {g: 0.0 for g in PERF_GROUPS}
+        for (c, sym), n in run.items():
+            g = perf_group(sym)
+            if c == comm and g != "rest":
+                groups[g] += us(n, nq) - us(base.get((c, sym), 0), nq_base)
+        groups["rest"] = total - sum(groups.values())
+        groups["total"] = total
+        res[comm] = {k: round(v, 3) for k, v in groups.items()}
+    return res
+
+
 def parse_sysbench(out: str) -> dict[str, float]:
     q = re.search(r"queries:\s+(\d+)\s+\(([\d.]+) per sec\.\)", out)
     t = re.search(r"total time:\s+([\d.]+)s", out)
@@ -361,6 +448,11 @@ def main() -> int:
                          "(default 0.3; this is a shared machine)")
     ap.add_argument("--idle-timeout", type=float, default=600,
                     help="max seconds to wait for that (default 600), then run anyway")
+    ap.add_argument("--perf", metavar="DIR",
+                    help="sample every CPU with `perf record -a -g` (cpu-clock) during each run and keep "
+                         "DIR/<workload>-<config>-<round>.data plus a .txt of its hottest symbols by "
+                         "process: where the CPU a recording adds goes, dispatch included (the BPF "
+                         "statistics count only the programs' own run time)")
     ap.add_argument("--json", default=str(HERE / "results" / "sysbench_qps.json"))
     args = ap.parse_args()
     # SIGTERM unwinds like an exception, so servers, probes and temp dirs are
@@ -451,8 +543,13 @@ def main() -> int:
                     server_cpu0, child_cpu0 = proc_cpu_s(db.pid), children_cpu_s()  # type: ignore[arg-type]
                     rec_cpu0 = proc_cpu_s(rec.proc.pid) if rec else 0.0
                     stats0 = ioattr_prog_stats(rec.proc.pid if rec else None) if prog else {}
-                    out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}", *args.sysbench_arg,
-                                      threads=args.threads, time=args.duration, **sb)
+                    perf = PerfSampler(Path(args.perf) / f"{w}-{cfg.lstrip('+')}-{rnd}") if args.perf else None
+                    try:
+                        out = db.sysbench(WORKLOADS[w], "run", f"--rand-type={args.rand_type}", *args.sysbench_arg,
+                                          threads=args.threads, time=args.duration, **sb)
+                    finally:
+                        if perf:
+                            perf.stop()
                     server_cpu = proc_cpu_s(db.pid) - server_cpu0  # type: ignore[arg-type]
                     sysbench_cpu = children_cpu_s() - child_cpu0
                     rec_cpu = proc_cpu_s(rec.proc.pid) - rec_cpu0 if rec else 0.0
@@ -465,6 +562,8 @@ def main() -> int:
                                           **parse_sysbench(out.stdout)}
                 reads = db.status("Innodb_buffer_pool_reads") - reads0
                 nq = max(int(res["queries"]), 1)  # type: ignore[arg-type]
+                if perf:
+                    res["_perf"] = perf.samples()  # (comm, symbol) -> samples; not written to the JSON
                 if prog:
                     # only the recorder's own programs (ioattr_prog_stats(pid)): other ioattr runs share the names
                     res["prog_stats"] = prog_stats_per_query(stats0, stats1, nq)
@@ -510,6 +609,15 @@ def main() -> int:
                                                  / float(det["cpu_us_per_query"]))  # type: ignore[arg-type]
                         row[f"{c}_server_cpu_us_added"] = (float(got[c]["server_cpu_us_per_query"])  # type: ignore[arg-type]
                                                            - float(det["server_cpu_us_per_query"]))  # type: ignore[arg-type]
+                    if args.perf:
+                        for c in attached:
+                            row[f"{c}_perf_added_us_per_query"] = perf_added(
+                                det["_perf"], int(det["queries"]), got[c]["_perf"], int(got[c]["queries"]))  # type: ignore[arg-type]
+                            log(f"  round {i + 1} {w} {c}: CPU us/query added (perf samples): " + "; ".join(
+                                f"{comm} " + ", ".join(f"{g} {v:+.2f}" for g, v in groups.items())
+                                for comm, groups in row[f"{c}_perf_added_us_per_query"].items()))  # type: ignore[union-attr]
+                        for c in names:
+                            got[c].pop("_perf", None)
                     pairs.append(row)
                     log(f"  round {i + 1} {w}: " + ", ".join(f"{c} {row[c + '_ratio']:.3f}" for c in attached))
             if stats_fd is not None:
@@ -559,6 +667,12 @@ def main() -> int:
                               "cpu_per_query_ratio_median": _med(cpu),
                               "cpu_per_query_ratio_min": min(cpu), "cpu_per_query_ratio_max": max(cpu),
                               "server_cpu_us_per_query_added_median": _med(added)})
+                perf_rows = [p[f"{c}_perf_added_us_per_query"] for p in wpairs if f"{c}_perf_added_us_per_query" in p]
+                if perf_rows:  # medians over rounds, per process and group
+                    entry["perf_added_us_per_query_median"] = {
+                        comm: {g: round(_med([float(r[comm][g]) for r in perf_rows]), 3)  # type: ignore[index]
+                               for g in perf_rows[0][comm]}  # type: ignore[index]
+                        for comm in perf_rows[0]}  # type: ignore[union-attr]
             wsum[c] = entry
         round_stats: dict[str, object] = {}
         for c in names[1:]:

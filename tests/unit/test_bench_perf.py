@@ -1,0 +1,52 @@
+"""bench_sysbench_qps.py's perf breakdown: what a recording adds, per process and group.
+
+Why here: docs/benchmarks.md's "where the server's CPU goes" table is these numbers;
+a symbol put in the wrong group, or a group counted twice, would move CPU between
+"our code" and "the rest" without anyone seeing it."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sysbench_qps.py"
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_sysbench_qps_under_test", BENCH)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_symbols_fall_in_their_groups() -> None:
+    b = _bench()
+    assert b.perf_group("bpf_prog_51498244174204b5_ioattr_wire_recv") == "programs"
+    assert b.perf_group("perf_syscall_exit") == "syscall tracepoint dispatch"
+    assert b.perf_group("syscall_exit_work") == "syscall tracepoint dispatch"
+    assert b.perf_group("bpf_trace_run1") == "raw tracepoint dispatch"
+    assert b.perf_group("lookup_nulls_elem_raw") == "map lookups and updates"
+    assert b.perf_group("bpf_task_storage_get_recur") == "helpers"
+    assert b.perf_group("copy_from_user_nofault") == "helpers"
+    assert b.perf_group("JOIN::optimize_inner") == "rest"
+
+
+def test_added_cpu_splits_into_groups_and_rest() -> None:
+    b = _bench()
+    hz = b.PERF_HZ
+    # detached: 1000 queries, mariadbd 2*hz samples (2 s) of its own code
+    base = {("mariadbd", "do_syscall_64"): 2 * hz, ("sysbench", "__poll"): 2 * hz}
+    # attached: 500 queries; the same code per query, plus a program and its dispatch
+    run = {("mariadbd", "do_syscall_64"): hz, ("mariadbd", "bpf_prog_x_ioattr_tp_exit"): hz,
+           ("mariadbd", "trace_call_bpf"): 2 * hz, ("sysbench", "__poll"): hz}
+    got = b.perf_added(base, 1000, run, 500)
+    m = got["mariadbd"]
+    assert abs(m["programs"] - 2000.0) < 1e-6         # 1 s over 500 queries
+    assert abs(m["syscall tracepoint dispatch"] - 4000.0) < 1e-6
+    assert abs(m["rest"]) < 1e-6                      # its own code: the same per query
+    assert abs(m["total"] - 6000.0) < 1e-6
+    assert abs(sum(v for k, v in m.items() if k != "total") - m["total"]) < 1e-6
+    assert all(abs(v) < 1e-6 for v in got["sysbench"].values())
+    assert got["python"]["total"] == 0
