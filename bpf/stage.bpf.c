@@ -847,54 +847,68 @@ static __always_inline __u64 pg_name_hash(const __u8 *b, __u32 from, __u32 n)
 	return (__u64)-1;
 }
 
-static __always_inline void pg_parse(struct pg_walk *w, __u32 off, __u64 avail)
+/* A Parse's statement name at offset off (avail bytes of its body in this read): *h its
+ * hash (0: the unnamed statement), *nn its length with the NUL; false when it can't be
+ * read here (a name past the scan or past this read: its Executes count as unknown). */
+static __always_inline bool pg_parse_name(struct pg_walk *w, __u32 off, __u64 avail, __u64 *h, long *nn)
 {
 	__u8 name[PG_NAME_MAX];
-	struct pg_stmt_key k = { .tgid = w->pid_tgid >> 32 };
-	__u64 d, h, body = w->buf + off;
-	long nn;
 
 	if (avail && off >= w->peek_base && (__u64)off + 1 <= w->peeked &&
 	    !w->peek->b[(off - w->peek_base) & (PG_PEEK - 1)]) {
-		nn = 1; /* the unnamed statement (the usual case): no read, no name */
-		h = 0;
-	} else {
-		nn = bpf_probe_read_user_str(name, sizeof(name), (void *)body);
-		if (nn <= 0 || nn >= PG_NAME_MAX || nn > avail)
-			return; /* a name past the scan or past this read: its Executes count as unknown */
-		h = pg_name_hash(name, 0, nn);
+		*nn = 1; /* the unnamed statement (the usual case): no read, no name */
+		*h = 0;
+		return true;
 	}
-	d = pg_text(w, body + nn, avail - nn, 0);
-	if (!h) {
+	*nn = bpf_probe_read_user_str(name, sizeof(name), (void *)(w->buf + off));
+	if (*nn <= 0 || *nn >= PG_NAME_MAX || *nn > avail)
+		return false;
+	*h = pg_name_hash(name, 0, *nn);
+	return true;
+}
+
+/* A Parse's text was digested (d): remember it under the statement's name h */
+static __always_inline void pg_parse_done(struct pg_walk *w, __u64 h, __u64 d)
+{
+	struct pg_stmt_key k = { .tgid = w->pid_tgid >> 32, .name = h };
+
+	if (!h)
 		w->st->pg_unnamed = d;
-	} else if (d) {
-		k.name = h;
+	else if (d)
 		bpf_map_update_elem(&pg_stmts, &k, &d, BPF_ANY);
-	}
 }
 
 static __always_inline void pg_bind(struct pg_walk *w, __u32 off, __u64 avail)
 {
 	__u8 b[PG_BIND_SCAN];
 	struct pg_stmt_key k = { .tgid = w->pid_tgid >> 32 };
-	__u64 n = avail < PG_BIND_SCAN ? avail : PG_BIND_SCAN, h, *d;
-	__u32 portal = PG_BIND_SCAN;
+	__u64 n = avail < PG_BIND_SCAN ? avail : PG_BIND_SCAN, h = FNV_OFFSET, *d;
+	bool in_name = false, named = false;
 
 	w->st->pg_bound = 0;
 	asm volatile("" : "+r"(n));
 	if (!n || n > PG_BIND_SCAN || pg_copy(w, b, off, n))
 		return;
-	for (int i = 0; i < PG_BIND_SCAN; i++) /* the portal name's end */
-		if (i < n && !b[i]) {
-			portal = i;
+	/* one pass: the portal name up to its NUL, then the statement name hashed (FNV-1a, as
+	 * pg_name_hash) up to its NUL -- one unrolled loop for the verifier to walk, not two */
+	for (int i = 0; i < PG_BIND_SCAN; i++) {
+		if (i >= n)
+			break;
+		if (!in_name) {
+			in_name = !b[i];
+			continue;
+		}
+		if (!b[i]) {
+			named = true;
 			break;
 		}
-	if (portal >= PG_BIND_SCAN - 1)
+		h = (h ^ b[i]) * FNV_PRIME;
+	}
+	if (!named) /* no portal or statement name end within the scan or this read */
 		return;
-	h = pg_name_hash(b, portal + 1, n);
-	if (!h) {
+	if (h == FNV_OFFSET) {
 		w->st->pg_bound = w->st->pg_unnamed;
-	} else if (h != (__u64)-1) {
+	} else {
 		k.name = h;
 		d = bpf_map_lookup_elem(&pg_stmts, &k);
 		if (d)
@@ -936,19 +950,22 @@ static long pg_step(__u32 i, struct pg_walk *w)
 	avail = w->len - w->pos - 5;
 	if (avail > mlen - 4)
 		avail = mlen - 4;
-	switch (h[0]) {
-	case 'Q':
-		pg_text(w, w->buf + w->pos + 5, avail, 1);
-		break;
-	case 'P':
-		pg_parse(w, w->pos + 5, avail);
-		break;
-	case 'B':
+	if (h[0] == 'Q' || h[0] == 'P') {
+		/* one digest call for both (a Simple Query's text, or a Parse's after its name):
+		 * the verifier walks the inlined statement_start once here, not twice */
+		__u64 name = 0;
+		long nn = 0;
+
+		if (h[0] == 'Q' || pg_parse_name(w, w->pos + 5, avail, &name, &nn)) {
+			__u64 d = pg_text(w, w->buf + w->pos + 5 + nn, avail - nn, h[0] == 'Q');
+
+			if (h[0] == 'P')
+				pg_parse_done(w, name, d);
+		}
+	} else if (h[0] == 'B') {
 		pg_bind(w, w->pos + 5, avail);
-		break;
-	case 'E':
+	} else if (h[0] == 'E') {
 		pg_execute(w);
-		break;
 	}
 	end = (__u64)w->pos + 1 + mlen;
 	if (end > w->len) {
