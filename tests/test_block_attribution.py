@@ -542,3 +542,133 @@ def test_requests_open_at_the_stop_are_counted_once() -> None:
                 if int(k["tgid"]) == 0x7ffffff0}
         assert mine == {900001: (1, 8192), 900002: (1, 4096)}, mine
     assert_no_ioattr_programs()
+
+
+# ---------------------------------------------------------------- lone direct requests
+
+DIRECT = """
+import mmap, os, sys
+path, n = sys.argv[1], int(sys.argv[2])
+with open(path, "wb") as f:        # the blocks exist before the direct IO: overwrites, no allocation
+    f.write(b"d" * (n * 4096))
+    f.flush()
+    os.fsync(f.fileno())
+fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+buf = mmap.mmap(-1, 4096)          # page-aligned, as O_DIRECT needs
+buf.write(b"x" * 4096)
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "write":
+        for i in range(n):
+            os.pwritev(fd, [buf], i * 4096)
+    elif line.strip() == "read":
+        for i in range(n):
+            os.preadv(fd, [buf], i * 4096)
+    elif line.strip() == "buffered":
+        with open(path + ".buffered", "wb") as f:
+            f.write(b"b" * (64 * 1024))
+            f.flush()
+            os.fsync(f.fileno())
+    print("done", flush=True)
+"""
+
+
+def test_lone_direct_requests_are_exact_and_keep_no_state(tmp_path: Path) -> None:
+    """A request of one direct-IO bio (4 KiB O_DIRECT pread and pwrite, one at a time) is
+    counted at its completion from its bio and its request alone (block.bpf.c, "lone"):
+    exact counts and bytes, with a latency, and no rq_inflight entry for it. A buffered
+    write's writeback still goes through rq_inflight, which is how the test knows it sees
+    the map's entries."""
+    need_root()
+    import ctypes
+
+    from ioattr.collectors import abi, libbpf
+    from ioattr.collectors.drain import io_stats_drainer
+    from ioattr.collectors.probes import ProbeSession
+    from ioattr.collectors.targets import TargetMap
+    from tests.helpers import Prompted
+
+    n = 64
+    path = tmp_path / "direct.bin"  # /tmp: ext4 on vda here, a queue with statistics (wbt)
+    with Prompted("-c", DIRECT, str(path), str(n)) as proc, ProbeSession(("block",)) as ps:
+        block = ps.loaded_set("block")
+        assert block is not None
+        inflight = block.obj.map("rq_inflight")
+        TargetMap(ps.map_fd("targets"), ps.map_fd("target_slots")).add(proc.pid)
+        drain = io_stats_drainer(ps.map_fd("io_stats"), ps.max_stats)
+        part_tgid = 40  # struct rq_pending: 5 x 8 bytes, then part[0].key.tgid
+
+        def entries_of_the_target() -> int:
+            out = 0
+            for key in list(libbpf.map_keys(inflight.fd, ctypes.c_uint64)):
+                val = (ctypes.c_uint8 * inflight.value_size)()
+                if libbpf.map_lookup(inflight.fd, key, val) and \
+                        int.from_bytes(bytes(val)[part_tgid:part_tgid + 4], "little") == proc.pid:
+                    out += 1
+            return out
+
+        proc.step("write")
+        proc.step("read")
+        assert entries_of_the_target() == 0
+        d = drain.drain()
+        got: dict[tuple[int, int], tuple[int, int, int]] = {}
+        for k, c, b, lat in zip(d.keys, d.count, d.bytes, d.lat_sum_ns):
+            if int(k["tgid"]) == proc.pid and int(k["layer"]) == abi.Layer.BLOCK:
+                assert int(k["api"]) == abi.Api.DIRECT and int(k["ino"]) == path.stat().st_ino, k
+                c0, b0, l0 = got.get((int(k["op"]), int(k["tid"])), (0, 0, 0))
+                got[(int(k["op"]), int(k["tid"]))] = (c0 + int(c), b0 + int(b), l0 + int(lat))
+        assert {op for op, _ in got} == {abi.Op.READ, abi.Op.WRITE}, got
+        for op in (abi.Op.READ, abi.Op.WRITE):
+            count = sum(v[0] for (o, _), v in got.items() if o == op)
+            nbytes = sum(v[1] for (o, _), v in got.items() if o == op)
+            assert (count, nbytes) == (n, n * 4096), (op, got)
+            assert all(v[2] > 0 for (o, _), v in got.items() if o == op), got  # timed from the issue
+        assert {tid for _, tid in got} == {proc.pid}  # the submitting thread (the main one)
+
+        proc.step("buffered")  # page-cache writeback of its own file: still kept per request
+        assert entries_of_the_target() >= 1
+    assert_no_ioattr_programs()
+
+
+def test_a_lone_request_gets_the_phase_it_was_issued_in() -> None:
+    """phase_at() (maps.bpf.h), as a lone direct request's completion uses it: the phase
+    that had begun by the request's issue time, from the ring of the last phases' starts
+    (phase_starts); run through block.bpf.c's ioattr_phase_at, the ring written by hand."""
+    need_root()
+    import ctypes
+    import struct
+
+    from ioattr.collectors import abi, libbpf
+    from ioattr.collectors.probes import ProbeSession
+
+    with ProbeSession(("block",)) as ps:
+        block = ps.loaded_set("block")
+        assert block is not None
+        prog = next(p for p in block.obj.programs() if p.name == "ioattr_phase_at")
+        ring, seq_fd = ps.map_fd("phase_starts"), ps.map_fd("phase_seq")
+
+        def start(seq: int, ts: int) -> None:
+            libbpf.map_update(ring, ctypes.c_uint32(seq % abi.PHASE_RING), abi.PhaseStart(seq=seq, ts=ts))
+
+        def now_is(seq: int) -> None:
+            libbpf.map_update(seq_fd, ctypes.c_uint32(0), ctypes.c_uint64(seq))
+
+        def phase_at(ts: int) -> int:
+            return libbpf.prog_test_run(prog.fd, struct.pack("<Q", ts))
+
+        for seq in (1, 2, 3):
+            start(seq, seq * 1000)
+        now_is(3)
+        assert [phase_at(t) for t in (3500, 3000, 2999, 2500, 1500, 1000)] == [3, 3, 2, 2, 1, 1]
+        assert phase_at(500) == 1  # issued before the first phase began: the first
+        now_is(4)  # a bump whose start is not written yet: it has not begun for anyone
+        assert [phase_at(t) for t in (10**12, 3500, 1500)] == [3, 3, 1]
+        for seq in range(4, 13):  # the ring wraps: slot 4 % 8 now holds phase 12
+            start(seq, seq * 1000)
+        now_is(12)
+        assert [phase_at(t) for t in (12000, 11999, 7500, 6500)] == [12, 11, 7, 6]
+        assert phase_at(1500) == 6  # older than what the ring remembers: the oldest it does
+        start(0x10005, 100)  # keys carry the low 16 bits
+        now_is(0x10005)
+        assert phase_at(200) == 5
+    assert_no_ioattr_programs()
