@@ -177,10 +177,10 @@ struct {
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid;
+	struct task_struct *task;
 	struct submitter s, *slot;
 	__u64 key = (__u64)bio;
+	__u32 tgid;
 
 	/* Direct IO names its submitter itself (dio_bio(), below): nothing to remember,
 	 * whoever submits it -- but for a cache flush it asks for, which a flush
@@ -188,6 +188,8 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 	if (cfg.dio_end_io_addr && bpf_rdonly_cast && (__u64)bio->bi_end_io == cfg.dio_end_io_addr &&
 	    !(bio->bi_opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))))
 		return 0;
+	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
 	if (tgid == cfg.self_tgid && cfg.self_tgid) {
 		/* ioattr's own reads (tablespace headers): never charge them to the server */
 		s.tgid = SUBMITTER_SELF;
@@ -581,8 +583,8 @@ static long walk_bio(__u64 index, void *ctx)
 
 #define RQ_MAX_BIOS 512 /* a request of max_sectors_kb 4096 in 4 KiB bios has 1024; beyond: see below */
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(ioattr_rq_issue, struct request *rq)
+/* A request rq_inflight keeps: its owners' parts, taken from its bios now. */
+static __always_inline int issue_kept(struct request *rq)
 {
 	__u32 opf = rq->cmd_flags;
 	__u32 reqop = opf & 0xff;
@@ -615,8 +617,6 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	} else {
 		return 0; /* zone management and driver-private requests */
 	}
-	if (lone_dio_bio(rq))
-		return 0; /* counted at its completion, from the bio and the request (see the top) */
 	/* in place when this request was seen before (its completion can't run
 	 * before this program returns) */
 	slot = bpf_map_lookup_elem(&rq_inflight, &key);
@@ -684,6 +684,14 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 	else if (bpf_map_update_elem(&rq_inflight, &key, &w.p, BPF_ANY))
 		count_drop(IOA_DROP_INFLIGHT_FULL);
 	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(ioattr_rq_issue, struct request *rq)
+{
+	if (lone_dio_bio(rq))
+		return 0; /* counted at its completion, from the bio and the request (see the top) */
+	return issue_kept(rq);
 }
 
 SEC("tp_btf/block_rq_requeue")
