@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -349,3 +350,25 @@ def rocksdb_idle(db) -> bool:
                        "WHERE STAT_TYPE IN ('MEM_TABLE_FLUSH_PENDING', 'NUM_IMMUTABLE_MEM_TABLE')")[0][0]
     running = db.query("SHOW GLOBAL STATUS LIKE 'Rocksdb_manual_compactions_running'")[0][1]
     return int(pending or 0) == 0 and int(running) == 0
+
+
+def phased_iogen_command(rec: Path, data: Path, phases: tuple[str, ...], size: int) -> list[str]:
+    """A command that runs iogen's odirect scenario (size bytes of 4 KiB O_DIRECT pwrites,
+    then as many preads, in DATA/PHASE/odirect; its truth in DATA/PHASE.json) once in each
+    of `phases`, for `ioattr record --phase-pattern 'PHASE=(\\w+)' --only-command -o REC`.
+
+    It names each phase on stdout and then waits until the recorder has started that phase
+    (meta.json lists it: start_phase writes it after draining the old phase and before
+    anything of the new one is drained), so every phase's IO is certainly in that phase,
+    whatever the timing."""
+    steps = []
+    for phase in phases:
+        run = (f"{shlex.quote(str(IOGEN))} --dir {shlex.quote(str(data / phase))} --scenario odirect "
+               f"--size {size} --json {shlex.quote(str(data / (phase + '.json')))}")
+        if phase != phases[0]:
+            steps.append(f"echo PHASE={phase}; wait_phase {phase}")
+        steps.append(run)
+    script = (f"set -e; meta={shlex.quote(str(rec / 'meta.json'))}; "
+              r'wait_phase() { until grep -qF "\"name\": \"$1\"" "$meta" 2>/dev/null; do sleep 0.05; done; }; '
+              + "; ".join(steps))
+    return ["sh", "-c", script]

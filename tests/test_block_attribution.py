@@ -672,3 +672,28 @@ def test_a_lone_request_gets_the_phase_it_was_issued_in() -> None:
         now_is(0x10005)
         assert phase_at(200) == 5
     assert_no_ioattr_programs()
+
+
+def test_short_phases_hold_their_own_device_io(tmp_path: Path) -> None:
+    """Four phases of a fraction of a second each, switched by --phase-pattern, each doing
+    64 KiB of 4 KiB O_DIRECT writes, then reads (lone direct requests, counted at
+    their completion with the phase of their issue time): the device layer's rows of each
+    phase are exactly that phase's IO, as the syscall layer's are."""
+    _need_iogen()
+    from tests.helpers import phased_iogen_command
+
+    phases, size = ("main", "load", "read", "again"), 64 * 1024
+    rec, data = tmp_path / "rec", tmp_path / "data"
+    for phase in phases:
+        (data / phase).mkdir(parents=True)
+        (data / phase / "odirect").touch()  # see test_exit_codes: no inode shared with meta.json
+    r = ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--phase-pattern", r"PHASE=(\w+)",
+               "--", *phased_iogen_command(rec, data, phases, size))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    for layer in ("syscall", "block"):
+        rows = report_json(rec, "--by", "phase,file,op", "--layer", layer)["rows"]
+        for phase in phases:
+            (path, t), = json.loads((data / f"{phase}.json").read_text())["files"].items()
+            for op, count in (("read", t["reads"]), ("write", t["writes"])):
+                got = [(x["phase"], x["count"], x["bytes"]) for x in rows if x["file"] == path and x["op"] == op]
+                assert got == [(phase, count, size)], (layer, path, op, got)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import urllib.request
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import IOATTR, IOGEN, Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import IOATTR, IOGEN, Background, assert_no_ioattr_programs, ioattr, phased_iogen_command, report_json
 
 COMMANDS = ("compact", "compare", "demo", "doctor", "explain", "exporter", "mark", "record", "report", "script",
             "top")
@@ -27,26 +26,6 @@ COMMANDS = ("compact", "compare", "demo", "doctor", "explain", "exporter", "mark
 
 PHASES = ("main", "load", "read")
 IOGEN_SIZE = 64 * 1024        # odirect: 16 pwrite64 + 16 pread64 of 4 KiB per phase
-
-
-def _phased_iogen_command(rec: Path, data: Path) -> list[str]:
-    """A command that runs iogen's odirect scenario once in each of PHASES.
-
-    It names each phase on stdout (for --phase-pattern) and then waits until the
-    recorder has started that phase (meta.json lists it: start_phase writes it
-    after draining the old phase and before anything of the new one is drained),
-    so every phase's IO is certainly in that phase, whatever the timing."""
-    steps = []
-    for phase in PHASES:
-        run = (f"{shlex.quote(str(IOGEN))} --dir {shlex.quote(str(data / phase))} --scenario odirect "
-               f"--size {IOGEN_SIZE} --json {shlex.quote(str(data / (phase + '.json')))}")
-        if phase != PHASES[0]:
-            steps.append(f"echo PHASE={phase}; wait_phase {phase}")
-        steps.append(run)
-    script = (f"set -e; meta={shlex.quote(str(rec / 'meta.json'))}; "
-              r'wait_phase() { until grep -qF "\"name\": \"$1\"" "$meta" 2>/dev/null; do sleep 0.05; done; }; '
-              + "; ".join(steps))
-    return ["sh", "-c", script]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +46,7 @@ def paths(tmp_path_factory) -> dict[str, str]:
         (data / phase).mkdir(parents=True)
         (data / phase / "odirect").touch()
     r = ioattr("record", "-o", str(rec), "--only-command", "--interval", "0.2", "--phase-pattern", r"PHASE=(\w+)",
-               "--", *_phased_iogen_command(rec, data))
+               "--", *phased_iogen_command(rec, data, PHASES, IOGEN_SIZE))
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert [p["name"] for p in json.loads((rec / "meta.json").read_text())["phases"]] == list(PHASES)
     rows = report_json(rec, "--by", "phase,file,op", "--layer", "syscall")["rows"]
