@@ -29,16 +29,6 @@
  * -- is not counted at all: it is host-wide, not the targets', and leaving
  * it out here keeps it out of every total (report, top, exporter).
  * Latency is issue to final completion.
- *
- * A request of one direct-IO bio (a page read, most sync direct IO) keeps no
- * state between issue and completion: its completion reads the owner and file
- * from the bio's iomap_dio (they are there until the last bio completes), the
- * issue time from the request (the kernel stamps io_start_time_ns at issue
- * when the queue keeps statistics, as writeback throttling makes it do), and
- * the phase from when each recent phase began (phase_at()). Everything else --
- * several bios, page-cache IO, flushes -- is recorded at issue in rq_inflight
- * and counted at completion. Kept apart by lone_dio_bio(), which reads the
- * same at issue and at completion.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -57,12 +47,9 @@ struct rq_part {
 	__u64 bytes;
 };
 
-#define RQ_REQUEUED 1 /* block_rq_requeue saw it: its next issue is the same IO again */
-#define RQ_PARTIAL 2  /* part of it completed: counted in rq_partials while open */
-
 struct rq_pending {
 	__u64 ts;       /* issue time; 0: accounted (completed, or taken by whoever zeroed it) */
-	__u64 flags;    /* RQ_* */
+	__u64 requeued; /* block_rq_requeue saw it: its next issue is the same IO again */
 	__u64 first_bio; /* the IO it was issued with (its first bio, sector and length), so */
 	__u64 sector;    /* an issue after a requeue is taken for the same IO only when it */
 	__u32 len;       /* is: anything else at that address is a new request */
@@ -78,39 +65,6 @@ static __always_inline bool claim(struct rq_pending *p)
 	__u64 ts = p->ts;
 
 	return ts && __sync_val_compare_and_swap(&p->ts, ts, 0) == ts;
-}
-
-/* [0]: open requests of rq_inflight that completed in part. A request of several
- * bios whose first ones completed (a partial completion, rare: SCSI error
- * handling, some drivers) can have one direct-IO bio left at its last
- * completion, where it would look like a lone one (lone_dio_bio()); while this
- * is 0, no request can, and a lone-looking request is counted without a lookup. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} rq_partials SEC(".maps");
-
-static __always_inline __u64 *partials(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&rq_partials, &zero);
-}
-
-/* claim() for accounting; a request that had completed in part leaves rq_partials. */
-static __always_inline bool take(struct rq_pending *p)
-{
-	if (!claim(p))
-		return false;
-	if (p->flags & RQ_PARTIAL) {
-		__u64 *n = partials();
-
-		if (n)
-			__sync_fetch_and_add(n, -1);
-	}
-	return true;
 }
 
 /* now - then, for "was it long ago": a timestamp taken on another CPU may read as
@@ -350,64 +304,6 @@ static __always_inline bool dio_owner(struct bio *dbio, struct io_key *k)
 	return true;
 }
 
-/* The request's bio if it is a lone direct-IO bio of data (see the top), else
- * NULL. Reads the same at issue and at completion: a request's bios and op are
- * fixed once it is issued, and RQF_FLUSH_SEQ (a data request the flush machinery
- * runs, completed through its own sequence) is set before the issue and cleared
- * after the completion. The one exception, a request of several bios whose
- * first ones completed, is rq_partials'. */
-static __always_inline struct bio *lone_dio_bio(struct request *rq)
-{
-	struct bio *bio = rq->bio;
-	__u32 reqop = rq->cmd_flags & 0xff;
-
-	if (!cfg.dio_end_io_addr || !bpf_rdonly_cast || !bio || !rq->__data_len || bio->bi_next)
-		return NULL;
-	if ((__u64)bio->bi_end_io != cfg.dio_end_io_addr)
-		return NULL;
-	if (rq->rq_flags & (1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ)))
-		return NULL;
-	if (reqop != bpf_core_enum_value(enum req_op, REQ_OP_READ) &&
-	    reqop != bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
-		return NULL;
-	return bio;
-}
-
-/* Count bytes of a lone direct-IO request at its completion (final: the one that
- * finishes it, which counts the IO and its latency; before it, a partial
- * completion's bytes). The issue time is the kernel's own stamp: io_start_time_ns
- * (RQF_STATS: taken at issue, as block_rq_issue fires) or, on a queue without
- * statistics, start_time_ns (RQF_IO_STAT: when the request was allocated, so the
- * latency then includes the scheduler's queue); neither: no latency, the phase
- * of now. */
-static __always_inline void account_lone_dio(struct request *rq, struct bio *bio, __u64 bytes, bool final)
-{
-	__u32 rqf = rq->rq_flags;
-	struct io_key k = {};
-	__u64 issued = 0, now, lat = 0;
-
-	k.layer = IOA_LAYER_BLOCK;
-	k.op = (rq->cmd_flags & 0xff) == bpf_core_enum_value(enum req_op, REQ_OP_READ) ? IOA_OP_READ : IOA_OP_WRITE;
-	k.kind = IOA_KIND_FILE;
-	k.dev = request_dev(rq);
-	if (!dio_owner(bio, &k))
-		return;
-	if (rqf & (1U << bpf_core_enum_value(enum rqf_flags, __RQF_STATS)))
-		issued = rq->io_start_time_ns;
-	else if (rqf & (1U << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT)))
-		issued = rq->start_time_ns;
-	k.phase = issued ? phase_at(issued) : IOA_PHASE_NOW;
-	if (!final) {
-		account_n(&k, 0, bytes, 0, false);
-		return;
-	}
-	if (issued) {
-		now = bpf_ktime_get_ns();
-		lat = (__s64)(now - issued) > 0 ? now - issued : 0;
-	}
-	account_n(&k, 1, bytes, lat, issued != 0);
-}
-
 /* Whose one bio of a request is: fills k's owner and file from the bio
  * (k arrives with the request's layer, op, dev and phase, and kind FILE for
  * data, DISCARD/FLUSH otherwise); returns whether it is the targets' IO. */
@@ -583,8 +479,8 @@ static long walk_bio(__u64 index, void *ctx)
 
 #define RQ_MAX_BIOS 512 /* a request of max_sectors_kb 4096 in 4 KiB bios has 1024; beyond: see below */
 
-/* A request rq_inflight keeps: its owners' parts, taken from its bios now. */
-static __always_inline int issue_kept(struct request *rq)
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(ioattr_rq_issue, struct request *rq)
 {
 	__u32 opf = rq->cmd_flags;
 	__u32 reqop = opf & 0xff;
@@ -620,9 +516,9 @@ static __always_inline int issue_kept(struct request *rq)
 	/* in place when this request was seen before (its completion can't run
 	 * before this program returns) */
 	slot = bpf_map_lookup_elem(&rq_inflight, &key);
-	if (slot && slot->ts && (slot->flags & RQ_REQUEUED) && slot->first_bio == (__u64)bio &&
+	if (slot && slot->ts && slot->requeued && slot->first_bio == (__u64)bio &&
 	    slot->sector == rq->__sector && slot->len == (__u32)data_len) {
-		slot->flags &= ~RQ_REQUEUED;
+		slot->requeued = 0;
 		return 0; /* a requeued request issued again: the same IO, timed from its first issue */
 	}
 	if (bio) {
@@ -671,7 +567,7 @@ static __always_inline int issue_kept(struct request *rq)
 	 * them, without a latency. (Sync direct IO reuses the same request and
 	 * bio again and again, so the first bio can't tell a reuse from a
 	 * requeue: block_rq_requeue does.) */
-	if (slot && take(slot))
+	if (slot && claim(slot))
 		account_parts(slot, 0, 0);
 	if (!w.p.nparts)
 		return 0; /* not the targets' IO: left out (see the top) */
@@ -686,14 +582,6 @@ static __always_inline int issue_kept(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(ioattr_rq_issue, struct request *rq)
-{
-	if (lone_dio_bio(rq))
-		return 0; /* counted at its completion, from the bio and the request (see the top) */
-	return issue_kept(rq);
-}
-
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(ioattr_rq_requeue, struct request *rq)
 {
@@ -701,7 +589,7 @@ int BPF_PROG(ioattr_rq_requeue, struct request *rq)
 	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
 
 	if (p && p->ts)
-		p->flags |= RQ_REQUEUED;
+		p->requeued = 1;
 	return 0;
 }
 
@@ -709,36 +597,18 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
-	struct bio *lone = lone_dio_bio(rq);
-	bool partial = rq->__data_len && nr_bytes < rq->__data_len;
-	struct rq_pending *p;
-	__u64 *np, lat, ts;
+	struct rq_pending *p = bpf_map_lookup_elem(&rq_inflight, &key);
+	__u64 lat;
 
-	if (lone) {
-		/* no lookup, unless a request of several bios may be down to its last one */
-		np = partials();
-		p = np && *np ? bpf_map_lookup_elem(&rq_inflight, &key) : NULL;
-		if (!p || !p->ts || !(p->flags & RQ_PARTIAL)) {
-			account_lone_dio(rq, lone, partial ? nr_bytes : rq->__data_len, !partial);
-			return 0;
-		}
-	} else {
-		p = bpf_map_lookup_elem(&rq_inflight, &key);
-	}
+	__u64 ts;
+
 	if (!p || !p->ts)
 		return 0; /* issued before we attached, or already completed */
 	/* a partial completion: wait for the one that finishes the request */
-	if (partial) {
-		if (!(p->flags & RQ_PARTIAL)) {
-			p->flags |= RQ_PARTIAL;
-			np = partials();
-			if (np)
-				__sync_fetch_and_add(np, 1);
-		}
+	if (rq->__data_len && nr_bytes < rq->__data_len)
 		return 0;
-	}
 	ts = p->ts;
-	if (!take(p))
+	if (!claim(p))
 		return 0; /* the stop-time sweep took it */
 	lat = bpf_ktime_get_ns() - ts;
 	if (p->nparts == 1) /* one owner (a page read): no subprogram call */
@@ -750,7 +620,7 @@ int BPF_PROG(ioattr_rq_complete, struct request *rq, blk_status_t error, unsigne
 
 static long sweep_one(struct bpf_map *map, __u64 *key, struct rq_pending *p, void *ctx)
 {
-	if (take(p))
+	if (claim(p))
 		account_parts(p, 0, 0);
 	return 0;
 }
@@ -764,16 +634,6 @@ SEC("syscall")
 int ioattr_rq_sweep(void *ctx)
 {
 	return bpf_for_each_map_elem(&rq_inflight, sweep_one, NULL, 0);
-}
-
-/* phase_at() of a time userspace gives (BPF_PROG_TEST_RUN, ctx: one __u64 of
- * CLOCK_MONOTONIC ns): how the tests check the phase a lone direct request gets
- * at its completion -- issued before a phase began, during a bump, long ago --
- * without a device slow enough to hold a request across a phase switch. */
-SEC("syscall")
-int ioattr_phase_at(__u64 *ts)
-{
-	return phase_at(*ts);
 }
 
 char LICENSE[] SEC("license") = "GPL";

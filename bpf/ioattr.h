@@ -203,18 +203,6 @@ struct stmt_val {
  * taken yet: use the current one" (account(), account_pages()). */
 #define IOA_PHASE_NOW 0
 
-/* When each of the last IOA_PHASE_RING phases began, at index seq % IOA_PHASE_RING
- * of the map phase_starts (maps.bpf.h): a program that runs after an IO was issued
- * -- block.bpf.c counts a one-bio direct request at its completion -- gives it the
- * phase in force when the kernel stamped the request's issue. ts is
- * CLOCK_MONOTONIC ns (bpf_ktime_get_ns; userspace: time.monotonic_ns()). */
-#define IOA_PHASE_RING 8
-
-struct phase_start {
-	__u64 seq; /* the phase's sequence number; another number: that slot is not this phase's */
-	__u64 ts;
-};
-
 struct page_val {
 	__u64 pages;
 	__u64 bytes;

@@ -71,66 +71,6 @@ static __always_inline __u16 current_phase(void)
 	return v ? (__u16)*v : IOA_PHASE_NOW;
 }
 
-/* When the last phases began (ioattr.h, struct phase_start). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, IOA_PHASE_RING);
-	__type(key, __u32);
-	__type(value, struct phase_start);
-} phase_starts SEC(".maps");
-
-/* Start the next phase now; returns its sequence number. The slot is written
- * after the bump: a reader that finds the new number in phase_seq before the
- * slot holds it takes the phase as not begun yet, which is what it is for
- * every IO issued before this instant. The final exchange orders the slot's
- * ts before its seq for readers on other CPUs. */
-static __always_inline __u64 bump_phase(__u64 *seq)
-{
-	__u64 n = __sync_fetch_and_add(seq, 1) + 1;
-	__u32 i = n & (IOA_PHASE_RING - 1);
-	struct phase_start *s = bpf_map_lookup_elem(&phase_starts, &i);
-
-	if (s) {
-		s->seq = 0;
-		s->ts = bpf_ktime_get_ns();
-		__sync_lock_test_and_set(&s->seq, n);
-	}
-	return n;
-}
-
-/* The phase that was in force at ts (an IO's issue time, read at its completion):
- * the newest of the last phases that had begun by then. An IO issued before every
- * phase the ring remembers (before the recording started, or IOA_PHASE_RING - 1
- * phases ago) gets the oldest one found, or the current one. */
-static __always_inline __u16 phase_at(__u64 ts)
-{
-	__u32 zero = 0;
-	__u64 *v = bpf_map_lookup_elem(&phase_seq, &zero);
-	__u64 cur, found;
-
-	if (!v)
-		return IOA_PHASE_NOW;
-	cur = *v;
-	found = cur;
-	for (__u32 k = 0; k < IOA_PHASE_RING - 1; k++) {
-		__u64 want = cur - k;
-		__u32 i = want & (IOA_PHASE_RING - 1);
-		struct phase_start *s;
-
-		if (k >= cur)
-			break; /* no phase 0 */
-		s = bpf_map_lookup_elem(&phase_starts, &i);
-		if (!s)
-			break;
-		if (s->seq != want)
-			continue; /* not written yet (a bump in progress), or overwritten */
-		found = want;
-		if ((__s64)(ts - s->ts) >= 0)
-			break;
-	}
-	return (__u16)found;
-}
-
 /* Files the targets did IO on -> owning tgid, so the block layer can charge
  * writeback and readahead of those files to them. */
 struct {
@@ -297,9 +237,8 @@ static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 tgid)
 		count_drop(IOA_DROP_TRACKED_FULL);
 }
 
-/* Add count operations (0: bytes of one still under way) to the aggregate.
- * has_lat = 0 skips the histogram. */
-static __always_inline void account_n(struct io_key *k, __u64 count, __u64 bytes, __u64 lat_ns, bool has_lat)
+/* Add one operation to the aggregate. has_lat = 0 skips the histogram. */
+static __always_inline void account(struct io_key *k, __u64 bytes, __u64 lat_ns, bool has_lat)
 {
 	struct io_val *v;
 
@@ -331,8 +270,7 @@ static __always_inline void account_n(struct io_key *k, __u64 count, __u64 bytes
 		if (!v)
 			return;
 	}
-	if (count)
-		__sync_fetch_and_add(&v->count, count);
+	__sync_fetch_and_add(&v->count, 1);
 	if (bytes)
 		__sync_fetch_and_add(&v->bytes, bytes);
 	if (has_lat) {
@@ -342,12 +280,6 @@ static __always_inline void account_n(struct io_key *k, __u64 count, __u64 bytes
 		__sync_fetch_and_add(&v->lat_sum_ns, lat_ns);
 		__sync_fetch_and_add(&v->hist[slot], 1);
 	}
-}
-
-/* Add one operation to the aggregate. has_lat = 0 skips the histogram. */
-static __always_inline void account(struct io_key *k, __u64 bytes, __u64 lat_ns, bool has_lat)
-{
-	account_n(k, 1, bytes, lat_ns, has_lat);
 }
 
 #endif /* IOATTR_MAPS_BPF_H */

@@ -491,7 +491,7 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 		__u64 *seq = bpf_map_lookup_elem(&phase_seq, &zero);
 
 		if (seq) {
-			new_phase = bump_phase(seq);
+			new_phase = __sync_fetch_and_add(seq, 1) + 1;
 			marker_ts = bpf_ktime_get_ns();
 		}
 	}
@@ -1169,7 +1169,7 @@ int ioattr_phase_bump(void *ctx)
 
 	if (!seq)
 		return 0;
-	return (int)bump_phase(seq);
+	return (int)(__sync_fetch_and_add(seq, 1) + 1);
 }
 
 STAGE_PROBE(ioattr_execute_command, IOA_STAGE_EXECUTE)

@@ -157,12 +157,6 @@ QUERY_MAX = 512
 PHASE_NOW = 0
 PHASE_FIRST = 1
 PHASE_MASK = 0xFFFF
-PHASE_RING = 8  # IOA_PHASE_RING: slots of the map phase_starts
-
-
-class PhaseStart(ctypes.Structure):
-    """struct phase_start: when phase `seq` began (CLOCK_MONOTONIC ns), in phase_starts[seq % PHASE_RING]."""
-    _fields_ = [("seq", ctypes.c_uint64), ("ts", ctypes.c_uint64)]
 
 
 class OpenEvent(ctypes.Structure):

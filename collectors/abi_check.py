@@ -31,7 +31,6 @@ STRUCTS: dict[str, Layout] = {
     "stmt_key": abi.STMT_KEY_DTYPE,
     "stmt_val": abi.STMT_VAL_DTYPE,
     "inode_key": abi.InodeKey,
-    "phase_start": abi.PhaseStart,
     "innodb_file": abi.InnodbFile,
     "open_event": abi.OpenEvent,
     "query_event": abi.QueryEvent,

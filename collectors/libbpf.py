@@ -560,16 +560,11 @@ class _TestRunOpts(ctypes.Structure):
                 ("cpu", c_uint32), ("batch_size", c_uint32)]
 
 
-def prog_test_run(prog_fd: int, ctx: bytes | None = None) -> int:
-    """Run a program once with BPF_PROG_TEST_RUN, given ctx as its context or nothing (a
-    SEC("syscall") program: userspace's way to do something atomically in BPF); its
-    return value."""
+def prog_test_run(prog_fd: int) -> int:
+    """Run a program once with BPF_PROG_TEST_RUN and no input (a SEC("syscall")
+    program: userspace's way to do something atomically in BPF); its return value."""
     opts = _TestRunOpts()
     opts.sz = ctypes.sizeof(opts)
-    buf = ctypes.create_string_buffer(ctx, len(ctx)) if ctx else None
-    if buf is not None:
-        opts.ctx_in = ctypes.cast(buf, c_void_p)
-        opts.ctx_size_in = len(buf)
     err = lib().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts))
     if err:
         raise LibbpfError("BPF_PROG_TEST_RUN", ctypes.get_errno() or -err)

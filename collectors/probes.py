@@ -36,8 +36,7 @@ from ioattr.collectors import libbpf
 from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "target_slots", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
-               "named_tids", "innodb_files", "page_stats", "hdr_scratch", "stmt_stats", "phase_seq",
-               "phase_starts")
+               "named_tids", "innodb_files", "page_stats", "hdr_scratch", "stmt_stats", "phase_seq")
 DEFAULT_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 

@@ -543,7 +543,7 @@ def test_requests_open_at_the_stop_are_counted_once() -> None:
     assert_no_ioattr_programs()
 
 
-# ---------------------------------------------------------------- lone direct requests
+# ---------------------------------------------------------------- one direct read or write at a time
 
 DIRECT = """
 import mmap, os, sys
@@ -563,52 +563,32 @@ for line in sys.stdin:
     elif line.strip() == "read":
         for i in range(n):
             os.preadv(fd, [buf], i * 4096)
-    elif line.strip() == "buffered":
-        with open(path + ".buffered", "wb") as f:
-            f.write(b"b" * (64 * 1024))
-            f.flush()
-            os.fsync(f.fileno())
     print("done", flush=True)
 """
 
 
-def test_lone_direct_requests_are_exact_and_keep_no_state(tmp_path: Path) -> None:
-    """A request of one direct-IO bio (4 KiB O_DIRECT pread and pwrite, one at a time) is
-    counted at its completion from its bio and its request alone (block.bpf.c, "lone"):
-    exact counts and bytes, with a latency, and no rq_inflight entry for it. A buffered
-    write's writeback still goes through rq_inflight, which is how the test knows it sees
-    the map's entries."""
+def test_one_bio_direct_requests_are_counted_once_each(tmp_path: Path) -> None:
+    """64 4 KiB O_DIRECT pwrites, then 64 preads, one at a time: 64 device requests of one bio
+    each way, every one counted once, with its bytes and a latency, on the file and the thread
+    that asked for it. Counts, not only bytes: a request counted twice (at a reissue) or not
+    at all shows here. (A design that counted such requests only at their completion, keeping
+    nothing at issue, lost ~1 in 20,000 under sysbench: the kernel reports no completion for
+    some requests, and only a record kept at issue recovers them at the next issue of the
+    same request; docs/benchmarks.md, "fifth pass".)"""
     need_root()
-    import ctypes
-
-    from ioattr.collectors import abi, libbpf
+    from ioattr.collectors import abi
     from ioattr.collectors.drain import io_stats_drainer
     from ioattr.collectors.probes import ProbeSession
     from ioattr.collectors.targets import TargetMap
     from tests.helpers import Prompted
 
     n = 64
-    path = tmp_path / "direct.bin"  # /tmp: ext4 on vda here, a queue with statistics (wbt)
+    path = tmp_path / "direct.bin"  # /tmp: ext4 on vda here
     with Prompted("-c", DIRECT, str(path), str(n)) as proc, ProbeSession(("block",)) as ps:
-        block = ps.loaded_set("block")
-        assert block is not None
-        inflight = block.obj.map("rq_inflight")
         TargetMap(ps.map_fd("targets"), ps.map_fd("target_slots")).add(proc.pid)
         drain = io_stats_drainer(ps.map_fd("io_stats"), ps.max_stats)
-        part_tgid = 40  # struct rq_pending: 5 x 8 bytes, then part[0].key.tgid
-
-        def entries_of_the_target() -> int:
-            out = 0
-            for key in list(libbpf.map_keys(inflight.fd, ctypes.c_uint64)):
-                val = (ctypes.c_uint8 * inflight.value_size)()
-                if libbpf.map_lookup(inflight.fd, key, val) and \
-                        int.from_bytes(bytes(val)[part_tgid:part_tgid + 4], "little") == proc.pid:
-                    out += 1
-            return out
-
         proc.step("write")
         proc.step("read")
-        assert entries_of_the_target() == 0
         d = drain.drain()
         got: dict[tuple[int, int], tuple[int, int, int]] = {}
         for k, c, b, lat in zip(d.keys, d.count, d.bytes, d.lat_sum_ns):
@@ -623,61 +603,14 @@ def test_lone_direct_requests_are_exact_and_keep_no_state(tmp_path: Path) -> Non
             assert (count, nbytes) == (n, n * 4096), (op, got)
             assert all(v[2] > 0 for (o, _), v in got.items() if o == op), got  # timed from the issue
         assert {tid for _, tid in got} == {proc.pid}  # the submitting thread (the main one)
-
-        proc.step("buffered")  # page-cache writeback of its own file: still kept per request
-        assert entries_of_the_target() >= 1
-    assert_no_ioattr_programs()
-
-
-def test_a_lone_request_gets_the_phase_it_was_issued_in() -> None:
-    """phase_at() (maps.bpf.h), as a lone direct request's completion uses it: the phase
-    that had begun by the request's issue time, from the ring of the last phases' starts
-    (phase_starts); run through block.bpf.c's ioattr_phase_at, the ring written by hand."""
-    need_root()
-    import ctypes
-    import struct
-
-    from ioattr.collectors import abi, libbpf
-    from ioattr.collectors.probes import ProbeSession
-
-    with ProbeSession(("block",)) as ps:
-        block = ps.loaded_set("block")
-        assert block is not None
-        prog = next(p for p in block.obj.programs() if p.name == "ioattr_phase_at")
-        ring, seq_fd = ps.map_fd("phase_starts"), ps.map_fd("phase_seq")
-
-        def start(seq: int, ts: int) -> None:
-            libbpf.map_update(ring, ctypes.c_uint32(seq % abi.PHASE_RING), abi.PhaseStart(seq=seq, ts=ts))
-
-        def now_is(seq: int) -> None:
-            libbpf.map_update(seq_fd, ctypes.c_uint32(0), ctypes.c_uint64(seq))
-
-        def phase_at(ts: int) -> int:
-            return libbpf.prog_test_run(prog.fd, struct.pack("<Q", ts))
-
-        for seq in (1, 2, 3):
-            start(seq, seq * 1000)
-        now_is(3)
-        assert [phase_at(t) for t in (3500, 3000, 2999, 2500, 1500, 1000)] == [3, 3, 2, 2, 1, 1]
-        assert phase_at(500) == 1  # issued before the first phase began: the first
-        now_is(4)  # a bump whose start is not written yet: it has not begun for anyone
-        assert [phase_at(t) for t in (10**12, 3500, 1500)] == [3, 3, 1]
-        for seq in range(4, 13):  # the ring wraps: slot 4 % 8 now holds phase 12
-            start(seq, seq * 1000)
-        now_is(12)
-        assert [phase_at(t) for t in (12000, 11999, 7500, 6500)] == [12, 11, 7, 6]
-        assert phase_at(1500) == 6  # older than what the ring remembers: the oldest it does
-        start(0x10005, 100)  # keys carry the low 16 bits
-        now_is(0x10005)
-        assert phase_at(200) == 5
     assert_no_ioattr_programs()
 
 
 def test_short_phases_hold_their_own_device_io(tmp_path: Path) -> None:
     """Four phases of a fraction of a second each, switched by --phase-pattern, each doing
-    64 KiB of 4 KiB O_DIRECT writes, then reads (lone direct requests, counted at
-    their completion with the phase of their issue time): the device layer's rows of each
-    phase are exactly that phase's IO, as the syscall layer's are."""
+    64 KiB of 4 KiB O_DIRECT writes, then reads: the device layer's rows of each phase are
+    exactly that phase's IO (each request carries the phase in force at its issue), as the
+    syscall layer's are."""
     _need_iogen()
     from tests.helpers import phased_iogen_command
 

@@ -448,7 +448,6 @@ class LiveSession:
     def _init_phases(self) -> None:
         """Start the kernel's phase sequence at PHASE_FIRST; find the atomic bump program."""
         seq = ctypes.c_uint64(abi.PHASE_FIRST)
-        self._mark_phase_start(abi.PHASE_FIRST)
         libbpf.map_update(self.probes.map_fd("phase_seq"), ctypes.c_uint32(0), seq)
         stage = self.probes.loaded_set("stage")
         if stage is not None:
@@ -476,15 +475,6 @@ class LiveSession:
         if fd is not None:
             libbpf.prog_test_run(fd)
 
-    def _mark_phase_start(self, seq: int) -> None:
-        """Say when phase `seq` begins (now) in phase_starts, before phase_seq shows it: the
-        block programs give a direct request counted at its completion the phase of its issue
-        time by it (maps.bpf.h, phase_at()). The stage probes' bump writes it itself."""
-        if "phase_starts" not in self.probes.shared_fds:
-            return
-        slot = abi.PhaseStart(seq=seq, ts=time.monotonic_ns())
-        libbpf.map_update(self.probes.map_fd("phase_starts"), ctypes.c_uint32(seq % abi.PHASE_RING), slot)
-
     def _bump(self) -> int:
         """The next phase sequence number, in force in the kernel from now on."""
         if self._bump_fd is not None:
@@ -495,7 +485,6 @@ class LiveSession:
         cur = ctypes.c_uint64()
         libbpf.map_lookup(fd, ctypes.c_uint32(0), cur)
         nxt = ctypes.c_uint64(cur.value + 1)
-        self._mark_phase_start(int(nxt.value))
         libbpf.map_update(fd, ctypes.c_uint32(0), nxt)
         return int(nxt.value)
 
