@@ -212,9 +212,25 @@ def _by_file(pairs: list[tuple[dict, float]], layer: str) -> dict[str, float]:
     return out
 
 
+def _ps_slack(op: str) -> int:
+    """Bytes by which ioattr's count may exceed performance_schema's over the workload.
+
+    Reads: two 16 KiB pages. performance_schema's file summary has come up one or two reads
+    short of what ioattr saw, when the machine was loaded (4 of ~20 runs, fresh-clone suites
+    among them). In those runs ioattr's syscall and device layers agreed exactly with each
+    other, and with the exporter. Every read ioattr had over P_S came from the workload's
+    own connection threads, inside the workload's intervals. We did not find why the server
+    leaves such a read out. ioattr is never allowed fewer bytes than performance_schema, so
+    a lost read still fails the test (a change that lost ~1 device read in 20,000 failed
+    here). Writes stay exact."""
+    return 2 * 16384 if op == "read" else 0
+
+
 def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
-    """Both attached at once to one server: per file, the bytes each saw equal what the server's
-    performance_schema counted, and per index the two agree; the server's own counters match.
+    """Both attached at once to one server: per file, the bytes each saw equal each other's, the
+    syscall and device layers' equal each other's (O_DIRECT), and all equal what the server's
+    performance_schema counted (reads: up to two pages over it, see _ps_slack); per index
+    likewise; the server's own counters match.
 
     The comparison windows are made equal by quiet: the server has no dirty page and nothing
     runs when the exporter and the recorder take their baselines, and the workload's files see
@@ -257,6 +273,7 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     ps = {k: ps_after.get(k, 0) - ps_before.get(k, 0) for k in ps_after}
     # what the workload did, per the server: read the busy table; read and wrote the small one
     assert ps[("hot.ibd", "read")] > 1000 * 16384 and ps[("cold.ibd", "write")] > 0, ps
+    seen: dict[tuple[str, str], set[int]] = {}
     for layer in ("syscall", "block"):
         rep = report_json(rec, "--by", "file", "--layer", layer)
         for op, metric in (("read", "ioattr_read_bytes_total"), ("write", "ioattr_write_bytes_total")):
@@ -271,9 +288,12 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
                 truth = ps[(f, op)]
                 print(f"{layer} {op} {f}: performance_schema {truth}, exporter {exported.get(f, 0):.0f}, "
                       f"recorder {recorded.get(f, 0)}")
-                # O_DIRECT: the block layer moves the same bytes as the syscalls asked for
-                assert exported.get(f, 0) == truth, (layer, op, f, exported.get(f), truth)
-                assert recorded.get(f, 0) == truth, (layer, op, f, recorded.get(f), truth)
+                # the exporter and the recorder agree exactly; O_DIRECT: the block layer moves the
+                # same bytes as the syscalls asked for, exactly
+                assert exported.get(f, 0) == recorded.get(f, 0), (layer, op, f, exported.get(f), recorded.get(f))
+                seen.setdefault((op, f), set()).add(recorded.get(f, 0))
+                assert 0 <= recorded.get(f, 0) - truth <= _ps_slack(op), (layer, op, f, recorded.get(f), truth)
+    assert all(len(v) == 1 for v in seen.values()), seen  # syscall == block, file by file
 
     # InnoDB pages by index: the two agree, and equal the server's count of page-sized IOs on the
     # table's file (each read or write of a page is one 16 KiB operation in performance_schema);
@@ -296,8 +316,8 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     assert ps[("hot.ibd", "read")] == 16384 * ps[("hot.ibd", "reads")], ps  # one page per read
     assert ps[("cold.ibd", "write")] == 16384 * ps[("cold.ibd", "writes")], ps
     for key, truth in truth_pages.items():
-        assert recorded_pages.get(key) == truth, (key, truth, recorded_pages)
-        assert exported_pages.get(key) == truth, (key, truth, exported_pages)
+        assert exported_pages.get(key) == recorded_pages.get(key), (key, exported_pages, recorded_pages)
+        assert 0 <= recorded_pages.get(key, 0) - truth <= _ps_slack(key[1]) // 16384, (key, truth, recorded_pages)
     # no page of the busy table is read under another of its indexes (lookups by primary key)
     assert {k for k in recorded_pages if k[0].startswith("live.hot.")} == {("live.hot.PRIMARY", "read")}, \
         recorded_pages
