@@ -224,12 +224,35 @@ def attached_tracepoints(pid: int) -> set[str]:
             if e.get("pid") == pid and e.get("fd_type") == "tracepoint"}
 
 
-def run_bpftrace(script: str, args: list[str], during=None, duration: float = DURATION) -> str:
+def recursion_misses(pid: int) -> dict[str, int]:
+    """{tracepoint: runs the kernel skipped} for the programs process `pid` has attached.
+
+    A tracepoint program that fires in an interrupt while any tracing program
+    (a script's own, or anyone's) runs on the same CPU is not run at all: the
+    kernel's per-CPU bpf_prog_active guard skips it and only counts it, as the
+    program's recursion_misses.  A direct read completed in an interrupt can
+    be lost that way, so a test that counts completions reads this number.
+    """
+    bpftool = need_tool("bpftool")
+    out = subprocess.run([bpftool, "-j", "perf", "list"], capture_output=True, text=True)
+    progs = {e["prog_id"]: e.get("tracepoint") for e in json.loads(out.stdout or "[]")
+             if e.get("pid") == pid and e.get("fd_type") == "tracepoint"}
+    found: dict[str, int] = {}
+    for prog_id, tracepoint in progs.items():
+        show = subprocess.run([bpftool, "-j", "prog", "show", "id", str(prog_id)], capture_output=True, text=True)
+        if show.returncode == 0:  # bpftool prints the field only when it is not 0
+            found[tracepoint] = found.get(tracepoint, 0) + json.loads(show.stdout).get("recursion_misses", 0)
+    return found
+
+
+def run_bpftrace(script: str, args: list[str], during=None, duration: float = DURATION,
+                 misses: dict[str, int] | None = None) -> str:
     """Run bpf/SCRIPT ARGS; once BEGIN has printed call during(); return stdout.
 
     The script must stop by itself (its DURATION argument); if it does not,
     it is killed and the test fails.  bpftrace is killed in any case before
-    this returns, so no tracer outlives the test.
+    this returns, so no tracer outlives the test.  If `misses` is given, it is
+    filled after during() with recursion_misses() of the script's programs.
     """
     require_tracing()
     bpftrace = need_tool("bpftrace")
@@ -274,6 +297,8 @@ def run_bpftrace(script: str, args: list[str], during=None, duration: float = DU
             time.sleep(0.05)
         if during is not None:
             during()
+        if misses is not None:
+            misses.update(recursion_misses(proc.pid))
         try:
             rc = proc.wait(timeout=duration + 20)
         except subprocess.TimeoutExpired:
@@ -290,13 +315,14 @@ def run_bpftrace(script: str, args: list[str], during=None, duration: float = DU
     return out
 
 
-def run_with_workload(tmp_path: Path, script: str, args, duration: float = DURATION) -> tuple[str, Workload]:
+def run_with_workload(tmp_path: Path, script: str, args, duration: float = DURATION,
+                      misses: dict[str, int] | None = None) -> tuple[str, Workload]:
     """Start the workload, then the script (args may use the workload), run the IO, return output."""
     wl = Workload(tmp_path, unique_comm())
     try:
         argv = args(wl) if callable(args) else args
         out = run_bpftrace(script, [str(a) for a in argv], during=lambda: (wl.go(), wl.finish()),
-                           duration=duration)
+                           duration=duration, misses=misses)
     finally:
         wl.kill()
     return out, wl
@@ -506,10 +532,14 @@ def test_block_by_dev_sizes_and_latency(tmp_path: Path) -> None:
     probe = os.stat(tmp_path)
     need(os.major(probe.st_dev) != 0, f"{tmp_path} is not on a block device")
     # System-wide, but limited to the temp file's device; INTERVAL 1 to test interval output.
+    misses: dict[str, int] = {}
     out, wl = run_with_workload(
         tmp_path, "block_by_dev.bt",
-        [1, DURATION, os.major(probe.st_dev), os.minor(probe.st_dev)],
+        [1, DURATION, os.major(probe.st_dev), os.minor(probe.st_dev)], misses=misses,
     )
+    # runs the kernel skipped because an interrupt nested in a tracing program (see recursion_misses)
+    unseen, untimed = misses.get("block_rq_issue", 0), misses.get("block_rq_complete", 0)
+    out = f"kernel skipped {unseen} issues, {untimed} completions\n{out}"
     dev = (str(os.major(probe.st_dev)), str(os.minor(probe.st_dev)))
     assert "(last interval)" in out, out
     req = stats_maps(out, "requests")
@@ -517,16 +547,17 @@ def test_block_by_dev_sizes_and_latency(tmp_path: Path) -> None:
     dio_reads = DIO_READ_CALLS + URING_READS
     dio_writes = DIO_WRITE_CALLS + URING_WRITES
     # Every O_DIRECT IO became at least one request on this device (others may add more).
-    assert req[(*dev, "read")][0] >= dio_reads, out
-    assert req[(*dev, "read")][1] >= DIO_READ_BYTES + URING_READS * PAGE, out
-    assert req[(*dev, "write")][0] >= dio_writes, out
-    assert req[(*dev, "write")][1] >= DIO_WRITE_BYTES + URING_WRITES * PAGE, out
+    assert req[(*dev, "read")][0] >= dio_reads - unseen, out
+    assert req[(*dev, "read")][1] >= DIO_READ_BYTES + URING_READS * PAGE - unseen * 4 * PAGE, out
+    assert req[(*dev, "write")][0] >= dio_writes - unseen, out
+    assert req[(*dev, "write")][1] >= DIO_WRITE_BYTES + URING_WRITES * PAGE - unseen * 4 * PAGE, out
     assert req.get((*dev, "flush"), [0])[0] >= 1, out  # 5 fsync + 5 fdatasync + io_uring FSYNC
     sizes = hist_maps(out, "size_kib")
-    assert sizes[(*dev, "read")] >= dio_reads and sizes[(*dev, "write")] >= dio_writes, out
+    assert sizes[(*dev, "read")] >= dio_reads - unseen and sizes[(*dev, "write")] >= dio_writes - unseen, out
     lat = hist_maps(out, "latency_us")
     # Requests still in flight at the end are not timed; allow a few.
-    assert lat[(*dev, "read")] >= dio_reads - 4 and lat[(*dev, "write")] >= dio_writes - 4, out
+    slack = 4 + unseen + untimed
+    assert lat[(*dev, "read")] >= dio_reads - slack and lat[(*dev, "write")] >= dio_writes - slack, out
     assert count_maps(out, "issuer_hint").get((wl.comm, "read"), 0) >= DIO_READ_CALLS, out
 
 
@@ -534,7 +565,15 @@ def test_dio_by_inode_including_iou_workers(tmp_path: Path) -> None:
     need_events("iomap/iomap_dio_rw_begin", "iomap/iomap_dio_complete", "iomap/iomap_iter")
     need_io_uring()
     need_iomap_fs(tmp_path)
-    out, wl = run_with_workload(tmp_path, "dio_by_inode.bt", lambda wl: [0, wl.comm, 0, DURATION])
+    misses: dict[str, int] = {}
+    out, wl = run_with_workload(tmp_path, "dio_by_inode.bt", lambda wl: [0, wl.comm, 0, DURATION],
+                                misses=misses)
+    # An io_uring read completes in the disk's interrupt; if that interrupt lands while a
+    # tracing program runs on its CPU, the kernel skips the completion program (CI lost 4 of
+    # 72 reads so).  Those are the only uncounted IOs allowed, and only reads: the preadv/
+    # pwritev completions run in the calling thread, io_uring writes in a workqueue.
+    lost = misses.get("iomap_dio_complete", 0)
+    out = f"{lost} completions skipped by the kernel (recursion_misses)\n{out}"
     dio = stats_maps(out, "dio")
     tail = (str(wl.major), str(wl.minor), str(wl.ino))
     worker = f"iou-wrk-{wl.pid}"
@@ -546,15 +585,18 @@ def test_dio_by_inode_including_iou_workers(tmp_path: Path) -> None:
         return [sum(r[0] for r in rows), sum(r[1] for r in rows)]
 
     # All direct reads/writes of the file, whoever ran them: preadv/pwritev + io_uring.
-    assert total("read") == [DIO_READ_CALLS + URING_READS, DIO_READ_BYTES + URING_READS * PAGE], out
+    reads = DIO_READ_CALLS + URING_READS
+    seen = total("read")[0]
+    assert reads - lost <= seen <= reads, out
+    assert total("read") == [seen, seen * PAGE], out  # every read is one page
     assert total("write") == [DIO_WRITE_CALLS + URING_WRITES, DIO_WRITE_BYTES + URING_WRITES * PAGE], out
     # The synchronous syscalls ran in the workload thread ...
     assert total("read", wl.comm)[0] >= DIO_READ_CALLS and total("write", wl.comm)[0] >= DIO_WRITE_CALLS, out
     # ... and the IOSQE_ASYNC requests in its io_uring worker.
-    assert total("read", worker)[0] >= URING_ASYNC_READS, out
+    assert total("read", worker)[0] >= URING_ASYNC_READS - lost, out
     assert total("write", worker) == [URING_WRITES, URING_WRITES * PAGE], out
     lat = hist_maps(out, "dio_latency_us")
-    assert lat[("read",)] == DIO_READ_CALLS + URING_READS and lat[("write",)] == DIO_WRITE_CALLS + URING_WRITES, out
+    assert lat[("read",)] == seen and lat[("write",)] == DIO_WRITE_CALLS + URING_WRITES, out
 
 
 def test_pagecache_by_inode_insertions(tmp_path: Path) -> None:
