@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -629,3 +632,65 @@ def test_short_phases_hold_their_own_device_io(tmp_path: Path) -> None:
             for op, count in (("read", t["reads"]), ("write", t["writes"])):
                 got = [(x["phase"], x["count"], x["bytes"]) for x in rows if x["file"] == path and x["op"] == op]
                 assert got == [(phase, count, size)], (layer, path, op, got)
+
+
+# A tracer of someone else's: a slow program on a syscall that two busy processes call, so a
+# BPF program runs on each CPU much of the time, and a probe on block completions of its own.
+# A disk interrupt that lands inside such a program skips every perf-type tracepoint program it
+# would run (the kernel's per-CPU bpf_prog_active guard): that tracer loses completions.
+OTHER_TRACER = r"""
+tracepoint:syscalls:sys_enter_getppid { $i = 0; unroll(60) { @spin[$i % 7] = count(); $i++; } }
+tracepoint:block:block_rq_complete { @completions = count(); }
+"""
+SPINNER = "import os, time\nwhile True:\n    for _ in range(30): os.getppid()\n    time.sleep(0.0003)\n"
+
+
+@pytest.fixture
+def other_tracer() -> Iterator[int]:
+    """bpftrace running OTHER_TRACER, and two processes that keep its slow program busy; all of
+    it killed (by process group) at the end. Yields bpftrace's pid once its probes are attached."""
+    from tests.test_bpftrace_scripts import attached_tracepoints
+
+    need_root()
+    procs = [subprocess.Popen([shutil.which("bpftrace") or "bpftrace", "-e", OTHER_TRACER],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)]
+    try:
+        procs += [subprocess.Popen([sys.executable, "-c", SPINNER], start_new_session=True) for _ in range(2)]
+        deadline = time.monotonic() + 60
+        while attached_tracepoints(procs[0].pid) != {"sys_enter_getppid", "block_rq_complete"}:
+            assert procs[0].poll() is None and time.monotonic() < deadline, \
+                f"the other tracer did not attach: {procs[0].stderr.read() if procs[0].stderr else ''}"
+            time.sleep(0.05)
+        yield procs[0].pid
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)  # the session each was started in
+            p.wait()
+
+
+def test_another_tracer_on_the_host_takes_nothing_away(tmp_path: Path, other_tracer: int) -> None:
+    """Someone else's bpftrace runs a slow program on every CPU while ioattr records 4 KiB
+    direct reads and writes (sync, libaio, io_uring), each completed in a disk interrupt.
+    ioattr's interrupt-time probes are raw tracepoints, whose guard only skips a run nested
+    in the same program: every byte is still on its file at both layers, and the kernel
+    skipped no run of ours (meta.json "dropped" prog_skipped, from recursion_misses). When
+    this test was written, the other tracer's block_rq_complete program was skipped 128 times
+    in one run of it, ioattr's programs none."""
+    _need_iogen()
+    base = tmp_path
+    r = ioattr("record", "-o", str(base / "rec"), "--interval", "0.5", "--only-command", "--",
+               str(IOGEN), "--dir", str(base / "data"), "--scenario", DIRECT_SCENARIOS, "--size", "2M",
+               "--block", "4K", "--prealloc", "none", "--json", str(base / "truth.json"))
+    assert r.returncode == 0, r.stderr
+    truth = json.loads((base / "truth.json").read_text())
+    meta = json.loads((base / "rec" / "meta.json").read_text())
+    assert meta["dropped"].get("prog_skipped") == 0, meta["dropped"]
+    assert sum(meta["dropped"].values()) == 0, meta["dropped"]
+    for layer in ("syscall", "block"):
+        got: dict[tuple[str, str], int] = {}
+        for row in report_json(base / "rec", "--by", "file,op", "--layer", layer)["rows"]:
+            got[(row["file"], row["op"])] = got.get((row["file"], row["op"]), 0) + row["bytes"]
+        for path, t in truth["files"].items():
+            for op, want in (("write", t["write_bytes"]), ("read", t["read_bytes"])):
+                assert want > 0 and got.get((path, op), 0) == want, (layer, t["scenario"], op, got.get((path, op)), want)

@@ -33,11 +33,13 @@ from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
+from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, PG_WIRE_FLAG, StageProbes
 from ioattr.collectors.targets import FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
 from ioattr.engines import registry as engines
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
+from ioattr.model.labels import PROG_SKIPPED
 
 
 THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
@@ -202,7 +204,13 @@ class LiveSession:
         return self.probes.degraded if self.probes else {}
 
     def drops(self) -> dict[str, int]:
-        return read_drops(self.probes.map_fd("drops")) if self.probes else {}
+        """What was not counted, by reason: the drops map (a full map or ring buffer), plus
+        "prog_skipped", the runs of our programs the kernel skipped (recursion_misses)."""
+        if not self.probes:
+            return {}
+        out = read_drops(self.probes.map_fd("drops"))
+        out[PROG_SKIPPED] = skipped_runs(self.probes.program_fds())
+        return out
 
     def servers(self) -> list[dict]:
         """Every server traced so far: exited ones (with "exited": time) first."""

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op
 
+# the drop reason that is not a slot of the BPF drops map: collectors/prog_stats.py
+PROG_SKIPPED = "prog_skipped"
+
 LAYER_NAMES = {int(v): v.name.lower() for v in Layer}
 LAYERS = tuple(LAYER_NAMES[int(v)] for v in Layer)  # syscall, block, pagecache: --layer's choices
 OP_NAMES = {int(v): v.name.lower() for v in Op}
@@ -34,9 +37,11 @@ KIND_FILE_LABELS = {
 }
 
 # Which BPF map each drop reason (bpf/ioattr.h enum ioattr_drop, meta.json "dropped") is
-# about; pages_cut is a classifier limit, not a full map.
+# about.
+# pages_cut is a classifier limit, and prog_skipped the kernel's (no map of ours).
 DROP_MAPS = {"stats_full": "io_stats", "inflight_full": "inflight", "events_full": "events",
-             "tracked_full": "tracked_inodes", "pages_full": "page_stats", "pages_cut": ""}
+             "tracked_full": "tracked_inodes", "pages_full": "page_stats", "pages_cut": "",
+             PROG_SKIPPED: ""}
 DROP_WHAT = {
     "stats_full": "io_stats full: IO of new file/thread/query keys not counted",
     "inflight_full": "in-flight table full: async IO not timed or not counted",
@@ -44,6 +49,8 @@ DROP_WHAT = {
     "tracked_full": "tracked_inodes full: writeback of some targets' files not counted at the block layer",
     "pages_full": "page_stats full: InnoDB pages of new index/page-type keys not classified",
     "pages_cut": "IO with more pages than one probe classifies: pages past the limit not classified",
+    PROG_SKIPPED: "probe runs the kernel skipped (one fired inside a BPF program already running on its "
+                  "CPU; bpftool: recursion_misses): their IO or events not counted",
 }
 
 

@@ -237,7 +237,7 @@ class IoattrCollector(Collector):
         w.family("ioattr_probe_stats_enabled", "gauge", "1 when kernel BPF run-time statistics are on")
         w.sample("ioattr_probe_stats_enabled", "", int(s.probe_stats))
         w.family("ioattr_drops_total", "counter", "IO or events not counted because a BPF map or the ring buffer "
-                 "was full (reason), per map")
+                 "was full, or the kernel skipped a probe run (reason), per map")
         for reason, n in sorted(s.drops.items()):
             w.sample("ioattr_drops_total", L.fragment(("map", "reason"), (DROP_MAPS.get(reason, ""), reason)), n)
         w.family("ioattr_drain_duration_seconds", "histogram", "Time to read the BPF maps and name one interval's "

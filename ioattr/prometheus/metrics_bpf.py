@@ -4,51 +4,17 @@ The kernel counts run time and runs of every BPF program while run-time
 statistics are on (`ioattr.collectors.libbpf.enable_run_time_stats()`, held
 by an fd for as long as the exporter runs, or `sysctl
 kernel.bpf_stats_enabled=1`). Both counters appear in the program fd's
-/proc/self/fdinfo entry (the same numbers `bpftool prog show` prints), which
-needs no extra syscall binding. Counting adds two clock reads per program
-run (~20-40 ns), which is why it is a switch (`--no-probe-stats`).
+/proc/self/fdinfo entry (collectors/prog_stats.py reads it). Counting adds
+two clock reads per program run (~20-40 ns), which is why it is a switch
+(`--no-probe-stats`).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from ioattr.collectors.prog_stats import ProgStats, all_prog_stats, read_prog_stats
 
-@dataclass(frozen=True)
-class ProgStats:
-    run_time_ns: int
-    run_cnt: int
-
-
-def read_prog_stats(fd: int) -> ProgStats | None:
-    """run_time_ns and run_cnt of one program fd of this process (None if unreadable)."""
-    try:
-        with open(f"/proc/self/fdinfo/{fd}") as f:
-            text = f.read()
-    except OSError:
-        return None
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, val = line.partition(":")
-        if key in ("run_time_ns", "run_cnt"):
-            try:
-                values[key] = int(val.strip())
-            except ValueError:
-                return None
-    if len(values) != 2:
-        return None
-    return ProgStats(values["run_time_ns"], values["run_cnt"])
-
-
-def all_prog_stats(fds: dict[str, int]) -> dict[str, ProgStats]:
-    out = {}
-    for name, fd in fds.items():
-        if fd < 0:
-            continue  # a program of a set that is loaded but not this one (autoload off)
-        st = read_prog_stats(fd)
-        if st is not None:
-            out[name] = st
-    return out
+__all__ = ["ProgStats", "RunTimeStats", "all_prog_stats", "read_prog_stats", "stats_enabled_by_sysctl"]
 
 
 def stats_enabled_by_sysctl() -> bool:

@@ -127,8 +127,11 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     if hdr.dropped:
         from ioattr.model.labels import DROP_MAPS
 
-        full = sorted({DROP_MAPS.get(r) or r for r, n in hdr.drops.items() if n})
-        second += f"  DROPPED {hdr.dropped}" + (f" ({','.join(full)} full)" if full else "")
+        full = sorted({DROP_MAPS[r] for r, n in hdr.drops.items() if n and DROP_MAPS.get(r)})
+        # the reasons that are not a full map: a classifier limit, runs the kernel skipped
+        why = [f"{','.join(full)} full"] if full else []
+        why += sorted(r for r, n in hdr.drops.items() if n and not DROP_MAPS.get(r))
+        second += f"  DROPPED {hdr.dropped}" + (f" ({'; '.join(why)})" if why else "")
     if hdr.degraded:
         second += "  degraded: " + ",".join(hdr.degraded)
     lines = [first, second]

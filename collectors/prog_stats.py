@@ -1,0 +1,62 @@
+"""What the kernel says about each of our loaded BPF programs (its fdinfo entry).
+
+Three numbers per program, the same ones `bpftool prog show` prints:
+- run_time_ns and run_cnt count only while run-time statistics are on
+  (`libbpf.enable_run_time_stats()` or `sysctl kernel.bpf_stats_enabled=1`);
+- recursion_misses always counts: runs the kernel skipped because the
+  program fired while it (a raw tracepoint program) or any tracing program
+  (a tracepoint or uprobe program) was already running on that CPU, e.g. in
+  an interrupt that landed inside a program. A skipped run is IO or an event
+  we never saw, so the recorder reports their sum as a drop ("prog_skipped").
+
+Read from /proc/self/fdinfo: no extra syscall binding needed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FIELDS = ("run_time_ns", "run_cnt", "recursion_misses")
+
+
+@dataclass(frozen=True)
+class ProgStats:
+    run_time_ns: int
+    run_cnt: int
+    recursion_misses: int = 0
+
+
+def read_prog_stats(fd: int, fdinfo: str = "/proc/self/fdinfo") -> ProgStats | None:
+    """The counters of one program fd of this process (None if unreadable or not a program)."""
+    try:
+        with open(f"{fdinfo}/{fd}") as f:
+            text = f.read()
+    except OSError:
+        return None
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, val = line.partition(":")
+        if key in FIELDS:
+            try:
+                values[key] = int(val.strip())
+            except ValueError:
+                return None
+    if "run_time_ns" not in values or "run_cnt" not in values:
+        return None
+    return ProgStats(values["run_time_ns"], values["run_cnt"], values.get("recursion_misses", 0))
+
+
+def all_prog_stats(fds: dict[str, int], fdinfo: str = "/proc/self/fdinfo") -> dict[str, ProgStats]:
+    """name -> counters of every loaded program among `fds` (fd < 0: a program not loaded)."""
+    out = {}
+    for name, fd in fds.items():
+        if fd < 0:
+            continue  # a program of a set that is loaded but not this one (autoload off)
+        st = read_prog_stats(fd, fdinfo)
+        if st is not None:
+            out[name] = st
+    return out
+
+
+def skipped_runs(fds: dict[str, int], fdinfo: str = "/proc/self/fdinfo") -> int:
+    """Runs of these programs the kernel skipped (recursion_misses, summed)."""
+    return sum(st.recursion_misses for st in all_prog_stats(fds, fdinfo).values())
