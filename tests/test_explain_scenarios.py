@@ -198,8 +198,12 @@ def test_mvcc_clustered_reads(mariadb_factory, tmp_path: Path, secondary: str) -
     assert engine_t > 10 * max(engine_b, 1), (engine_b, engine_t)
     assert res["baseline"]["value"] == pytest.approx(engine_b / res["baseline"]["ops"], rel=0.1, abs=0.05), \
         (res["baseline"], engine_b)
-    # the secondary index stays (nearly) cached: its reads are not what changed
-    assert _reads_by(res, "b.t.k") < 0.05 * res["change"], res["contributors"]
+    # the secondary index stays mostly cached: its reads are not what changed. How much of it the
+    # target's PRIMARY reads push out of the 16 MB pool depends on when pages were made young
+    # (innodb_old_blocks_time): 6.9% of the change in one fresh-clone run (1.84 of 26.7 reads a
+    # query), under 5% in the others. PRIMARY's share (> 0.5) is asserted below.
+    assert _reads_by(res, "b.t.k") < 0.15 * res["change"], res["contributors"]
+    assert _reads_by(res, "b.t.PRIMARY") > 5 * max(_reads_by(res, "b.t.k"), 0), res["contributors"]
     # the recorded phase runs on until the next marker (the recorder's stop): purge and background
     # reads after the test's last counter read are in it too, so ioattr's figure is the larger
     assert 0.95 * engine_t / q_t <= res["target"]["value"] <= 1.3 * engine_t / q_t, (res["target"], engine_t)
