@@ -34,6 +34,26 @@ def is_server(pid: int) -> bool:
         return False
 
 
+def server_directories(cwd: str | None, values: list[str]) -> list[str]:
+    """The directories whose page files are registered before the server opens them: its
+    working directory (the datadir) and its directory variables, the datadir's first.
+
+    A relative value is the server's, not ours: InnoDB's default innodb_undo_directory is
+    './', the datadir. Resolved against our own working directory it named wherever
+    `ioattr record` was started (a walk of '/' every sync when started from there)."""
+    base = cwd or next((v for v in values if os.path.isabs(v)), None)
+    out = [cwd] if cwd else []
+    for v in values:
+        if not os.path.isabs(v):
+            if base is None:
+                continue  # relative to a directory we do not know: not ours to guess
+            v = os.path.join(base, v)
+        v = os.path.normpath(v)
+        if v not in out:
+            out.append(v)
+    return out
+
+
 @dataclass
 class ServerContext:
     """pid's server. engines: its ioattr.engines adapters, the page-classifying one first;
@@ -88,7 +108,8 @@ class ServerContext:
         variables = ["datadir"] + [v for e in self.engines for v in e.directory_variables]
         try:
             row = eng.query("SELECT " + ", ".join(f"@@{v}" for v in variables))[0]
-            self.directories += [str(d) for d in row if d]
+            self.directories = server_directories(self.directories[0] if self.directories else None,
+                                                  [str(d) for d in row if d])
         except (EngineError, IndexError):
             pass
         for e in self.engines:

@@ -122,3 +122,40 @@ def test_threads_are_named_and_charged(sysbench_recording) -> None:
 
 def test_no_programs_left(sysbench_recording) -> None:
     assert_no_ioattr_programs()
+
+
+def test_page_files_are_looked_for_in_the_servers_directories_only(mariadb, tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """MariaDB's innodb_undo_directory is './' by default: the server's datadir. A recorder
+    started somewhere else (a shell in / or in another server's datadir) used to take it for
+    its own working directory, walk it at every sync and register the page files there."""
+    import os
+    import shutil
+
+    from ioattr.collectors.engine import EngineOptions
+    from ioattr.collectors.mysqld import ServerContext
+    from ioattr.engines import registry
+
+    datadir = os.path.realpath(os.readlink(f"/proc/{mariadb.pid}/cwd"))
+    stray = tmp_path / "elsewhere" / "other"
+    stray.mkdir(parents=True)
+    shutil.copy(Path(datadir) / "mysql" / "innodb_table_stats.ibd", stray / "copied.ibd")
+    shutil.copy(Path(datadir) / "ibdata1", tmp_path / "elsewhere" / "ibdata1")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert mariadb.query("SELECT @@innodb_undo_directory")[0][0] in ("./", ".")  # the premise
+
+    pages = registry.page_engine()
+    ctx = ServerContext(mariadb.pid, EngineOptions(socket=str(mariadb.socket)), pages.file_registry(None),
+                        engines=registry.engines_for(None))
+    ctx.connect()
+    try:
+        assert ctx.engine is not None, ctx.engine_error
+        assert ctx.directories and all(os.path.realpath(d).startswith(datadir) for d in ctx.directories), \
+            ctx.directories
+        ctx.refresh(new_files=True)
+        paths = [pf.path for pf in ctx.files.files.values()]
+        assert any(p.endswith("innodb_table_stats.ibd") for p in paths), paths  # the server's own
+        assert not [p for p in paths if not os.path.realpath(p).startswith(datadir)], paths
+    finally:
+        if ctx.engine is not None:
+            ctx.engine.close()
