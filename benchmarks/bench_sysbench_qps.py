@@ -125,6 +125,34 @@ def snapshot_ioattr(work: Path) -> dict[str, object]:
             "snapshot_sha256": digest.hexdigest()[:12]}
 
 
+def code_variant(work: Path, name: str, rev: str) -> dict[str, object]:
+    """A copy of the snapshot whose Python sources are git REV's (BPF objects stay the
+    tree's): to compare a change of the recorder's Python code in the same rounds, as
+    --bpf-variant does for the BPF objects. Returns the copy's directory and what it holds."""
+    src = work / "ioattr-snapshot"
+    dst = work / f"code-{name}"
+    shutil.copytree(src, dst)
+    changed = []
+    for pkg, folder in PACKAGE_DIRS.items():
+        at_rev = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{rev}:{folder}"],
+                                capture_output=True, text=True)
+        if at_rev.returncode != 0:
+            continue  # the folder is newer than REV: the tree's copy stays
+        names = {n for n in at_rev.stdout.split() if n.endswith(".py")}
+        for f in (dst / pkg).glob("*.py"):
+            if f.name not in names:
+                f.unlink()
+                changed.append(f"{folder}/{f.name} (absent)")
+        for n in sorted(names):
+            old = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{folder}/{n}"],
+                                 capture_output=True, check=True).stdout
+            f = dst / pkg / n
+            if not f.exists() or f.read_bytes() != old:
+                f.write_bytes(old)
+                changed.append(f"{folder}/{n}")
+    return {"dir": dst, "rev": rev, "files_differing_from_the_tree": changed}
+
+
 def proc_cpu_s(pid: int) -> float:
     """utime + stime of a live process, in seconds (BPF programs run in its context count too)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -305,13 +333,17 @@ class Recorder:
     """`ioattr record --pid P -o DIR` in the background, ready once it says 'recording'."""
 
     def __init__(self, pid: int, outdir: Path, extra: list[str], timeout: float = 30.0,
-                 bpf_dir: Path | None = None) -> None:
+                 bpf_dir: Path | None = None, code_dir: Path | None = None, cwd: str | None = None) -> None:
         self.outdir = outdir
         t0 = time.monotonic()
-        env = IOATTR_ENV if bpf_dir is None else {**IOATTR_ENV, "IOATTR_BPF_DIR": str(bpf_dir)}
+        env = dict(IOATTR_ENV or os.environ)
+        if bpf_dir is not None:
+            env["IOATTR_BPF_DIR"] = str(bpf_dir)
+        if code_dir is not None:
+            env["PYTHONPATH"] = str(code_dir)
         self.proc = subprocess.Popen([*IOATTR_CMD, "-m", "ioattr.cli.main", "record", "--pid", str(pid), "-o", str(outdir), *extra],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=env, cwd=IOATTR_CWD)
+                                     stderr=subprocess.PIPE, text=True, env=env, cwd=cwd or IOATTR_CWD)
         assert self.proc.stderr is not None
         self.lines: list[str] = []
         for line in self.proc.stderr:
@@ -427,6 +459,13 @@ def main() -> int:
                     help="another attached configuration: the default recording (+stage's arguments) "
                          "with the BPF objects of DIR (IOATTR_BPF_DIR; copied at start), interleaved "
                          "with the tree's own -- to compare a BPF change in the same rounds")
+    ap.add_argument("--code-variant", action="append", default=[], metavar="NAME=REV",
+                    help="another attached configuration: the default recording (+stage's arguments) "
+                         "with the Python code of git REV (the tree's BPF objects), interleaved with the "
+                         "tree's own -- to compare a change of the recorder's Python code in the same rounds")
+    ap.add_argument("--record-cwd", metavar="DIR",
+                    help="start every `ioattr record` in DIR (default: the frozen copy of ioattr, a small "
+                         "directory; a user's shell is often somewhere bigger, such as / or a home directory)")
     ap.add_argument("--sysbench-arg", action="append", default=[], metavar="OPT",
                     help="extra sysbench run option, repeatable (e.g. --sysbench-arg=--db-ps-mode=disable: "
                          "plain COM_QUERY statements, whose text the stage probe digests, instead of "
@@ -484,6 +523,17 @@ def main() -> int:
             ap.error(f"--bpf-variant {spec!r}: want a new NAME=DIR of built BPF objects")
         configs[name] = list(LADDER["+stage"])
         bpf_variants[name] = Path(rest)
+    code_variants: dict[str, str] = {}
+    for spec in args.code_variant:
+        name, _, rev = spec.partition("=")
+        ok = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
+                            capture_output=True).returncode == 0 if rev else False
+        if not name or name in configs or not ok:
+            ap.error(f"--code-variant {spec!r}: want a new NAME=REV of this repository")
+        configs[name] = list(LADDER["+stage"])
+        code_variants[name] = rev
+    if args.record_cwd and not Path(args.record_cwd).is_dir():
+        ap.error(f"--record-cwd {args.record_cwd}: not a directory")
     if len(configs) < 2:
         ap.error("no attached configuration: give --configs or --record-variant")
     if os.geteuid() != 0:
@@ -515,6 +565,13 @@ def main() -> int:
                 h.update(f.name.encode())
                 h.update(f.read_bytes())
             code[f"bpf_variant_{name}"] = {"dir": str(src), "objects_sha256": h.hexdigest()[:12]}
+        code_dirs: dict[str, Path] = {}
+        for name, rev in code_variants.items():
+            v = code_variant(work, name, rev)
+            code_dirs[name] = v.pop("dir")  # type: ignore[assignment]
+            code[f"code_variant_{name}"] = v
+        if args.record_cwd:
+            code["record_cwd"] = args.record_cwd
         log(f"measuring ioattr {code['git_head']}{' + local changes' if code['tree_modified'] else ''} "
             f"(frozen copy {code['snapshot_sha256']}); workloads {', '.join(workloads)}; "
             f"configurations {', '.join(names)}")
@@ -535,7 +592,8 @@ def main() -> int:
                 busy_before = wait_until_idle(args.max_busy, args.idle_timeout)
                 if extra is not None:
                     rec = Recorder(db.pid, work / f"rec-{w}-{cfg.lstrip('+')}-{rnd}", extra,  # type: ignore[arg-type]
-                                   bpf_dir=variant_dirs.get(cfg))
+                                   bpf_dir=variant_dirs.get(cfg), code_dir=code_dirs.get(cfg),
+                                   cwd=args.record_cwd)
                 try:
                     # CPU over the sysbench run only: the server (BPF programs run in its
                     # context, so they count there), sysbench, and the recorder process
