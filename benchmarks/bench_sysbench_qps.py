@@ -465,7 +465,8 @@ def main() -> int:
                          "tree's own -- to compare a change of the recorder's Python code in the same rounds")
     ap.add_argument("--record-cwd", metavar="DIR",
                     help="start every `ioattr record` in DIR (default: the frozen copy of ioattr, a small "
-                         "directory; a user's shell is often somewhere bigger, such as / or a home directory)")
+                         "directory; a user's shell is often somewhere bigger, such as / or a home directory). Not "
+                         "the repository: `python -m` would import the live tree from there")
     ap.add_argument("--sysbench-arg", action="append", default=[], metavar="OPT",
                     help="extra sysbench run option, repeatable (e.g. --sysbench-arg=--db-ps-mode=disable: "
                          "plain COM_QUERY statements, whose text the stage probe digests, instead of "
@@ -534,6 +535,8 @@ def main() -> int:
         code_variants[name] = rev
     if args.record_cwd and not Path(args.record_cwd).is_dir():
         ap.error(f"--record-cwd {args.record_cwd}: not a directory")
+    if args.record_cwd and Path(args.record_cwd).resolve() == REPO.resolve():
+        ap.error("--record-cwd: not the repository (the recorder would import the live tree)")
     if len(configs) < 2:
         ap.error("no attached configuration: give --configs or --record-variant")
     if os.geteuid() != 0:
