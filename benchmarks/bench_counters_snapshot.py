@@ -26,17 +26,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_sysbench_qps import proc_cpu_s  # noqa: E402
 from ioattr.collectors.counters import CounterCollector  # noqa: E402
 from ioattr.collectors.engine import EngineConnection, EngineOptions  # noqa: E402
 from ioattr.engines.registry import engines_for  # noqa: E402
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
-
-
-def cpu_s(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
 
 
 def main() -> int:
@@ -58,12 +54,12 @@ def main() -> int:
             c.collect({db.pid: ctx}, [db.pid], "p", force=True)  # first sight: settings, modules
             for r in range(args.rounds):
                 costs: dict[str, float] = {}
-                server0, own0 = cpu_s(db.pid), time.process_time()
+                server0, own0 = proc_cpu_s(db.pid), time.process_time()
                 for _ in range(args.snapshots):
                     c.collect({db.pid: ctx}, [db.pid], "p")
                     for k, v in c.cost_ms.items():
                         costs[k] = costs.get(k, 0.0) + v
-                server1, own1 = cpu_s(db.pid), time.process_time()
+                server1, own1 = proc_cpu_s(db.pid), time.process_time()
                 n = args.snapshots
                 rounds.append({"server_cpu_ms": (server1 - server0) * 1e3 / n,
                                "recorder_cpu_ms": (own1 - own0) * 1e3 / n,
