@@ -19,6 +19,7 @@ can't fill the map with keys nobody will move again.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from dataclasses import dataclass
 
@@ -154,22 +155,30 @@ def page_stats_drainer(map_fd: int, max_entries: int = 65536) -> MapDrainer:
                       moved_fields=("pages", "bytes"))
 
 
-def read_drops(map_fd: int) -> dict[str, int]:
-    """Total drops per reason, summed over CPUs (the map is per-CPU)."""
-    import os
-
-    ncpu = os.cpu_count() or 1
+def possible_cpus() -> int:
+    """How many values a per-CPU map's lookup returns (the kernel's possible CPUs)."""
     try:
         with open("/sys/devices/system/cpu/possible") as f:
             spec = f.read().strip()
-        hi = max(int(part.split("-")[-1]) for part in spec.split(","))
-        ncpu = hi + 1
+        return max(int(part.split("-")[-1]) for part in spec.split(",")) + 1
     except (OSError, ValueError):
-        pass
+        return os.cpu_count() or 1
+
+
+def percpu_sum(map_fd: int, slot: int, ncpu: int | None = None) -> int | None:
+    """Slot `slot` of a per-CPU array of u64, summed over CPUs (None: no such slot)."""
+    vals = (ctypes.c_uint64 * (ncpu or possible_cpus()))()
+    if not libbpf.map_lookup(map_fd, ctypes.c_uint32(slot), vals):
+        return None
+    return int(sum(vals))
+
+
+def read_drops(map_fd: int) -> dict[str, int]:
+    """Total drops per reason, summed over CPUs (the map is per-CPU)."""
+    ncpu = possible_cpus()
     out = {}
     for reason in abi.Drop:
-        key = ctypes.c_uint32(int(reason))
-        vals = (ctypes.c_uint64 * ncpu)()
-        if libbpf.map_lookup(map_fd, key, vals):
-            out[reason.name.lower()] = int(sum(vals))
+        n = percpu_sum(map_fd, int(reason), ncpu)
+        if n is not None:
+            out[reason.name.lower()] = n
     return out
