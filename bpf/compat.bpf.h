@@ -422,4 +422,19 @@ static __always_inline bool uring_op(__u8 opcode, __u8 *op, __u8 *api)
 	return false;
 }
 
+/* ---- the user thread pointer -------------------------------------------
+ * Where a thread's thread-local variables are found: on x86-64 the FS base,
+ * at which glibc's thread-local block of the executable ends (variant II).
+ * bpf/thd_stage.bpf.h reads a server's THR_THD from it. 0 on other
+ * architectures: userspace configures no server there (collectors/thd_stages.py
+ * reads x86-64 code only), so the stage read is never tried. */
+static __always_inline __u64 task_thread_pointer(struct task_struct *t)
+{
+#if defined(__TARGET_ARCH_x86)
+	return t->thread.fsbase;
+#else
+	return 0;
+#endif
+}
+
 #endif /* IOATTR_COMPAT_BPF_H */

@@ -268,6 +268,30 @@ struct task_event {
 	char comm[16];
 };
 
+/* A MariaDB server's own stage, read at IO time (bpf/thd_stage.bpf.h; the facts come from
+ * its binary: collectors/thd_stages.py). thd_layouts[tgid & TARGET_SLOT_MASK], owned by
+ * `tgid`: where THR_THD is from the thread pointer, and THD::proc_info's offset in the THD.
+ * thd_stage_names[{name, tgid}]: the ioattr stage (enum ioattr_stage) of a stage name's
+ * address in that process. */
+struct thd_layout {
+	__s64 tls_off;
+	__u32 stage_off;
+	__u32 tgid;
+};
+
+struct thd_stage_key {
+	__u64 name;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* thd_stage_misses slots: IO inside a statement whose server stage was not read */
+enum thd_stage_miss {
+	THD_MISS_NAME = 0,  /* a stage name ioattr was not told about (stage: statement) */
+	THD_MISS_READ = 1,  /* no THD or no name at IO time, or the user read failed */
+	THD_MISS_SLOTS = 2,
+};
+
 /* Read-only configuration, set by the loader before load. Every object has
  * exactly this in .rodata so the loader can write it by one layout. */
 struct ioattr_config {

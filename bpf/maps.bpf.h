@@ -125,6 +125,8 @@ struct task_io_state {
 	                  * commands (bpf/stage.bpf.c: its next header need not be read); 0: unknown */
 	__u64 pg_unnamed; /* PostgreSQL: digest of the connection's unnamed prepared statement (last Parse) */
 	__u64 pg_bound;   /* PostgreSQL: digest of the statement the last Bind bound (the next Execute's) */
+	__u64 thd_name;   /* bpf/thd_stage.bpf.h: the last server stage name this thread's IO met, */
+	__u8 thd_stage;   /* and its stage (saves the name lookup while the thread stays in it) */
 };
 
 struct {

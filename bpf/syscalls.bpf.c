@@ -15,6 +15,7 @@
 #include "compat.bpf.h"
 #include "maps.bpf.h"
 #include "innodb.bpf.h"
+#include "thd_stage.bpf.h"
 
 #define MAX_AIO_BATCH 64
 #define MAX_AIO_EVENTS 128
@@ -191,7 +192,7 @@ static __always_inline void aio_submit(struct task_struct *task, __u32 tgid, __u
 	};
 
 	if (st) {
-		c.stage = st->stage;
+		c.stage = io_stage(task, st, tgid);
 		c.digest = st->digest;
 	}
 
@@ -381,10 +382,11 @@ static __always_inline int sys_exit_body(long nr, long ret)
 	}
 	if (ret < 0) /* failed calls moved nothing; EAGAIN retries would inflate counts */
 		return 0;
+	__u8 stage = io_stage(task, st, tgid);
 	struct io_key key = {
 		.tgid = tgid, .tid = tid, .ino = st->ino, .dev = st->dev,
 		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
-		.stage = st->stage, .digest = st->digest, .phase = st->phase,
+		.stage = stage, .digest = st->digest, .phase = st->phase,
 	};
 	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
 	if (ret > 0 && st->api == IOA_API_SYNC) {
@@ -393,7 +395,7 @@ static __always_inline int sys_exit_body(long nr, long ret)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, st->stage, st->digest, st->phase);
+			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, stage, st->digest, st->phase);
 			classify_pages(&t, f, st->arg, ret, st->pos);
 		}
 	}

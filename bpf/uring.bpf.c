@@ -23,6 +23,7 @@
 #include "compat.bpf.h"
 #include "maps.bpf.h"
 #include "innodb.bpf.h"
+#include "thd_stage.bpf.h"
 
 /*
  * Requests in flight: sets of URING_WAYS slots, the set chosen by a hash of
@@ -158,7 +159,7 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 	p.phase = current_phase();
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (st) {
-		p.stage = st->stage;
+		p.stage = io_stage(task, st, p.tgid);
 		p.digest = st->digest;
 		if (!st->named) {
 			/* the completion may run elsewhere: name the submitter, once */

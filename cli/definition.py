@@ -91,11 +91,13 @@ def add_stages_argument(p: argparse.ArgumentParser) -> None:
     from ioattr.collectors.stage_probes import (DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, STAGE_MODES,
                                                  STATEMENT_SOURCES)
     p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
-                   help="statement (default): statement digests and roles and the optimizer's index "
-                        "dives (stage estimate: a uprobe hit only by statements that estimate index "
-                        "ranges); other IO inside a statement has its query and a null stage. full: also "
-                        "parse/optimize/execute/commit (~4 uprobe hits per point select: costs QPS on "
-                        "short queries)")
+                   help="auto (default): statement digests and roles, the optimizer's index dives (stage "
+                        "estimate: a uprobe hit only by statements that estimate index ranges), and the stage "
+                        "of IO inside a statement (parse/optimize/execute/commit) read from the server's own "
+                        "THD::proc_info when the statement does IO, without more uprobes; a binary whose "
+                        "layout is not found has a null stage inside statements. statement: the same without "
+                        "reading the THD (stage null inside statements). full: like auto, and a binary whose "
+                        "layout is not found gets 4 stage uprobes instead (~4 traps per point select)")
     p.add_argument("--statements", choices=STATEMENT_SOURCES, default=DEFAULT_STATEMENT_SOURCE,
                    help="where statements start: wire (each command packet as the server receives it, "
                         "no uprobe trap; blind to TLS and compressed clients), uprobe (dispatch_command, "

@@ -176,6 +176,22 @@ class TaskEvent(ctypes.Structure):
                 ("pad", ctypes.c_uint32), ("comm", ctypes.c_char * 16)]
 
 
+class ThdLayout(ctypes.Structure):
+    """struct thd_layout: where a MariaDB server keeps its THD's stage name (collectors/thd_stages.py)."""
+    _fields_ = [("tls_off", ctypes.c_int64), ("stage_off", ctypes.c_uint32), ("tgid", ctypes.c_uint32)]
+
+
+class ThdStageKey(ctypes.Structure):
+    """struct thd_stage_key: a stage name's address in one server process."""
+    _fields_ = [("name", ctypes.c_uint64), ("tgid", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+class ThdMiss(enum.IntEnum):
+    """enum thd_stage_miss: slots of thd_stage_misses."""
+    NAME = 0
+    READ = 1
+
+
 class Config(ctypes.Structure):
     _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
@@ -211,6 +227,7 @@ assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
 assert ctypes.sizeof(InnodbFile) == 64
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
 assert ctypes.sizeof(Config) == 32
+assert ctypes.sizeof(ThdLayout) == ctypes.sizeof(ThdStageKey) == 16
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32
 assert ctypes.sizeof(QueryEvent) == 40 + QUERY_MAX

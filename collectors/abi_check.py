@@ -36,6 +36,8 @@ STRUCTS: dict[str, Layout] = {
     "query_event": abi.QueryEvent,
     "task_event": abi.TaskEvent,
     "ioattr_config": abi.Config,
+    "thd_layout": abi.ThdLayout,
+    "thd_stage_key": abi.ThdStageKey,
 }
 
 # ctypes mirrors of the same layout as numpy dtypes: both must agree too

@@ -18,10 +18,16 @@ five of nine, so:
                        (two per index whose ranges the optimizer estimates).
                        Other IO inside a statement has its digest; its stage is
                        not traced (null).
-  full                 all eight: parse, optimize, execute, commit too (the
-                       estimate stage nests inside optimize, or execute for
-                       single-table UPDATE/DELETE and "range checked for each
-                       record").
+  full                 parse, optimize, execute, commit too (the estimate stage
+                       nests inside optimize, or execute for single-table
+                       UPDATE/DELETE and "range checked for each record"). Read
+                       from the server's own THD::proc_info when, and only when,
+                       a statement does IO (collectors/thd_stages.py,
+                       bpf/thd_stage.bpf.h): the same four uprobes as the
+                       default, no trap per statement. A binary whose THD
+                       layout is not found gets four more uprobes instead
+                       (mysql_execute_command, JOIN::optimize, JOIN::exec,
+                       ha_commit_trans), four traps a point select.
 The cost rule: a probe that every statement would hit stays in `full`; a probe
 that only the statements doing the traced work hit (index dives, purge) is on
 by default.
@@ -53,9 +59,11 @@ nor the statements a function runs inside the server.
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
 
-from ioattr.collectors import features, libbpf
+from ioattr.collectors import abi, features, libbpf, thd_stages
+from ioattr.collectors.drain import percpu_sum
 from ioattr.collectors.elf import symbol_offsets
 from ioattr.collectors.probes import ProbeSession
 from ioattr.collectors.targets import TARGET_SLOTS  # wire_slots has as many slots as target_slots
@@ -71,14 +79,18 @@ class StageProbe:
     estimate: bool = False  # marks the optimizer's index dives (stage `estimate`)
 
 
-STAGE_MODES = ("statement", "full")
-DEFAULT_STAGE_MODE = "statement"
+STAGE_MODES = ("auto", "statement", "full")
+DEFAULT_STAGE_MODE = "auto"
 
 STATEMENT_SOURCES = ("auto", "wire", "uprobe")
 DEFAULT_STATEMENT_SOURCE = "auto"
 WIRE_PROGRAM = "ioattr_wire_recv"
 WIRE_TRACEPOINT = ("syscalls", "sys_exit_recvfrom")
 DISPATCH_PROGRAM = "ioattr_dispatch_command"
+# --stages auto and full read each server's stage from its THD where they can; IOATTR_THD_STAGES=off
+# reads none, as if no layout were found (full: the stage uprobes, the pre-THD way; auto: no
+# stages inside statements): for comparisons, benchmarks and tests of the fallback
+THD_STAGES_ENV = "IOATTR_THD_STAGES"
 # check_wire's evidence: a verdict once the server counted this many Questions since the last
 # one, and the share of them the wire must have seen. In clear the wire sees at least every
 # Question (it also sees COM_STMT_PREPARE/CLOSE, COM_PING, which Questions skips); WIRE_SLACK
@@ -114,10 +126,14 @@ SERVER_PROBES = (
 
 class StageProbes:
     def __init__(self, session: ProbeSession, statements: str = DEFAULT_STATEMENT_SOURCE,
-                 engine_probes: tuple[StageProbe, ...] = ()) -> None:
-        # the mode follows the loaded objects' config, so the BPF side agrees: with
-        # fine_stages off a statement runs in IOA_STAGE_STATEMENT, not parse
-        self.mode = "full" if session.fine_stages else "statement"
+                 engine_probes: tuple[StageProbe, ...] = (), stages: str | None = None) -> None:
+        # `stages` is --stages; it must agree with the loaded objects' config (fine_stages: a
+        # statement starts in parse, and the IO programs read the server's stage), so without it
+        # the mode follows the config
+        self.mode = stages or ("full" if session.fine_stages else "statement")
+        if (self.mode != "statement") != bool(session.fine_stages):
+            raise ValueError(f"--stages {self.mode} needs the probe session's fine_stages "
+                             f"{'on' if self.mode != 'statement' else 'off'}")
         self.session = session
         self.probes = tuple(p for p in SERVER_PROBES + engine_probes if self.mode == "full" or not p.fine)
         self.loaded = session.loaded_set("stage")
@@ -133,6 +149,15 @@ class StageProbes:
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
         self._wire_slots_fd: int | None = None  # absent from objects built before the slots
+        # --stages full: servers whose stage is read from their THD at IO time, with the keys of
+        # their stage names in thd_stage_names; and why not, for those that got the stage uprobes
+        self.thd_keys: dict[int, list[abi.ThdStageKey]] = {}
+        self.thd_slots: set[int] = set()  # servers holding their slot of thd_layouts (THD or uprobes)
+        self.fine_uprobe_pids: set[int] = set()  # --stages full: servers with the stage uprobes
+        self.pg_pids: set[int] = set()  # PostgreSQL servers (no stages inside statements)
+        self.thd_why: dict[int, str] = {}
+        self.thd_learned: dict[int, dict[str, str]] = {}  # per server: names learned at run time -> stage
+        self._thd_facts: dict[tuple[int, int], thd_stages.ServerStages | str] = {}
         if self.loaded is not None:
             self._wire_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_stmts"), None)
             self._wire_slots_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_slots"), None)
@@ -178,18 +203,24 @@ class StageProbes:
             self.status[pid] = f"cannot read the server binary's symbols: {e}"
             return self.status[pid]
         programs = {p.name: p for p in self.loaded.obj.programs()}
+        # --stages auto/full: the stage from the server's THD at IO time, else (full) the stage
+        # uprobes or (auto) no stage inside statements
+        fine_uprobes = self.mode != "statement" and bool(self._attach_thd(pid, binary)) and self.mode == "full"
         # the statement source: the wire unless asked otherwise or unavailable
         wire_why = "" if self.requested == "uprobe" else self._attach_wire()
         use_wire = self.requested != "uprobe" and not wire_why
         links: list[libbpf.Link] = []
         missing: list[str] = []
         for probe in self.probes:
+            if probe.fine and not fine_uprobes:
+                continue
             sym = next((s for s in probe.symbols if s in offsets), None)
             if sym is None:
                 missing.append(probe.symbols[0])
                 if probe.required:
                     for link in links:
                         link.destroy()
+                    self._forget_thd(pid)
                     self.status[pid] = (f"no {probe.symbols[0]} in the server binary (stripped, or not "
                                         "MariaDB): query and stage attribution is off")
                     return self.status[pid]
@@ -204,9 +235,13 @@ class StageProbes:
             except libbpf.LibbpfError as e:
                 for link in links:
                     link.destroy()
+                self._forget_thd(pid)
                 self.status[pid] = f"uprobe attach failed: {e}"
                 return self.status[pid]
         self.links[pid] = links
+        if fine_uprobes:
+            self.fine_uprobe_pids.add(pid)
+            self._mark_uprobes(pid)
         if any(s in offsets for p in self.probes if p.estimate for s in p.symbols):
             self.estimate_pids.add(pid)
         if use_wire:
@@ -218,6 +253,159 @@ class StageProbes:
             self.sources[pid] = ("uprobe", wire_why)
         self._set_status(pid, missing)
         return self.status[pid]
+
+    def _thd_maps(self) -> tuple[int, int] | None:
+        """The fds of thd_layouts and thd_stage_names (None: objects built before them)."""
+        try:
+            return self.session.map_fd("thd_layouts"), self.session.map_fd("thd_stage_names")
+        except KeyError:
+            return None
+
+    def _attach_thd(self, pid: int, binary: str) -> str:
+        """Tell the IO programs where server pid keeps its stage (thd_layouts, thd_stage_names);
+        "" when done, else why not (the caller attaches the stage uprobes instead)."""
+        fds = self._thd_maps()
+        why = ""
+        if os.environ.get(THD_STAGES_ENV) == "off":
+            why = f"{THD_STAGES_ENV}=off"
+        elif fds is None:
+            why = "the BPF objects have no THD stage maps (rebuild them: make -C bpf)"
+        else:
+            try:
+                st = os.stat(binary)
+            except OSError as e:
+                st, why = None, f"cannot read the server binary: {e}"
+            if st is not None:
+                facts = self._thd_facts.get((st.st_dev, st.st_ino))
+                if facts is None:
+                    facts = self._thd_facts[(st.st_dev, st.st_ino)] = thd_stages.read_binary(binary)
+                bias = None if isinstance(facts, str) else thd_stages.load_bias(pid, binary, facts)
+                if isinstance(facts, str):
+                    why = facts
+                elif bias is None:
+                    why = f"the server binary is not in /proc/{pid}/maps"
+                else:
+                    why = self._fill_thd(pid, fds, facts, bias)
+        if why:
+            self.thd_why[pid] = why
+        return why
+
+    def _fill_thd(self, pid: int, fds: tuple[int, int], facts: thd_stages.ServerStages, bias: int) -> str:
+        layouts_fd, names_fd = fds
+        slot, held = ctypes.c_uint32(pid & (TARGET_SLOTS - 1)), abi.ThdLayout()
+        if libbpf.map_lookup(layouts_fd, slot, held) and held.tgid not in (0, pid) and held.tgid in self.thd_slots:
+            return f"server {held.tgid} holds its slot of thd_layouts (pids equal modulo {TARGET_SLOTS})"
+        keys: list[abi.ThdStageKey] = []
+        self.thd_keys[pid] = keys  # so that _forget_thd removes what went in, whatever fails
+        self.thd_slots.add(pid)
+        try:
+            for ptr, name in facts.names.items():
+                key = abi.ThdStageKey(name=ptr + bias, tgid=pid)
+                libbpf.map_update(names_fd, key, ctypes.c_uint8(int(thd_stages.stage_of(name))))
+                keys.append(key)
+            # the layout last: a program reads names only once it finds the layout
+            libbpf.map_update(layouts_fd, slot, abi.ThdLayout(tls_off=facts.tls_off, stage_off=facts.stage_off,
+                                                              tgid=pid))
+        except (libbpf.LibbpfError, OSError) as e:
+            self._forget_thd(pid)
+            return f"cannot fill the THD stage maps: {e}"
+        return ""
+
+    def _mark_uprobes(self, pid: int) -> None:
+        """--stages full on a server whose THD cannot be read: its slot says "stages from the
+        uprobes" (stage_off 0), so IO before the first of them is parse; a server without a
+        slot has no stages inside statements (--stages auto), and its IO there is `statement`.
+        A slot held by another server leaves that IO `statement`; the uprobes' stages stand."""
+        fds = self._thd_maps()
+        if fds is None:
+            return
+        slot, held = ctypes.c_uint32(pid & (TARGET_SLOTS - 1)), abi.ThdLayout()
+        if libbpf.map_lookup(fds[0], slot, held) and held.tgid not in (0, pid) and held.tgid in self.thd_slots:
+            return
+        libbpf.map_update(fds[0], slot, abi.ThdLayout(tgid=pid))
+        self.thd_slots.add(pid)
+
+    def _forget_thd(self, pid: int) -> None:
+        keys = self.thd_keys.pop(pid, None) or []
+        fds = self._thd_maps()
+        if fds is None:
+            return
+        if pid in self.thd_slots:
+            self.thd_slots.discard(pid)
+            slot, held = ctypes.c_uint32(pid & (TARGET_SLOTS - 1)), abi.ThdLayout()
+            if libbpf.map_lookup(fds[0], slot, held) and held.tgid == pid:
+                libbpf.map_update(fds[0], slot, abi.ThdLayout())  # an array: emptied, not deleted
+        for key in keys:
+            libbpf.map_delete(fds[1], key)
+
+    def learn_thd_names(self) -> list[str]:
+        """Name the stage names the IO programs met and were not told about (proc_info set from
+        a literal rather than a stage object: thd_stage_unknown), so later IO in them has its
+        stage; returns one line per name learned. The IO that met a name first stays `statement`
+        (counted in thd_misses()["name"])."""
+        try:
+            fd, names_fd = self.session.map_fd("thd_stage_unknown"), self.session.map_fd("thd_stage_names")
+        except KeyError:
+            return []
+        said = []
+        for key in list(libbpf.map_keys(fd, abi.ThdStageKey)):
+            libbpf.map_delete(fd, key)
+            keys = self.thd_keys.get(key.tgid)
+            if keys is None:  # a server detached since
+                continue
+            name = thd_stages.read_name(key.tgid, key.name)
+            stage = thd_stages.stage_of(name) if name is not None else abi.Stage.STATEMENT
+            try:
+                libbpf.map_update(names_fd, key, ctypes.c_uint8(int(stage)))
+            except libbpf.LibbpfError:
+                continue  # full: its IO stays `statement`, counted
+            keys.append(key)
+            self.thd_learned.setdefault(key.tgid, {})[name or f"0x{key.name:x}"] = stage.name.lower()
+            said.append(f"server {key.tgid}: stage name {name!r} read from the server: {stage.name.lower()}")
+        return said
+
+    def thd_misses(self) -> dict[str, int]:
+        """IO inside statements whose server stage was not read (stage `statement` instead):
+        "name" a stage name not among the binary's stage_* objects, "read" no THD or no name."""
+        try:
+            fd = self.session.map_fd("thd_stage_misses")
+        except KeyError:
+            return {}
+        return {m.name.lower(): percpu_sum(fd, int(m)) or 0 for m in abi.ThdMiss}
+
+    def describe_stage_sources(self) -> dict[str, dict[str, object]]:
+        """meta.json "stage_sources" (--stages auto and full): per MariaDB server pid, where its
+        stages inside statements come from: "thd" (its THD, read at IO time; "learned": names
+        learned from the server at run time and their stages), "uprobes" (full) or "none" (auto),
+        and why not the THD."""
+        if self.mode == "statement":
+            return {}
+        out: dict[str, dict[str, object]] = {}
+        for pid in self.links:
+            if pid in self.pg_pids:
+                continue
+            if pid in self.thd_keys:
+                out[str(pid)] = {"source": "thd", "why": "",
+                                 **({"learned": self.thd_learned[pid]} if pid in self.thd_learned else {})}
+            else:
+                out[str(pid)] = {"source": "uprobes" if pid in self.fine_uprobe_pids else "none",
+                                 "why": self.thd_why.get(pid, "")}
+        return out
+
+    @property
+    def recorded_mode(self) -> str | None:
+        """meta.json "stages": "full" when the stages inside every MariaDB server's statements
+        are traced (from its THD or the stage uprobes), else "statement" (what report and explain
+        read as "stage null inside statements: not traced"); None when nothing is attached."""
+        if not self.links:
+            return None
+        if self.mode == "statement":
+            return "statement"
+        mysql = [pid for pid in self.links if pid not in self.pg_pids]
+        if not mysql:
+            return "full" if self.mode == "full" else "statement"
+        traced = all(pid in self.thd_keys or pid in self.fine_uprobe_pids for pid in mysql)
+        return "full" if traced else "statement"
 
     def attach_postgres(self, pid: int) -> str:
         """A PostgreSQL postmaster (the session sets PG_WIRE_FLAG on it and its children): its
@@ -231,6 +419,7 @@ class StageProbes:
         if why:
             return f"statements: not traced ({why})"
         self.links.setdefault(pid, [])  # nothing to detach but the wire reader, shared by all
+        self.pg_pids.add(pid)
         self.sources[pid] = ("wire", "PostgreSQL protocol; TLS connections are not read")
         return ("statements from the wire (recvfrom, PostgreSQL protocol: Simple Query and Execute; "
                 "TLS connections are not read)")
@@ -249,7 +438,15 @@ class StageProbes:
                 "uprobe": "statements from the dispatch_command uprobe",
                 "wire+uprobe": "statements from the wire, and the dispatch_command uprobe for what it "
                                "cannot see"}[source]
-        self.status[pid] = (f"attached {len(self.links.get(pid, []))} uprobes (--stages {self.mode}); {what}"
+        stages = f"--stages {self.mode}"
+        if pid in self.thd_keys:
+            stages += ": stages from the server's THD at IO time"
+        elif pid in self.fine_uprobe_pids:
+            stages += f": stage uprobes, the THD's stage cannot be read: {self.thd_why.get(pid, '?')}"
+        elif self.mode == "auto":
+            stages += (f": no stages inside statements, the THD's stage cannot be read: "
+                       f"{self.thd_why.get(pid, '?')}; --stages full attaches 4 stage uprobes instead")
+        self.status[pid] = (f"attached {len(self.links.get(pid, []))} uprobes ({stages}); {what}"
                             + (f" ({why})" if source != "wire" or self.requested == "wire" else "")
                             + (f" (missing: {', '.join(missing)})" if missing else ""))
 
@@ -329,6 +526,11 @@ class StageProbes:
     def detach(self, pid: int) -> None:
         for link in self.links.pop(pid, []):
             link.destroy()
+        self._forget_thd(pid)
+        self.thd_why.pop(pid, None)
+        self.thd_learned.pop(pid, None)
+        self.fine_uprobe_pids.discard(pid)
+        self.pg_pids.discard(pid)
         self._wire_base.pop(pid, None)
         if self._wire_fd is not None:
             libbpf.map_delete(self._wire_fd, ctypes.c_uint32(pid))

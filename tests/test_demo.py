@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE
 from ioattr.host import demo
 from tests.conftest import need_root
 from tests.helpers import assert_no_ioattr_programs, ioattr, recording_phases
@@ -86,7 +85,9 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     for rec in (small, large):
         assert recording_phases(rec) == BENCHMARK_PHASES
         meta = json.loads((rec / "meta.json").read_text())
-        assert meta["stages"] == DEFAULT_STAGE_MODE and meta["interval"] == 1.0, meta
+        # record's default --stages auto: the fine stages, read from the server's THD
+        assert meta["stages"] == "full" and meta["interval"] == 1.0, meta
+        assert {s["source"] for s in meta["stage_sources"].values()} == {"thd"}, meta
     assert "insert_benchmark.py" in r.stderr and "sysbench" not in r.stderr
     assert "--rows 1000 " in r.stderr and "--rows 3000 " in r.stderr
 

@@ -54,8 +54,8 @@ def _verdicts(result: dict) -> dict[str, str]:
 
 @pytest.mark.parametrize("stages", ["full", "statement"])
 def test_uncached_clustered_lookups(server, tmp_path: Path, stages: str) -> None:
-    """With --stages full the reads are in `execute`; with the default --stages statement
-    the stage is null (not traced) and the finding ties the reads to the statement instead."""
+    """With --stages full (and the default, auto) the reads are in `execute`; with --stages
+    statement the stage is null (not traced) and the finding ties the reads to the statement instead."""
     rnd = random.Random(7)
 
     def cached(cur) -> None:
@@ -159,7 +159,7 @@ def test_against_another_run(server, tmp_path: Path) -> None:
             cur.execute("SELECT c FROM b.t WHERE id = %s", (rnd.randrange(1, ROWS),))
 
     small, large = tmp_path / "small", tmp_path / "large"
-    _run_phases(server, small, [("q", few)])
+    _run_phases(server, small, [("q", few)], "--stages", "statement")
     _run_phases(server, large, [("q", many)], "--stages", "full")
     # like diff: the positional recording is the baseline, --against the target
     res = _explain(small, "--against", str(large))

@@ -104,15 +104,41 @@ def test_clustered_scan_reads_primary(server, tmp_path: Path) -> None:
     assert by_api.get(("io_uring", "bench.t.PRIMARY"), 0) > 0.5 * by_index[("bench.t.PRIMARY", "index")], by_api
 
 
-def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["thd", "uprobes"])
+def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Path, monkeypatch,
+                                                           source: str) -> None:
+    """--stages full, the stage read from the server's THD at IO time (the default where the
+    binary's layout is found) or followed by the four stage uprobes: the same answer."""
+    if source == "uprobes":
+        monkeypatch.setenv("IOATTR_THD_STAGES", "off")
     covering = "SELECT k FROM bench.t WHERE k BETWEEN 20000 AND 60000"
     non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 20000 AND 60000"
-    rec, _, _ = record_queries(server, tmp_path, [covering, non_covering], "--stages", "full")
+    update = "UPDATE bench.t SET c = UUID() WHERE id = 77"  # a change, autocommit: this thread writes the redo
+    rec, _, _ = record_queries(server, tmp_path, [covering, non_covering, update], "--stages", "full")
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["stages"] == "full", meta
-    # the 8 stage uprobes; statements start from the wire reader (no dispatch_command uprobe)
-    assert meta["servers"][0]["stage_probes"].startswith("attached 8 uprobes"), meta["servers"]
-    assert "statements from the wire" in meta["servers"][0]["stage_probes"], meta["servers"]
+    pid = str(meta["servers"][0]["pid"])
+    # the commit's redo log write and flush are the UPDATE's, in commit
+    rows = report_json(rec, "--by", "query,stage,file_class,role", "--layer", "syscall")["rows"]
+    redo = {(r["stage"], r["op"]) for r in rows
+            if r["file_class"] == "redo_log" and (r["query"] or "").startswith("UPDATE bench.t")}
+    assert redo == {("commit", "write"), ("commit", "fsync")}, [r for r in rows if r["file_class"] == "redo_log"]
+    status = meta["servers"][0]["stage_probes"]
+    if source == "thd":
+        # the default's 4 uprobes and no stage uprobe: MariaDB's stage is read at IO time
+        assert status.startswith("attached 4 uprobes (--stages full: stages from the server's THD"), status
+        src = meta["stage_sources"][pid]
+        assert list(meta["stage_sources"]) == [pid] and src["source"] == "thd" and src["why"] == "", meta
+        # a name that is no stage object (e.g. "login", a cached thread's new connection) is read from
+        # the server at the first IO in it, and its IO has its stage from then on
+        learned = src.get("learned", {})
+        assert meta["thd_stage_misses"]["read"] == 0, meta
+        assert meta["thd_stage_misses"]["name"] <= 3 * len(learned), meta
+    else:
+        assert status.startswith("attached 8 uprobes (--stages full: stage uprobes"), status
+        assert meta["stage_sources"] == {pid: {"source": "uprobes", "why": "IOATTR_THD_STAGES=off"}}, meta
+    # statements start from the wire reader (no dispatch_command uprobe)
+    assert "statements from the wire" in status, meta["servers"]
     got = pages_by(rec, "query", "stage", "index", "level")
     cov = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT k FROM")}
     non = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
@@ -125,16 +151,17 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
     assert all("20000" not in (k[0] or "") for k in got), got
 
 
-def test_default_stages_give_digests_with_stage_null(server, tmp_path: Path) -> None:
-    """--stages statement (the default): 4 uprobes, none hit by a plain statement (two per index
-    the optimizer estimates ranges in), statements from the wire reader; IO inside a statement has its digest and role, and
-    its stage is null (not traced), never `parse`, except the optimizer's index dives
-    (`estimate`, reads of the index whose range it estimates)."""
+def test_statement_stages_give_digests_with_stage_null(server, tmp_path: Path) -> None:
+    """--stages statement: 4 uprobes, none hit by a plain statement (two per index the optimizer
+    estimates ranges in), statements from the wire reader; IO inside a statement has its digest
+    and role, and its stage is null (not traced), never `parse`, except the optimizer's index
+    dives (`estimate`, reads of the index whose range it estimates)."""
     non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
-    rec, _, _ = record_queries(server, tmp_path, [non_covering])
+    rec, _, _ = record_queries(server, tmp_path, [non_covering], "--stages", "statement")
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["stages"] == "statement", meta
-    assert meta["servers"][0]["stage_probes"].startswith("attached 4 uprobes"), meta["servers"]
+    assert meta["servers"][0]["stage_probes"].startswith("attached 4 uprobes (--stages statement)"), meta["servers"]
+    assert "stage_sources" not in meta, meta
     assert meta["statement_sources"] == {str(meta["servers"][0]["pid"]): {"source": "wire",
                                                                           "why": "--statements auto"}}, meta
     got = pages_by(rec, "query", "stage", "role", "index", "level")
@@ -149,6 +176,111 @@ def test_default_stages_give_digests_with_stage_null(server, tmp_path: Path) -> 
     assert rep["stages"] == "statement"
     text = ioattr("report", str(rec), "--by", "query,stage").stdout
     assert "--stages full" in " ".join(text.split()), text
+
+
+def test_default_stages_are_read_from_the_server(server, tmp_path: Path) -> None:
+    """Default options (--stages auto): the same 4 uprobes as --stages statement and no stage
+    uprobe, and yet IO inside statements has MariaDB's own stage, read from the THD at IO
+    time: the range's dive into k is `estimate`, the PRIMARY lookups of its rows `execute`."""
+    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
+    rec, _, _ = record_queries(server, tmp_path, [non_covering])
+    meta = json.loads((rec / "meta.json").read_text())
+    pid = str(meta["servers"][0]["pid"])
+    assert meta["stages"] == "full", meta
+    assert meta["servers"][0]["stage_probes"].startswith(
+        "attached 4 uprobes (--stages auto: stages from the server's THD at IO time)"), meta["servers"]
+    assert meta["stage_sources"][pid]["source"] == "thd" and meta["thd_stage_misses"]["read"] == 0, meta
+    got = pages_by(rec, "query", "stage", "role", "index", "level")
+    mine = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
+    primary = {k[1]: v for k, v in mine.items() if k[3] == "bench.t.PRIMARY" and k[4] == "leaf"}
+    assert set(primary) == {"execute"} and primary["execute"] > 20, mine
+    assert {k[3] for k in mine if k[1] == "estimate"} <= {"bench.t.k"}, mine
+    assert None not in {k[1] for k in mine}, mine
+    rep = report_json(rec, "--by", "query,stage")
+    assert rep["stages"] == "full"
+
+
+def test_default_without_the_thd_layout_leaves_stages_null(server, tmp_path: Path, monkeypatch) -> None:
+    """Default options on a server whose THD cannot be read (IOATTR_THD_STAGES=off stands in for a
+    binary without the layout): no stage uprobe is added behind the user's back; the stage
+    inside statements is null, and the recording says "statement" and why."""
+    monkeypatch.setenv("IOATTR_THD_STAGES", "off")
+    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
+    rec, _, _ = record_queries(server, tmp_path, [non_covering])
+    meta = json.loads((rec / "meta.json").read_text())
+    pid = str(meta["servers"][0]["pid"])
+    assert meta["stages"] == "statement", meta
+    assert meta["servers"][0]["stage_probes"].startswith(
+        "attached 4 uprobes (--stages auto: no stages inside statements, the THD's stage cannot be read: "
+        "IOATTR_THD_STAGES=off"), meta["servers"]
+    assert meta["stage_sources"] == {pid: {"source": "none", "why": "IOATTR_THD_STAGES=off"}}, meta
+    got = pages_by(rec, "query", "stage", "index", "level")
+    mine = {k: v for k, v in got.items() if k[0] and k[0].startswith("SELECT c FROM")}
+    assert sum(v for k, v in mine.items() if k[2] == "bench.t.PRIMARY" and k[3] == "leaf") > 20, got
+    assert {k[1] for k in mine} <= {None, "estimate"}, mine
+    assert not any(k[1] in ("parse", "optimize", "execute", "commit") for k in got), got
+
+
+def test_a_stage_name_met_at_io_time_is_learned(server) -> None:
+    """A stage name the binary's stage objects do not list (MariaDB sets some proc_info from
+    literals) costs only the IO that meets it first: the IO programs leave it for userspace,
+    which reads the name from the server and adds it. "Statistics" is taken out of the map
+    to stand in for one: the cold point selects' reads in it are `statement` until it is
+    learned, `optimize` after."""
+    import ctypes
+    import random
+
+    from ioattr.collectors import abi, libbpf, thd_stages
+    from ioattr.collectors.drain import io_stats_drainer
+    from ioattr.collectors.probes import ProbeSession
+    from ioattr.collectors.stage_probes import StageProbes
+    from ioattr.collectors.targets import TargetMap
+
+    server.restart()
+    pid = server.pid
+    facts = thd_stages.read_binary(f"/proc/{pid}/exe")
+    assert isinstance(facts, thd_stages.ServerStages), facts
+    bias = thd_stages.load_bias(pid, f"/proc/{pid}/exe", facts)
+    statistics = next(ptr for ptr, name in facts.names.items() if name == "Statistics") + bias
+    rnd = random.Random(11)
+
+    def point_selects(n: int) -> None:
+        for _ in range(n):
+            server.query(f"SELECT c FROM bench.t WHERE id = {rnd.randrange(1, ROWS)}")
+
+    def reads_by_stage(drain) -> dict[int, int]:
+        d, out = drain.drain(), {}
+        for k, c in zip(d.keys, d.count):
+            if int(k["tgid"]) == pid and int(k["layer"]) == abi.Layer.SYSCALL and int(k["op"]) == abi.Op.READ:
+                out[int(k["stage"])] = out.get(int(k["stage"]), 0) + int(c)
+        return out
+
+    with ProbeSession(("syscalls", "targets", "stage"), fine_stages=True) as ps:
+        TargetMap(ps.map_fd("targets"), ps.map_fd("target_slots")).add(pid)
+        stages = StageProbes(ps, "wire", stages="auto")
+        try:
+            assert "stages from the server's THD at IO time" in stages.attach(pid), stages.status
+            assert libbpf.map_delete(ps.map_fd("thd_stage_names"), abi.ThdStageKey(name=statistics, tgid=pid))
+            drain = io_stats_drainer(ps.map_fd("io_stats"), ps.max_stats)
+            point_selects(200)
+            before = reads_by_stage(drain)
+            missed = stages.thd_misses()["name"]
+            assert missed >= 1 and before.get(abi.Stage.STATEMENT, 0) >= 1, (missed, before)
+            # (each query is a new connection: "login", no stage object either, may be learned too)
+            learned = stages.learn_thd_names()
+            assert f"server {pid}: stage name 'Statistics' read from the server: optimize" in learned, learned
+            assert stages.thd_learned[pid]["Statistics"] == "optimize", stages.thd_learned
+            point_selects(300)
+            after = reads_by_stage(drain)
+            misses = stages.thd_misses()
+            assert misses["read"] == 0, misses
+            assert after.get(abi.Stage.OPTIMIZE, 0) >= 100, after
+            assert after.get(abi.Stage.STATEMENT, 0) <= misses["name"] - missed, (after, misses, missed)
+        finally:
+            stages.close()
+        assert not libbpf.map_lookup(ps.map_fd("thd_stage_names"), abi.ThdStageKey(name=statistics, tgid=pid),
+                                     ctypes.c_uint8())  # detach removes what it learned too
+    assert_no_ioattr_programs()
 
 
 def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:

@@ -120,7 +120,8 @@ def test_default_recording_attributes_dives(server, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     _record(server, rec, [("points", _points(rnd)), ("dives", _dives(rnd))])
     meta = json.loads((rec / "meta.json").read_text())
-    assert meta["stages"] == "statement" and meta["estimate_stage"] is True, meta
+    # the default reads the fine stages from the server's THD (no stage uprobe)
+    assert meta["stages"] == "full" and meta["estimate_stage"] is True, meta
 
     # the point selects paid nothing: no estimate probe hit, no estimate-stage IO
     points = _estimates(rec, "points")
@@ -163,10 +164,12 @@ def test_default_recording_attributes_dives(server, tmp_path: Path) -> None:
     assert f["next_step"] and "eq_range_index_dive_limit" in f["next_step"], f
 
     # a recording made before the estimate stage existed (its meta.json has no "estimate_stage",
-    # so its dives' reads would be stage null): still inconclusive, and it says why
+    # so its dives' reads would be stage null, and its default was --stages statement): still
+    # inconclusive, and it says why
     old = tmp_path / "old"
     shutil.copytree(rec, old)
     meta.pop("estimate_stage")
+    meta["stages"] = "statement"
     (old / "meta.json").write_text(json.dumps(meta))
     f = _finding(_explain(old, "--baseline", "points", "--target", "dives"), "optimizer_reads")
     assert f["verdict"] == "inconclusive", f
@@ -194,21 +197,25 @@ def test_dives_past_the_limit_refute(server, tmp_path: Path) -> None:
 
 
 def test_full_stages_nest_estimate_in_optimize(server, tmp_path: Path) -> None:
-    """--stages full keeps parse/optimize/execute/commit; the dives are still `estimate`, and
-    the optimizer finding counts optimize and estimate together."""
+    """--stages full keeps parse/optimize/execute/commit (read from the server's THD at IO time);
+    the dives are still `estimate`, and the optimizer finding counts optimize and estimate together."""
     rnd = random.Random(8)
     rec = tmp_path / "rec"
     _record(server, rec, [("points", _points(rnd)), ("dives", _dives(rnd))], "--stages", "full")
     assert _estimate_reads(rec, "dives").get("b.t.k"), _estimate_reads(rec, "dives")
-    stages = {r["stage"] for r in _rows(rec, "points", "stage") if r["op"] == "read"}
-    assert "execute" in stages and "estimate" not in stages, stages
+    rows = [r for r in _rows(rec, "points", "stage,query") if r["op"] == "read"]
+    # a primary-key point select is a const table: MariaDB reads its row while optimizing
+    # (make_join_statistics, stage "Statistics"), never in an index dive
+    points = {r["stage"] for r in rows if (r["query"] or "").startswith("SELECT c FROM b.t WHERE id")}
+    assert points == {"optimize"}, rows
+    assert "estimate" not in {r["stage"] for r in rows}, rows
     f = _finding(_explain(rec, "--baseline", "points", "--target", "dives"), "optimizer_reads")
     assert f["verdict"] == "supported" and f["evidence"]["stages"] == "optimize, estimate", f
 
     # run against run across modes: the fine stages fold to null, estimate (traced by both) stays
-    default = tmp_path / "default"
-    _record(server, default, [("dives", _dives(rnd))])
-    res = _explain(rec, "--against", str(default), "--baseline", "points", "--target", "dives")
+    plain = tmp_path / "statement"
+    _record(server, plain, [("dives", _dives(rnd))], "--stages", "statement")
+    res = _explain(rec, "--against", str(plain), "--baseline", "points", "--target", "dives")
     assert any("stage estimate kept" in w for w in res["warnings"]), res["warnings"]
     assert {c["dims"].get("stage") for c in res["contributors"]} <= {None, "estimate"}, res["contributors"]
     f = _finding(res, "optimizer_reads")

@@ -304,13 +304,21 @@ class Recorder:
         writer.meta["servers"] = session.servers()
         writer.meta["stage_probes"] = session.naming.stage_probes
         # "statement" (digests; stage null inside statements), "full" (+ parse/optimize/execute/
-        # commit) or null (no stage probes attached); recordings without the key are "full"
+        # commit in every MariaDB server: --stages full, or auto where each server's THD is read)
+        # or null (no stage probes attached); recordings without the key are "full"
         writer.meta["stages"] = session.naming.stages
         # the optimizer's index dives are stage "estimate" in both modes (collectors/stage_probes.py)
         writer.meta["estimate_stage"] = bool(session.stage.available and session.stage.estimating)
         # per server pid: where statements start ("wire", "uprobe", or "wire+uprobe" after the
         # fallback for what the wire does not show in clear) and why (collectors/stage_probes.py)
         writer.meta["statement_sources"] = session.stage.describe_sources() if session.stage.available else {}
+        if session.stage.available and session.stage.mode != "statement":
+            # per server pid: where the stages inside statements come from, "thd" (the server's
+            # THD::proc_info, read when a statement does IO), "uprobes" (--stages full) or "none"
+            # (--stages auto), and why not the THD; and the IO inside statements whose server stage
+            # could not be read or named (stage `statement` instead)
+            writer.meta["stage_sources"] = session.stage.describe_stage_sources()
+            writer.meta["thd_stage_misses"] = session.stage.thd_misses()
         fell_back = {pid: src["why"] for pid, src in writer.meta["statement_sources"].items()
                      if src["source"] == "wire+uprobe"}
         if fell_back and isinstance(writer.meta.get("degraded"), dict):

@@ -56,7 +56,7 @@ class SessionOptions:
     innodb_pages: bool = True
     keep_literals: bool = False
     follow_forks: bool = False
-    stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; full: + every stage
+    stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; auto/full: + every stage (THD, or uprobes in full)
     statements: str = DEFAULT_STATEMENT_SOURCE  # where statements start: auto, wire, uprobe (stage_probes.py)
     max_stats: int = MAX_STATS_DEFAULT  # io_stats capacity (--max-entries); a full map counts drops
     engine: EngineOptions = field(default_factory=EngineOptions)
@@ -141,7 +141,7 @@ class LiveSession:
         # not fork, so their sessions keep fork following off unless a command is wrapped
         self.follow_forks = o.follow_forks or self._forking_targets()
         self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, innodb_pages=o.innodb_pages,
-                                   fine_stages=o.stages == "full", max_stats=o.max_stats,
+                                   fine_stages=o.stages != "statement", max_stats=o.max_stats,
                                    pg_wire=self._may_trace_postgres())
         self.probes.open()
         try:
@@ -151,7 +151,7 @@ class LiveSession:
                 o.log(note)
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
-            self.stage = StageProbes(self.probes, o.statements, engines.statement_probes())
+            self.stage = StageProbes(self.probes, o.statements, engines.statement_probes(), stages=o.stages)
             self.naming.process_role = self._process_role
             self.naming.native_page = self._native_page
             self.naming.files.cwd_hint = self._cwd_hint
@@ -358,7 +358,7 @@ class LiveSession:
         elif self.stage.available:
             srv.stage_status = self.stage.attach_postgres(pid)
             self.naming.stage_probes = self.stage.attached
-            self.naming.stages = self.stage.mode if self.stage.attached else None
+            self.naming.stages = self.stage.recorded_mode
         self.native_servers[pid] = srv
         self._process_roles.pop(pid, None)
         if srv.error:
@@ -391,8 +391,11 @@ class LiveSession:
             self._check_statement_source(pid, ctx)  # the baseline of --statements auto's check
             if not ctx.stage_status.startswith("attached"):
                 self.opts.log(f"server {pid}: {ctx.stage_status}")
+            elif pid in self.stage.thd_why and pid not in self.stage.fine_uprobe_pids and self.stage.mode == "auto":
+                self.opts.log(f"server {pid}: no stages inside statements: the THD's stage cannot be read "
+                              f"({self.stage.thd_why[pid]}); --stages full attaches 4 stage uprobes instead")
             self.naming.stage_probes = self.stage.attached
-            self.naming.stages = self.stage.mode if self.stage.attached else None
+            self.naming.stages = self.stage.recorded_mode
         for err in (ctx.names.error, ctx.roles.error):
             if err:
                 self.opts.log(f"server {pid}: {err}")
@@ -647,6 +650,9 @@ class LiveSession:
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")
             self._check_statement_source(pid, ctx)
+        if self.stage.available:
+            for line in self.stage.learn_thd_names():  # --stages full: names met at IO time
+                self.opts.log(line)
         # every thread's name, in case it exits unnamed: a backstop (the kernel names a thread at
         # its first IO, and rows re-read names each interval), so every few seconds, not each
         # interval -- a server has hundreds of threads

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The stage of IO inside a client statement, with `--stages full`: read from
+ * the server at IO time instead of followed by stage uprobes.
+ *
+ * MariaDB stores each stage's name in THD::proc_info as it enters it
+ * (THD_STAGE_INFO; SHOW PROCESSLIST's State), and the running thread's THD
+ * in the thread-local THR_THD. So a thread that does IO while its statement
+ * is in IOA_STAGE_PARSE (the start: nothing moved it, no stage uprobes on
+ * this server) has its stage found by two user reads and one lookup: the
+ * THR_THD slot below the thread pointer, the name pointer in the THD, the
+ * name's stage in thd_stage_names. Statements without IO pay nothing; the
+ * four stage uprobes cost four traps to every statement.
+ *
+ * A server whose binary's layout was not found (collectors/thd_stages.py)
+ * has, with `--stages full`, the stage uprobes and an entry saying so
+ * (stage_off 0): a stage they set is returned as it is, and PARSE is parse.
+ * With `--stages auto` it has no entry: its IO inside statements is
+ * IOA_STAGE_STATEMENT (not traced), like `--stages statement`'s. Estimate
+ * (index dives) and purge come from their own uprobes in every case: the
+ * stage is read only in PARSE.
+ */
+#ifndef IOATTR_THD_STAGE_BPF_H
+#define IOATTR_THD_STAGE_BPF_H
+
+#include "maps.bpf.h"
+#include "compat.bpf.h"
+
+#define MAX_THD_STAGE_NAMES 8192
+
+/* By target slot, like target_slots (an array lookup the verifier inlines, not a hash
+ * helper call on every IO): a server whose slot another server's layout holds keeps the
+ * stage uprobes (collectors/stage_probes.py). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TARGET_SLOTS);
+	__type(key, __u32);
+	__type(value, struct thd_layout);
+} thd_layouts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THD_STAGE_NAMES);
+	__type(key, struct thd_stage_key);
+	__type(value, __u8);
+} thd_stage_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, THD_MISS_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} thd_stage_misses SEC(".maps");
+
+/* Names read at IO time that thd_stage_names lacks (a proc_info set from a literal, not a
+ * stage object): userspace reads each name from the process, adds it to thd_stage_names and
+ * deletes it here (StageProbes.learn_thd_names), so each costs a miss or a few, not all. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct thd_stage_key);
+	__type(value, __u8);
+} thd_stage_unknown SEC(".maps");
+
+static __always_inline void thd_miss(__u32 why)
+{
+	__u64 *n = bpf_map_lookup_elem(&thd_stage_misses, &why);
+
+	if (n)
+		*n += 1;
+}
+
+/* The stage to charge an IO of `task`, a thread of process tgid whose state is `st`. */
+static __always_inline __u8 io_stage(struct task_struct *task, struct task_io_state *st, __u32 tgid)
+{
+	struct thd_stage_key k = { .tgid = tgid };
+	__u32 slot = tgid & TARGET_SLOT_MASK;
+	struct thd_layout *l;
+	__u64 thd = 0;
+	__u8 *s;
+
+	if (!cfg.fine_stages || st->stage != IOA_STAGE_PARSE)
+		return st->stage;
+	l = bpf_map_lookup_elem(&thd_layouts, &slot);
+	if (!l || l->tgid != tgid)
+		return IOA_STAGE_STATEMENT; /* no stages inside this server's statements (--stages auto) */
+	if (!l->stage_off)
+		return IOA_STAGE_PARSE; /* its stages come from the uprobes, none hit yet */
+	if (bpf_probe_read_user(&thd, sizeof(thd), (void *)(task_thread_pointer(task) + l->tls_off)) || !thd ||
+	    bpf_probe_read_user(&k.name, sizeof(k.name), (void *)(thd + l->stage_off)) || !k.name) {
+		thd_miss(THD_MISS_READ);
+		return IOA_STAGE_STATEMENT;
+	}
+	if (k.name == st->thd_name)
+		return st->thd_stage;
+	s = bpf_map_lookup_elem(&thd_stage_names, &k);
+	if (!s) {
+		__u8 one = 1;
+
+		thd_miss(THD_MISS_NAME);
+		bpf_map_update_elem(&thd_stage_unknown, &k, &one, BPF_NOEXIST);
+		return IOA_STAGE_STATEMENT;
+	}
+	st->thd_name = k.name;
+	st->thd_stage = *s;
+	return *s;
+}
+
+#endif /* IOATTR_THD_STAGE_BPF_H */
