@@ -62,6 +62,8 @@ def test_what_works_here(doctor_json: dict) -> None:
     for name in ("tracepoint attach", "raw tracepoint attach", "tp_btf attach", "uprobe", "uretprobe"):
         assert "it ran" in checks[name]["detail"], checks[name]
     assert "getpid" in checks["uprobe"]["detail"]
+    # the installed MariaDB's stage is read from its THD (the default --stages auto)
+    assert checks["server stages"]["ok"] and "proc_info at THD+0x" in checks["server stages"]["detail"], checks
 
 
 def test_each_tracepoint_ioattr_uses_takes_a_program(doctor_json: dict) -> None:

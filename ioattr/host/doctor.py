@@ -487,6 +487,26 @@ def check_kallsyms() -> tuple[bool, str]:
     return True, f"{DIO_END_IO} at {addr:#x}: direct-IO block requests are charged to files"
 
 
+def check_server_stages() -> tuple[bool, str]:
+    """Whether the installed mariadbd's stage can be read from its THD at IO time (--stages auto,
+    the default: collectors/thd_stages.py); a server started from another binary is checked
+    again when ioattr attaches to it."""
+    import shutil
+
+    from ioattr.collectors import thd_stages
+
+    path = shutil.which("mariadbd") or shutil.which("mysqld")
+    if path is None:
+        return True, "no mariadbd on PATH: each server's binary is checked when ioattr attaches to it"
+    got = thd_stages.read_binary(path)
+    if isinstance(got, str):
+        return False, (f"{path}: {got}: IO inside statements has a null stage by default "
+                       "(--stages full attaches 4 stage uprobes instead, ~4 traps a point select)")
+    return True, (f"{path}: the stage of IO inside statements is read from the THD at IO time (THR_THD at "
+                  f"thread pointer {got.tls_off:+d}, proc_info at THD+{got.stage_off:#x}, "
+                  f"{len(got.names)} stage names): no stage uprobes")
+
+
 def check_probe_sets(out: Checks) -> None:
     """Load and attach the real probe sets the way `record` does: all of
     them in one session, sharing maps. When the required syscalls set fails
@@ -589,6 +609,7 @@ def run_checks() -> dict:
     out.run("task storage", check_task_storage)
     out.run(f"kallsyms {DIO_END_IO}", check_kallsyms)
     check_probe_sets(out)
+    out.run("server stages", check_server_stages)
     host["doctor_seconds"] = round(time.monotonic() - t0, 3)
     usable = all(c["ok"] for c in out.items if c["required"])
     result = {"usable": usable, "host": host, "checks": out.items}
