@@ -16,8 +16,13 @@ probe set to the previous:
   files        --probes syscalls,targets,uring,pagecache --no-innodb-pages
   +block       + the block layer
   +pages       + InnoDB page classification (index, level, page type)
-  +stage       + the mysqld uprobes, default mode (--stages statement)
-  +stages_full + the fine stage uprobes (--stages full)
+  +stage       + the mysqld uprobes, without fine stages (--stages statement: the
+               default until the fine stages were read from the server's THD)
+  +stages_auto + the fine stages read from the server's THD at IO time (--stages auto,
+               the default since)
+  +stages_full   --stages full (the same as auto where the THD is read)
+  +stages_full_uprobes  the same from the four stage uprobes (IOATTR_THD_STAGES=off,
+               the way --stages full worked before; not in the default ladder)
 `--record-variant NAME=ARGS` adds more attached configurations.
 
 Reports per workload each configuration's attached/detached QPS ratio (median
@@ -66,9 +71,13 @@ LADDER: dict[str, list[str]] = {
     "+block": ["--probes", FILES_SETS + ",block", "--no-innodb-pages"],
     "+pages": ["--probes", FILES_SETS + ",block"],
     "+stage": ["--probes", FILES_SETS + ",block,stage", "--stages", "statement"],
+    "+stages_auto": ["--probes", FILES_SETS + ",block,stage", "--stages", "auto"],
     "+stages_full": ["--probes", FILES_SETS + ",block,stage", "--stages", "full"],
+    "+stages_full_uprobes": ["--probes", FILES_SETS + ",block,stage", "--stages", "full"],
 }
-DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_full"
+# the recorder's environment for a configuration, past the arguments
+CONFIG_ENV: dict[str, dict[str, str]] = {"+stages_full_uprobes": {"IOATTR_THD_STAGES": "off"}}
+DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_auto"
 ALL_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 
@@ -333,10 +342,11 @@ class Recorder:
     """`ioattr record --pid P -o DIR` in the background, ready once it says 'recording'."""
 
     def __init__(self, pid: int, outdir: Path, extra: list[str], timeout: float = 30.0,
-                 bpf_dir: Path | None = None, code_dir: Path | None = None, cwd: str | None = None) -> None:
+                 bpf_dir: Path | None = None, code_dir: Path | None = None, cwd: str | None = None,
+                 env_extra: dict[str, str] | None = None) -> None:
         self.outdir = outdir
         t0 = time.monotonic()
-        env = dict(IOATTR_ENV or os.environ)
+        env = {**(IOATTR_ENV or os.environ), **(env_extra or {})}
         if bpf_dir is not None:
             env["IOATTR_BPF_DIR"] = str(bpf_dir)
         if code_dir is not None:
@@ -384,12 +394,13 @@ def recorded_reads(rec: Path) -> int:
     return sum(int(row.get("count") or 0) for row in doc.get("rows", []) if row.get("op") == "read")
 
 
-def expected(args: list[str]) -> dict[str, object]:
-    """What an `ioattr record ARGS` run must show: probe sets, page classification, stage mode."""
+def expected(args: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
+    """What an `ioattr record ARGS` run (with env) must show: probe sets, page classification,
+    stage mode, and with --stages full where the stages come from."""
     ns = argparse.ArgumentParser(add_help=False)
     ns.add_argument("--probes")
     ns.add_argument("--no-innodb-pages", action="store_true")
-    ns.add_argument("--stages", default="statement")
+    ns.add_argument("--stages", default="auto")
     a, _ = ns.parse_known_args(args)
     sets = [x.strip() for x in a.probes.split(",") if x.strip()] if a.probes else list(ALL_SETS)
     if "syscalls" not in sets:
@@ -397,8 +408,12 @@ def expected(args: list[str]) -> dict[str, object]:
     return {"probe_sets": sets, "innodb_pages": not a.no_innodb_pages,
             # counts with the index-dive pair (cffcaf1, both modes), and without it (older trees);
             # one fewer when statements start from the wire (--statements wire/auto, issue 13)
-            "stage_uprobes": ({"statement": (5, 4, 3, 2), "full": (9, 8, 7, 6)}.get(a.stages)
-                              if "stage" in sets else None)}
+            # --stages full from the THD attaches the default's uprobes only
+            "stage_uprobes": ({"statement": (5, 4, 3, 2), "auto": (5, 4, 3, 2),
+                               "full": (9, 8, 7, 6, 5, 4)}.get(a.stages) if "stage" in sets else None),
+            "full_source": (None if a.stages == "statement" or "stage" not in sets else
+                            "stage uprobes" if (env or {}).get("IOATTR_THD_STAGES") == "off" else
+                            "stages from the server's THD")}
 
 
 def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str, object]:
@@ -425,6 +440,11 @@ def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str
         if not status or not any(status[0].startswith(f"attached {n} uprobes")
                                  for n in want["stage_uprobes"]):  # type: ignore[attr-defined]
             raise RuntimeError(f"{rec.name}: want {want['stage_uprobes']} stage uprobes, got {status}")
+        # trees before the THD source say "(--stages full)" alone: stage uprobes
+        source = status[0].partition(": ")[2] if "(--stages full" in status[0] or "(--stages auto" in status[0] else ""
+        source = source or "stage uprobes"
+        if want["full_source"] and not source.startswith(str(want["full_source"])):
+            raise RuntimeError(f"{rec.name}: want {want['full_source']}, got {status}")
         got["stage_probes"] = status[0]
     elif any(x.startswith("attached") for x in status):
         raise RuntimeError(f"{rec.name}: stage uprobes attached without the stage set: {status}")
@@ -549,7 +569,7 @@ def main() -> int:
 
     names = list(configs)
     attached = names[1:]
-    wants = {c: expected(configs[c]) for c in attached}  # type: ignore[arg-type]
+    wants = {c: expected(configs[c], CONFIG_ENV.get(c)) for c in attached}  # type: ignore[arg-type]
     started = datetime.datetime.now(datetime.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="ioattr-qps-", dir="/var/tmp"))
     sb = dict(tables=args.tables, table_size=args.table_size)
@@ -596,7 +616,7 @@ def main() -> int:
                 if extra is not None:
                     rec = Recorder(db.pid, work / f"rec-{w}-{cfg.lstrip('+')}-{rnd}", extra,  # type: ignore[arg-type]
                                    bpf_dir=variant_dirs.get(cfg), code_dir=code_dirs.get(cfg),
-                                   cwd=args.record_cwd)
+                                   cwd=args.record_cwd, env_extra=CONFIG_ENV.get(cfg))
                 try:
                     # CPU over the sysbench run only: the server (BPF programs run in its
                     # context, so they count there), sysbench, and the recorder process
