@@ -7,10 +7,9 @@ server is a new process and gets new probes. A binary without the symbols
 (stripped, or a MySQL 8 whose dispatch_command takes other arguments)
 degrades with a reason instead of failing.
 
-Two modes (`--stages` of record, top and exporter). Every uprobe hit is a
-trap (1.1 us idle, 3-5 us on a loaded small VM) and a point select would hit
-five of nine, so:
-  statement (default)  the statement start (digest: from the wire, below), the
+Three modes (`--stages` of record, top and exporter). Every uprobe hit is a
+trap (1.1 us idle, 3-5 us on a loaded small VM), so:
+  statement            the statement start (digest: from the wire, below), the
                        purge pair thd_attach_thd/thd_detach_thd (rare) and the
                        optimizer's index dives (entry and return of
                        handler::multi_range_read_info_const: stage `estimate`):
@@ -18,21 +17,22 @@ five of nine, so:
                        (two per index whose ranges the optimizer estimates).
                        Other IO inside a statement has its digest; its stage is
                        not traced (null).
-  full                 parse, optimize, execute, commit too (the estimate stage
-                       nests inside optimize, or execute for single-table
-                       UPDATE/DELETE and "range checked for each record"). Read
-                       from the server's own THD::proc_info when, and only when,
-                       a statement does IO (collectors/thd_stages.py,
-                       bpf/thd_stage.bpf.h): the same four uprobes as the
-                       default, no trap per statement. A binary whose THD
-                       layout is not found gets four more uprobes instead
-                       (mysql_execute_command, JOIN::optimize, JOIN::exec,
-                       ha_commit_trans), four traps a point select.
-The cost rule: a probe that every statement would hit stays in `full`; a probe
-that only the statements doing the traced work hit (index dives, purge) is on
-by default.
+  auto (default)       the same four uprobes, and parse, optimize, execute,
+                       commit inside statements (the estimate stage nests inside
+                       optimize, or execute for single-table UPDATE/DELETE and
+                       "range checked for each record"), read from the server's
+                       own THD::proc_info when, and only when, a statement does
+                       IO (collectors/thd_stages.py, bpf/thd_stage.bpf.h): no
+                       trap per statement. A binary whose THD layout is not
+                       found has null stages inside statements, as `statement`.
+  full                 as auto, but a binary whose layout is not found gets
+                       four more uprobes instead (mysql_execute_command,
+                       JOIN::optimize, JOIN::exec, ha_commit_trans): four traps
+                       a point select.
+The cost rule: a probe that every statement would hit is never on by default; a
+probe that only the statements doing the traced work hit (index dives, purge) is.
 
-Where a statement starts (`--statements`, both modes): the dispatch_command
+Where a statement starts (`--statements`, every mode): the dispatch_command
 uprobe traps on every statement (1.1 us idle, 3-5 us on a loaded small VM:
 docs/benchmarks.md, issue 13), so by default the statement source is the
 wire: bpf/stage.bpf.c ioattr_wire_recv on syscalls:sys_exit_recvfrom reads
@@ -149,8 +149,8 @@ class StageProbes:
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
         self._wire_slots_fd: int | None = None  # absent from objects built before the slots
-        # --stages full: servers whose stage is read from their THD at IO time, with the keys of
-        # their stage names in thd_stage_names; and why not, for those that got the stage uprobes
+        # --stages auto/full: servers whose stage is read from their THD at IO time, with the keys
+        # of their stage names in thd_stage_names; and why not, for the others
         self.thd_keys: dict[int, list[abi.ThdStageKey]] = {}
         self.thd_slots: set[int] = set()  # servers holding their slot of thd_layouts (THD or uprobes)
         self.fine_uprobe_pids: set[int] = set()  # --stages full: servers with the stage uprobes
@@ -205,7 +205,8 @@ class StageProbes:
         programs = {p.name: p for p in self.loaded.obj.programs()}
         # --stages auto/full: the stage from the server's THD at IO time, else (full) the stage
         # uprobes or (auto) no stage inside statements
-        fine_uprobes = self.mode != "statement" and bool(self._attach_thd(pid, binary)) and self.mode == "full"
+        thd_why = self._attach_thd(pid, binary) if self.mode != "statement" else ""
+        fine_uprobes = self.mode == "full" and bool(thd_why)
         # the statement source: the wire unless asked otherwise or unavailable
         wire_why = "" if self.requested == "uprobe" else self._attach_wire()
         use_wire = self.requested != "uprobe" and not wire_why

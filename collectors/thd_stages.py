@@ -8,7 +8,7 @@ THD::proc_info (what SHOW PROCESSLIST's State shows), and the THD of the running
 is in the thread-local THR_THD. So the IO programs read it when, and only when, a thread
 inside a statement does IO (bpf/thd_stage.bpf.h): the thread pointer's THR_THD slot,
 then THD::proc_info, then the name's stage (map thd_stage_names). A statement without IO
-pays nothing.
+pays nothing, which is why it is the default (`--stages auto`).
 
 Nothing here needs debug info; three facts come from the server's binary:
   - THR_THD's offset from the thread pointer: from the code of the exported
@@ -16,12 +16,12 @@ Nothing here needs debug info; three facts come from the server's binary:
   - THD::proc_info's offset: from the exported `set_thd_stage_info`, which stores the
     new stage's name (`mov 8(%new_stage),%reg` ... `mov %reg,disp32(%thd)`);
   - the names: every exported `stage_*` PSI_stage_info object (its m_name at +8).
-Names are folded into ioattr's stages (STAGE_OF below). A binary where any fact is not
-found (another compiler's code, a non-x86-64 build, a MySQL) keeps the uprobes, saying why.
+Names are folded into ioattr's stages (stage_of below). A binary where any fact is not
+found (another compiler's code, a non-x86-64 build, a MySQL) has no stages inside statements
+under `--stages auto`, or the four uprobes under `--stages full`, saying why.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 from dataclasses import dataclass
