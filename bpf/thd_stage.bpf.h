@@ -29,8 +29,9 @@
 #define MAX_THD_STAGE_NAMES 8192
 
 /* By target slot, like target_slots (an array lookup the verifier inlines, not a hash
- * helper call on every IO): a server whose slot another server's layout holds keeps the
- * stage uprobes (collectors/stage_probes.py). */
+ * helper call on every IO): a server whose slot another server holds is treated as one
+ * whose layout was not found (collectors/stage_probes.py): null stages inside statements
+ * with --stages auto, the stage uprobes with full. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TARGET_SLOTS);
