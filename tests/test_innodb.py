@@ -178,14 +178,18 @@ def test_statement_stages_give_digests_with_stage_null(server, tmp_path: Path) -
     assert "--stages full" in " ".join(text.split()), text
 
 
+def _default_recording_of_a_range(server, tmp_path: Path) -> tuple[Path, dict, str]:
+    """A non-covering range recorded with default options: (recording, its meta.json, server pid)."""
+    rec, _, _ = record_queries(server, tmp_path, ["SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"])
+    meta = json.loads((rec / "meta.json").read_text())
+    return rec, meta, str(meta["servers"][0]["pid"])
+
+
 def test_default_stages_are_read_from_the_server(server, tmp_path: Path) -> None:
     """Default options (--stages auto): the same 4 uprobes as --stages statement and no stage
     uprobe, and yet IO inside statements has MariaDB's own stage, read from the THD at IO
     time: the range's dive into k is `estimate`, the PRIMARY lookups of its rows `execute`."""
-    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
-    rec, _, _ = record_queries(server, tmp_path, [non_covering])
-    meta = json.loads((rec / "meta.json").read_text())
-    pid = str(meta["servers"][0]["pid"])
+    rec, meta, pid = _default_recording_of_a_range(server, tmp_path)
     assert meta["stages"] == "full", meta
     assert meta["servers"][0]["stage_probes"].startswith(
         "attached 4 uprobes (--stages auto: stages from the server's THD at IO time)"), meta["servers"]
@@ -205,10 +209,7 @@ def test_default_without_the_thd_layout_leaves_stages_null(server, tmp_path: Pat
     binary without the layout): no stage uprobe is added behind the user's back; the stage
     inside statements is null, and the recording says "statement" and why."""
     monkeypatch.setenv("IOATTR_THD_STAGES", "off")
-    non_covering = "SELECT c FROM bench.t WHERE k BETWEEN 30000 AND 70000"
-    rec, _, _ = record_queries(server, tmp_path, [non_covering])
-    meta = json.loads((rec / "meta.json").read_text())
-    pid = str(meta["servers"][0]["pid"])
+    rec, meta, pid = _default_recording_of_a_range(server, tmp_path)
     assert meta["stages"] == "statement", meta
     assert meta["servers"][0]["stage_probes"].startswith(
         "attached 4 uprobes (--stages auto: no stages inside statements, the THD's stage cannot be read: "
