@@ -284,6 +284,42 @@ def test_a_stage_name_met_at_io_time_is_learned(server) -> None:
     assert_no_ioattr_programs()
 
 
+def test_two_traced_servers_each_read_their_own_stage(tmp_path: Path, mariadb_factory) -> None:
+    """`record --pid A --pid B` with default options: each server's stage is read from its own
+    THD with its own names (their binaries map at different addresses): both servers' cold
+    point selects read their rows in `optimize`, each under its own pid (and opening the table,
+    `execute`, a few pages)."""
+    dbs = [mariadb_factory(buffer_pool="8M") for _ in range(2)]
+    for db in dbs:
+        db.query("CREATE DATABASE s")
+        db.query("CREATE TABLE s.t (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
+        db.query("INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_60000")
+        db.restart()
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), *(a for db in dbs for a in ("--pid", str(db.pid))), "--interval", "0.3")
+    bg.wait_recording()
+    for db in dbs:
+        conn = db.connect()
+        with conn.cursor() as cur:
+            for i in range(300):
+                cur.execute("SELECT c FROM s.t WHERE id = %s", ((i * 7919) % 60000 + 1,))
+        conn.close()
+    code, err = bg.stop()
+    assert code == 0, err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["stages"] == "full", meta
+    assert {p: s["source"] for p, s in meta["stage_sources"].items()} == {str(db.pid): "thd" for db in dbs}, meta
+    # by file, not index: the first server's pages go unclassified in this set-up (a separate
+    # bug, noted in the stop's closing note), which has nothing to do with stages
+    rows = report_json(rec, "--by", "process,query,stage,file", "--layer", "syscall")["rows"]
+    for db in dbs:
+        mine = {r["stage"]: r["count"] for r in rows if r["process"].endswith(f"[{db.pid}]") and r["op"] == "read"
+                and (r["query"] or "").startswith("SELECT c FROM s.t") and (r["file"] or "").endswith("/s/t.ibd")}
+        # the rows in optimize; opening the table after the restart reads a few pages in execute
+        assert set(mine) <= {"optimize", "execute"} and mine["optimize"] > 20, (db.pid, mine)
+        assert mine.get("execute", 0) <= 8, (db.pid, mine)
+
+
 def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
     rec, _, written = record_queries(server, tmp_path, [
         "UPDATE bench.t SET c = REPEAT('y', 200) WHERE id % 7 = 0",
