@@ -261,12 +261,12 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
     if ctx is None:
         return None
     if file_class == abi.FileClass.DOUBLEWRITE:
-        return ctx.files.system_file()
+        return ctx.files.system_file(ctx.pid)
     if flags & abi.PAGE_F_MISMATCH:
         return None
     by_space = spaces.get(ctx.pid)
     if by_space is None:
-        by_space = spaces[ctx.pid] = ctx.files.space_files()
+        by_space = spaces[ctx.pid] = ctx.files.space_files(ctx.pid)
     return by_space.get(space_id)
 
 

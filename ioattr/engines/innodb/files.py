@@ -187,6 +187,11 @@ class InnodbFileMap:
     def __init__(self, map_fd: int | None) -> None:
         self.fd = map_fd
         self.files: dict[tuple[int, int], PageFile] = {}
+        # (dev, ino) -> the servers whose sync found the file (open, or under their directories):
+        # two servers on one host have the same space ids (their system tablespaces are both
+        # space 0, their first tables the same ids), so a page row's file is looked up among
+        # its own server's files only
+        self.owners: dict[tuple[int, int], set[int]] = {}
         self.encrypted_spaces: set[int] = set()
         # connected servers whose dictionary gives the geometry of a tablespace whose page 0 is
         # not on disk yet (use_dictionary); their answer, by real path, read once per sync
@@ -277,6 +282,9 @@ class InnodbFileMap:
             self.files[(dev, ino)] = pf
             self._install(pf)
             added.append(pf)
+        for _, dev, ino in candidates:
+            if (dev, ino) in self.files:
+                self.owners.setdefault((dev, ino), set()).add(pid)
         return added
 
     pending: bool = False
@@ -290,6 +298,7 @@ class InnodbFileMap:
 
     def _forget(self, pf: PageFile) -> None:
         self.files.pop((pf.dev, pf.ino), None)
+        self.owners.pop((pf.dev, pf.ino), None)
         if self.fd is not None:
             libbpf.map_delete(self.fd, abi.InodeKey(dev=pf.dev, ino=pf.ino))
 
@@ -314,14 +323,20 @@ class InnodbFileMap:
         """space id -> path, for naming page rows."""
         return {pf.space_id: pf.path for pf in self.files.values()}
 
-    def space_files(self) -> dict[int, PageFile]:
-        """space id -> the page file registered with it (the latest one registered, if a
-        space id was ever seen on two inodes), for giving page rows their file's inode."""
-        return {pf.space_id: pf for pf in self.files.values()}
+    def _of(self, pid: int | None) -> list[PageFile]:
+        """The registered page files of server pid (every one when pid is None)."""
+        if pid is None:
+            return list(self.files.values())
+        return [pf for key, pf in self.files.items() if pid in self.owners.get(key, ())]
 
-    def system_file(self) -> PageFile | None:
-        """The system tablespace (where doublewrite copies go), if registered."""
-        for pf in self.files.values():
+    def space_files(self, pid: int | None = None) -> dict[int, PageFile]:
+        """space id -> server pid's page file registered with it (the latest one registered,
+        if a space id was ever seen on two inodes), for giving page rows their file's inode."""
+        return {pf.space_id: pf for pf in self._of(pid)}
+
+    def system_file(self, pid: int | None = None) -> PageFile | None:
+        """Server pid's system tablespace (where doublewrite copies go), if registered."""
+        for pf in self._of(pid):
             if pf.file_class == FC.SYSTEM_TABLESPACE and pf.space_id == 0:
                 return pf
         return None
