@@ -42,12 +42,40 @@ DEFAULT_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 
 @dataclass(frozen=True)
+class HookChoice:
+    """Programs of one set that do one job at different hooks, the preferred first. Only one is
+    loaded: the first whose tracepoint this kernel has, unless $env names another's hook (for
+    comparisons and the fallback's tests). Each loaded copy would cost its verification time."""
+    env: str
+    programs: tuple[tuple[str, str, str], ...]  # (program, hook name for env, category:event)
+
+    def pick(self, present: set[str]) -> str | None:
+        """The program to load among those the object has (`present`); None: none can be."""
+        forced = os.environ.get(self.env, "").strip().lower()
+        hooks = [h for _, h, _ in self.programs]
+        if forced and forced != "auto" and forced not in hooks:
+            raise HostError(f"unknown hook {forced!r} in {self.env}: use {', '.join(hooks)} or auto")
+        for name, hook, tp in self.programs:
+            if name in present and (not forced or forced in ("auto", hook)) \
+                    and features.tracepoint_exists(*tp.split(":", 1)):
+                return name
+        return None
+
+
+@dataclass(frozen=True)
 class ProbeSet:
     name: str
     purpose: str
     required: bool
     tracepoints: tuple[str, ...]  # category:name, checked in tracefs before loading
     manual: bool = False          # programs are attached per target (uprobes), not at load
+    choice: HookChoice | None = None  # programs of which only one is loaded
+
+
+# The stage set's statement reader (bpf/stage.bpf.c wire_recv) at the socket layer's raw
+# tracepoint, else at recvfrom's syscall tracepoint (kernels without sock_recv_length)
+WIRE_CHOICE = HookChoice("IOATTR_WIRE_HOOK", (("ioattr_wire_recv", "sock", "sock:sock_recv_length"),
+                                               ("ioattr_wire_sys", "syscall", "syscalls:sys_exit_recvfrom")))
 
 
 # The syscalls set's attach methods. ``tracepoints`` needs the per-syscall
@@ -94,8 +122,8 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
               "block:block_rq_complete")),
     ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False,
              ("filemap:mm_filemap_add_to_page_cache",)),
-    ProbeSet("stage", "statement digests and query stages (uprobes on mysqld's SQL layer)", False,
-             (), manual=True),
+    ProbeSet("stage", "statement digests and query stages (the wire, uprobes on mysqld's SQL layer)", False,
+             (), manual=True, choice=WIRE_CHOICE),
 )
 
 
@@ -285,6 +313,12 @@ class ProbeSession:
                     prog.set_autoload(name in SYSCALL_PROGRAMS[hook])
                 if hook == "tracepoints":
                     tp_attach, _ = syscall_tracepoints()
+            if spec.choice is not None:
+                progs = {p.name: p for p in obj.programs()}
+                chosen = spec.choice.pick(set(progs))
+                for name, _, _ in spec.choice.programs:
+                    if name in progs:
+                        progs[name].set_autoload(name == chosen)
             self._write_config(obj)
             for m in obj.maps():
                 if m.name in self.shared_fds:
@@ -352,6 +386,9 @@ class ProbeSession:
                 continue
             try:
                 self.loaded.append(self._load_one(spec))
+            except HostError:  # the object missing or mismatched, a bad setting: not a degradation
+                self.close()
+                raise
             except libbpf.LibbpfError as e:
                 if spec.required:
                     self.close()

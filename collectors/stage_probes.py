@@ -35,7 +35,8 @@ probe that only the statements doing the traced work hit (index dives, purge) is
 Where a statement starts (`--statements`, every mode): the dispatch_command
 uprobe traps on every statement (1.1 us idle, 3-5 us on a loaded small VM:
 docs/benchmarks.md, issue 13), so by default the statement source is the
-wire: bpf/stage.bpf.c ioattr_wire_recv on syscalls:sys_exit_recvfrom reads
+wire: bpf/stage.bpf.c ioattr_wire_recv on sock:sock_recv_length (raw; ioattr_wire_sys on
+syscalls:sys_exit_recvfrom where the kernel lacks it: probes.WIRE_CHOICE) reads
 each command packet as the server receives it (no trap) and does what the
 uprobe did (digest, counts, stage reset, phase markers). It cannot see what
 the socket does not carry in clear (TLS, the compressed protocol). So:
@@ -62,10 +63,10 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-from ioattr.collectors import abi, features, libbpf, thd_stages
+from ioattr.collectors import abi, libbpf, thd_stages
 from ioattr.collectors.drain import percpu_sum
 from ioattr.collectors.elf import symbol_offsets
-from ioattr.collectors.probes import ProbeSession
+from ioattr.collectors.probes import WIRE_CHOICE, ProbeSession
 from ioattr.collectors.targets import TARGET_SLOTS  # wire_slots has as many slots as target_slots
 
 
@@ -84,8 +85,7 @@ DEFAULT_STAGE_MODE = "auto"
 
 STATEMENT_SOURCES = ("auto", "wire", "uprobe")
 DEFAULT_STATEMENT_SOURCE = "auto"
-WIRE_PROGRAM = "ioattr_wire_recv"
-WIRE_TRACEPOINT = ("syscalls", "sys_exit_recvfrom")
+WIRE_PROGRAMS = tuple(name for name, _, _ in WIRE_CHOICE.programs)  # the loader loads one of them
 DISPATCH_PROGRAM = "ioattr_dispatch_command"
 # --stages auto and full read each server's stage from its THD where they can; IOATTR_THD_STAGES=off
 # reads none, as if no layout were found (full: the stage uprobes, the pre-THD way; auto: no
@@ -145,6 +145,7 @@ class StageProbes:
         self.sources: dict[int, tuple[str, str]] = {}
         self.wire_attached = False
         self.wire_why = ""  # why the wire reader cannot be used, when it cannot
+        self.wire_hook = ""  # where it is attached (category:event), once it is
         self._dispatch_at: dict[int, tuple[str, int]] = {}  # pid -> (binary, offset) for a later fallback
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
@@ -168,27 +169,41 @@ class StageProbes:
     def available(self) -> bool:
         return self.loaded is not None
 
+    def _wire_program(self) -> libbpf.Program | None:
+        """The wire reader the loader loaded (probes.WIRE_CHOICE picked it), if any."""
+        return next((p for p in self.loaded.obj.programs() if p.name in WIRE_PROGRAMS and p.autoload), None)
+
     def _wire_unavailable(self) -> str:
         """Why the wire reader cannot run on this host ("" when it can)."""
         if self.loaded is None:
             return "stage probes not loaded"
-        if not any(p.name == WIRE_PROGRAM for p in self.loaded.obj.programs()) or self._wire_fd is None:
-            return f"{WIRE_PROGRAM} is not in stage.bpf.o (rebuild it: make -C bpf)"
-        if not features.tracepoint_exists(*WIRE_TRACEPOINT):
-            return f"no tracepoint {':'.join(WIRE_TRACEPOINT)} on this kernel"
+        if self._wire_fd is None or not any(p.name in WIRE_PROGRAMS for p in self.loaded.obj.programs()):
+            return f"{WIRE_PROGRAMS[0]} is not in stage.bpf.o (rebuild it: make -C bpf)"
+        if self._wire_program() is None:
+            return "no tracepoint for it on this kernel (" + " or ".join(
+                tp for name, _, tp in WIRE_CHOICE.programs) + ")"
         return ""
 
     def _attach_wire(self) -> str:
-        """Attach the wire reader once for all servers (it filters by target); "" or why not."""
+        """Attach the wire reader once for all servers (it filters by target); "" or why not.
+        Its section says its hook: a raw BTF tracepoint attaches as itself, a tracepoint the
+        way the syscall probes attach (objects built before the raw one have ioattr_wire_recv
+        on syscalls:sys_exit_recvfrom, and still work)."""
         if self.wire_attached or self.wire_why:
             return self.wire_why
-        prog = next(p for p in self.loaded.obj.programs() if p.name == WIRE_PROGRAM)
+        prog = self._wire_program()
+        kind, _, where = prog.section.partition("/")
+        hook = where.replace("/", ":") if kind == "tracepoint" else f"{kind}:{where}"
         try:
-            self.session._attach_tracepoint(self.loaded, prog, *WIRE_TRACEPOINT)
+            if kind == "tracepoint":
+                self.session._attach_tracepoint(self.loaded, prog, *where.split("/", 1))
+            else:
+                self.loaded.obj.links.append(prog.attach())
         except (libbpf.LibbpfError, OSError) as e:
-            self.wire_why = f"cannot attach {WIRE_PROGRAM} to {':'.join(WIRE_TRACEPOINT)}: {e}"
+            self.wire_why = f"cannot attach {prog.name} to {hook}: {e}"
             return self.wire_why
         self.wire_attached = True
+        self.wire_hook = hook
         return ""
 
     def attach(self, pid: int) -> str:

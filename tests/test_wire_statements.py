@@ -128,19 +128,26 @@ def _digests_of(rec: Path, statements: list[str]) -> tuple[dict[str, int], dict[
     return _counted(rec), meta["queries"]
 
 
-def test_wire_digests_equal_the_uprobes(server, tmp_path: Path) -> None:
+def test_wire_digests_equal_the_uprobes(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wire reader on both its hooks (the socket layer's raw tracepoint, the default, and
+    recvfrom's syscall tracepoint, kernels without the former) against the uprobe."""
     got = {}
-    for source in ("wire", "uprobe"):
-        rec = tmp_path / source
+    hooks = {"wire": "tp_btf:sock_recv_length", "wire@syscall": "syscalls:sys_exit_recvfrom", "uprobe": ""}
+    for run, hook in hooks.items():
+        source = run.partition("@")[0]
+        rec = tmp_path / run.replace("@", "_")
+        monkeypatch.setenv("IOATTR_WIRE_HOOK", run.partition("@")[2] or "auto")
         bg = _record(server, rec, "--statements", source)
         _run_unix(server, STATEMENTS)
         _stop(bg)
         meta = json.loads((rec / "meta.json").read_text())
         assert meta["statement_sources"] == {str(server.pid): {"source": source,
                                                                 "why": f"--statements {source}"}}, meta
-        got[source] = (_counted(rec), meta["queries"])
+        assert meta["wire_hook"] == hook, meta
+        got[run] = (_counted(rec), meta["queries"])
     wire_counts, wire_texts = got["wire"]
     up_counts, up_texts = got["uprobe"]
+    assert got["wire@syscall"] == got["wire"]
     # the vectors' digests are the known ones
     assert {v["digest"] for v in VECTORS} <= set(wire_counts), wire_counts
     # every digest the uprobe counted, the wire counted as often; same sampled texts

@@ -561,8 +561,12 @@ def _statement_source_check(s) -> tuple[bool, str]:
     why = stage._attach_wire()
     if why:
         return False, f"the dispatch_command uprobe for every statement (a trap each): {why}"
-    return True, ("the wire: syscalls:sys_exit_recvfrom reads each command packet (no trap per statement); "
-                  "a server whose clients use TLS or compression gets the dispatch_command uprobe too")
+    where = ("the socket layer's raw tracepoint" if stage.wire_hook.startswith("tp_btf:")
+             else "the syscall tracepoint (this kernel has no sock:sock_recv_length, or "
+                  "IOATTR_WIRE_HOOK=syscall)")
+    return True, (f"the wire: {stage.wire_hook} ({where}) reads each command packet (no trap per "
+                  "statement); a server whose clients use TLS or compression gets the dispatch_command "
+                  "uprobe too")
 
 
 def _syscall_hook_check(hook: str | None, why: str, ls) -> tuple[bool, str]:

@@ -312,6 +312,9 @@ class Recorder:
         # per server pid: where statements start ("wire", "uprobe", or "wire+uprobe" after the
         # fallback for what the wire does not show in clear) and why (collectors/stage_probes.py)
         writer.meta["statement_sources"] = session.stage.describe_sources() if session.stage.available else {}
+        # the wire reader's hook, when it is attached: "tp_btf:sock_recv_length" (the socket
+        # layer, the default) or "syscalls:sys_exit_recvfrom" (kernels without that tracepoint)
+        writer.meta["wire_hook"] = session.stage.wire_hook if session.stage.available else ""
         if session.stage.available and session.stage.mode != "statement":
             # per server pid: where the stages inside statements come from, "thd" (the server's
             # THD::proc_info, read when a statement does IO), "uprobes" (--stages full) or "none"
