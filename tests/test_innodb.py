@@ -375,3 +375,48 @@ def test_roles_on_a_mixed_workload(server, tmp_path: Path) -> None:
 
 def test_no_programs_left_after_innodb_runs() -> None:
     assert_no_ioattr_programs()
+
+
+@pytest.mark.parametrize("encrypted_first", [True, False], ids=["encrypted-first", "plain-first"])
+def test_two_servers_one_encrypted(tmp_path: Path, mariadb_factory, encrypted_first: bool) -> None:
+    """`record --pid A --pid B`, A's tables encrypted (file_key_management), B's not, the same
+    table (the same space id) in both: A's page reads are counted as encrypted (their headers
+    are not read), B's are classified under their index. The encrypted spaces are each
+    server's own: A's report must not mark B's file of the same space id, whichever server
+    the recorder connects first."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text("1;" + "a1" * 32 + "\n")
+    keys.chmod(0o600)
+    enc = {"plugin_load_add": "file_key_management", "file_key_management_filename": str(keys),
+           "innodb_encrypt_tables": "ON"}
+    dbs = [mariadb_factory(buffer_pool="8M", extra_options=enc), mariadb_factory(buffer_pool="8M")]
+    for db in dbs:
+        db.query("CREATE DATABASE s")
+        db.query("CREATE TABLE s.t (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
+        db.query("INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_30000")
+        db.restart()
+    assert dbs[0].query("SELECT COUNT(*) FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
+                        "WHERE NAME = 's/t' AND CURRENT_KEY_VERSION <> 0")[0][0] == 1
+    rec = tmp_path / "rec"
+    order = dbs if encrypted_first else dbs[::-1]
+    bg = Background("record", "-o", str(rec), *(a for db in order for a in ("--pid", str(db.pid))),
+                    "--interval", "0.3")
+    bg.wait_recording()
+    for db in dbs:
+        conn = db.connect()
+        with conn.cursor() as cur:
+            for i in range(200):
+                cur.execute("SELECT c FROM s.t WHERE id = %s", ((i * 7919) % 30000 + 1,))
+        conn.close()
+    code, err = bg.stop()
+    assert code == 0, err
+    rows = report_json(rec, "--by", "process,file,page_type,index", "--layer", "syscall")["rows"]
+    got = {}
+    for db, name in zip(dbs, ("encrypted", "plain")):
+        mine = [r for r in rows if r["process"].endswith(f"[{db.pid}]") and r["op"] == "read"
+                and r["file"] == str(db.datadir / "s" / "t.ibd")]
+        got[name] = {(r["page_type"], r["index"]): r["count"] for r in mine}
+    enc_rows, plain_rows = got["encrypted"], got["plain"]
+    assert enc_rows.get(("encrypted", None), 0) > 20 and not any(i for _, i in enc_rows), got
+    assert plain_rows.get(("index", "s.t.PRIMARY"), 0) > 20, got
+    assert not any(t == "encrypted" for t, _ in plain_rows), got

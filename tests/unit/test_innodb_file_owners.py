@@ -1,6 +1,7 @@
 """ioattr/engines/innodb/files.py InnodbFileMap: two servers on one host have the same space
 ids (both system tablespaces are space 0, their first tables the same ids); a page row's file
-is looked up among its own server's files, or it is charged to the other server's file."""
+is looked up among its own server's files, or it is charged to the other server's file; and a space
+one server reports encrypted is not marked encrypted in the other's file of the same id."""
 from __future__ import annotations
 
 import pytest
@@ -39,3 +40,30 @@ def test_each_server_finds_its_own_file_of_a_shared_space_id(registry: InnodbFil
 def test_a_server_without_files_finds_none(registry: InnodbFileMap) -> None:
     assert registry.space_files(303) == {} and registry.system_file(303) is None
     assert {pf.path for pf in registry.space_files().values()} <= {p for fs in SERVERS.values() for p, _, _ in fs}
+
+
+def test_a_space_encrypted_in_one_server_only(registry: InnodbFileMap) -> None:
+    """Server 101 reports space 5 encrypted (INNODB_TABLESPACES_ENCRYPTION); 202's space 5 is not."""
+    registry.mark_encrypted({5}, 101)
+    assert registry.space_files(101)[5].encrypted
+    assert not registry.space_files(202)[5].encrypted
+    assert not registry.system_file(101).encrypted
+    # a file the server opens later is registered encrypted by its own server's report only
+    SERVERS[101].append(("/a/data/s/u.ibd", 8, 13))
+    SERVERS[202].append(("/b/data/s/u.ibd", 8, 23))
+    GEOMETRY.update({"/a/data/s/u.ibd": (6, 16384), "/b/data/s/u.ibd": (6, 16384)})
+    try:
+        registry.mark_encrypted({6}, 202)
+        for pid in SERVERS:
+            registry.sync(pid)
+        assert registry.space_files(202)[6].encrypted
+        assert not registry.space_files(101)[6].encrypted
+        assert registry.space_files(101)[5].encrypted and not registry.space_files(202)[5].encrypted
+    finally:
+        SERVERS[101].pop()
+        SERVERS[202].pop()
+
+
+def test_a_connection_naming_no_server_marks_every_file(registry: InnodbFileMap) -> None:
+    registry.mark_encrypted({5})
+    assert registry.space_files(101)[5].encrypted and registry.space_files(202)[5].encrypted

@@ -61,7 +61,7 @@ class InnodbAdapter(EngineAdapter):
         try:
             rows = conn.query("SELECT SPACE FROM INFORMATION_SCHEMA.INNODB_TABLESPACES_ENCRYPTION "
                               "WHERE ENCRYPTION_SCHEME <> 0 OR CURRENT_KEY_VERSION <> 0")
-            registry.mark_encrypted({int(r[0]) for r in rows})
+            registry.mark_encrypted({int(r[0]) for r in rows}, getattr(conn, "target_pid", None))
         except EngineError:
             pass  # MySQL 8 has no such table; encryption then shows as unreadable page headers
 

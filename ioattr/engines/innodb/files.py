@@ -192,7 +192,9 @@ class InnodbFileMap:
         # space 0, their first tables the same ids), so a page row's file is looked up among
         # its own server's files only
         self.owners: dict[tuple[int, int], set[int]] = {}
-        self.encrypted_spaces: set[int] = set()
+        # per server pid (None: a connection that named no server): the spaces it reports
+        # encrypted; per server for the same reason as owners
+        self.encrypted_spaces: dict[int | None, set[int]] = {}
         # connected servers whose dictionary gives the geometry of a tablespace whose page 0 is
         # not on disk yet (use_dictionary); their answer, by real path, read once per sync
         self._dictionaries: list = []
@@ -278,7 +280,7 @@ class InnodbFileMap:
                 continue
             dblwr = read_doublewrite_range(path, page_size) if fc == FC.SYSTEM_TABLESPACE else (0, 0)
             pf = PageFile(path, dev, ino, fc, space_id, page_size, dblwr,
-                          encrypted=space_id in self.encrypted_spaces)
+                          encrypted=any(space_id in self.encrypted_spaces.get(k, ()) for k in (pid, None)))
             self.files[(dev, ino)] = pf
             self._install(pf)
             added.append(pf)
@@ -302,10 +304,12 @@ class InnodbFileMap:
         if self.fd is not None:
             libbpf.map_delete(self.fd, abi.InodeKey(dev=pf.dev, ino=pf.ino))
 
-    def mark_encrypted(self, space_ids: set[int]) -> None:
-        """Spaces the server reports encrypted: their pages are counted as encrypted."""
-        self.encrypted_spaces = set(space_ids)
-        for pf in self.files.values():
+    def mark_encrypted(self, space_ids: set[int], pid: int | None = None) -> None:
+        """Spaces server pid reports encrypted: the pages of its files of those spaces are
+        counted as encrypted (not another server's files of the same space ids; pid None: every
+        registered file's, for a connection that names no server)."""
+        self.encrypted_spaces[pid] = set(space_ids)
+        for pf in self._of(pid):
             if pf.space_id in space_ids and not pf.encrypted:
                 pf.encrypted = True
                 self._install(pf)
