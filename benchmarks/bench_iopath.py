@@ -58,7 +58,7 @@ from ioattr.collectors.targets import TargetMap  # noqa: E402
 PAGE = 16384
 PAGES = 1024
 SPACE_ID = 7
-PROGRAMS = ("ioattr_wire_recv", "ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
+PROGRAMS = ("ioattr_wire_recv", "ioattr_wire_sys", "ioattr_tp_ent4", "ioattr_tp_ent3", "ioattr_tp_exit", "ioattr_bio_queue", "ioattr_rq_issue", "ioattr_rq_complete")
 NO_SUCH_PID = 0x7FFFFFF0
 
 
@@ -105,7 +105,10 @@ def expected_pages(n: int) -> dict[tuple[int, int], int]:
 
 def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
             untraced: bool, mode: str = "pread", wire: str = "") -> dict[str, object]:
-    """One loop process under one variant: per-program ns/run and runs, checked exact."""
+    """One loop process under one variant: per-program ns/run and runs, checked exact.
+    bpf_dir "-": nothing loaded (the detached baseline of the wall time)."""
+    if bpf_dir == "-":
+        return detached_run(exe, data, n, direct, mode, wire)
     env_before = os.environ.get("IOATTR_BPF_DIR")
     if bpf_dir:
         os.environ["IOATTR_BPF_DIR"] = bpf_dir
@@ -136,9 +139,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
             before = {k: fdinfo(v) for k, v in fds.items()}
             loop.stdin.write("g")
             loop.stdin.flush()
-            if loop.stdout.readline().strip() != "done" or loop.wait() != 0:
-                raise RuntimeError("innodb_page_loop failed")
-            out: dict[str, object] = {}
+            out: dict[str, object] = {"wall_ns_per_call": loop_done(loop) / n}
             for k, v in fds.items():
                 a = fdinfo(v)
                 runs = a["run_cnt"] - before[k]["run_cnt"]
@@ -157,6 +158,32 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
             os.environ.pop("IOATTR_BPF_DIR", None)
         else:
             os.environ["IOATTR_BPF_DIR"] = env_before
+
+
+def loop_done(loop: subprocess.Popen) -> float:
+    """Wait for the loop's "done [wall ns]" (wire_loop.c prints its wall time; 0 if none)."""
+    assert loop.stdout is not None
+    words = loop.stdout.readline().split()
+    if not words or words[0] != "done" or loop.wait() != 0:
+        raise RuntimeError("the loop process failed")
+    return float(words[1]) if len(words) > 1 else 0.0
+
+
+def detached_run(exe: Path, data: Path, n: int, direct: bool, mode: str, wire: str) -> dict[str, object]:
+    """The loop with nothing of ioattr loaded: its wall time is the baseline of the others'."""
+    argv = ([str(exe), str(n), wire] if wire else
+            [str(exe), str(data), str(n), str(PAGES), "1" if direct else "0", mode])
+    loop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert loop.stdout is not None and loop.stdin is not None
+        loop.stdout.readline()
+        loop.stdin.write("g")
+        loop.stdin.flush()
+        return {"wall_ns_per_call": loop_done(loop) / n, "error": None}
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait()
 
 
 def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None:
@@ -204,7 +231,8 @@ def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, unt
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
-                    help="BPF objects to measure (DIR empty: this tree's bpf/); at least one")
+                    help="BPF objects to measure (DIR empty: this tree's bpf/; '-': nothing loaded, "
+                         "the wall time's baseline); at least one")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--buffered", action="store_true", help="page-cache reads (no O_DIRECT, no block IO)")
@@ -224,7 +252,7 @@ def main() -> int:
     variants = []
     for spec in args.variant:
         name, sep, d = spec.partition("=")
-        if not name or not sep or (d and not Path(d).is_dir()):
+        if not name or not sep or (d and d != "-" and not Path(d).is_dir()):
             ap.error(f"--variant {spec!r}: want NAME=DIR of built BPF objects (DIR may be empty)")
         variants.append((name, d))
     if os.geteuid() != 0:
@@ -268,10 +296,16 @@ def main() -> int:
                 summary[name][prog] = {"ns_per_run_median": statistics.median(vals), "min": min(vals),
                                        "max": max(vals), "runs_per_call_median": statistics.median(rns),
                                        "ns_per_call_median": statistics.median(per_call)}
+        walls = [x["wall_ns_per_call"] for x in mine if x.get("wall_ns_per_call")]
+        if walls:  # the loop's own wall time a call (wire_loop.c): dispatch included
+            summary[name]["wall"] = {"ns_per_call_median": statistics.median(walls), "min": min(walls),
+                                     "max": max(walls)}
         print(name + ": " + ", ".join(
             f"{p.removeprefix('ioattr_')} {v['ns_per_run_median']:.0f} ({v['min']:.0f}-{v['max']:.0f}),"
             f" {v['runs_per_call_median']:.2f} runs/call = {v['ns_per_call_median']:.0f} ns/call"
-            for p, v in summary[name].items()))
+            for p, v in summary[name].items() if p != "wall")
+            + (f"; wall {walls and statistics.median(walls):.0f} ns/call "
+               f"({min(walls):.0f}-{max(walls):.0f})" if walls else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "bench_iopath", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),

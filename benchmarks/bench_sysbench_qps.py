@@ -23,6 +23,9 @@ probe set to the previous:
   +stages_full   --stages full (the same as auto where the THD is read)
   +stages_full_uprobes  the same from the four stage uprobes (IOATTR_THD_STAGES=off,
                the way --stages full worked before; not in the default ladder)
+  +wire_syscall  +stages_auto with the statement reader on recvfrom's syscall
+               tracepoint (IOATTR_WIRE_HOOK=syscall: kernels without sock_recv_length,
+               and the default before it; not in the default ladder)
 `--record-variant NAME=ARGS` adds more attached configurations.
 
 Reports per workload each configuration's attached/detached QPS ratio (median
@@ -74,9 +77,11 @@ LADDER: dict[str, list[str]] = {
     "+stages_auto": ["--probes", FILES_SETS + ",block,stage", "--stages", "auto"],
     "+stages_full": ["--probes", FILES_SETS + ",block,stage", "--stages", "full"],
     "+stages_full_uprobes": ["--probes", FILES_SETS + ",block,stage", "--stages", "full"],
+    "+wire_syscall": ["--probes", FILES_SETS + ",block,stage", "--stages", "auto"],
 }
 # the recorder's environment for a configuration, past the arguments
-CONFIG_ENV: dict[str, dict[str, str]] = {"+stages_full_uprobes": {"IOATTR_THD_STAGES": "off"}}
+CONFIG_ENV: dict[str, dict[str, str]] = {"+stages_full_uprobes": {"IOATTR_THD_STAGES": "off"},
+                                         "+wire_syscall": {"IOATTR_WIRE_HOOK": "syscall"}}
 DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_auto"
 ALL_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
@@ -413,7 +418,10 @@ def expected(args: list[str], env: dict[str, str] | None = None) -> dict[str, ob
                                "full": (9, 8, 7, 6, 5, 4)}.get(a.stages) if "stage" in sets else None),
             "full_source": (None if a.stages == "statement" or "stage" not in sets else
                             "stage uprobes" if (env or {}).get("IOATTR_THD_STAGES") == "off" else
-                            "stages from the server's THD")}
+                            "stages from the server's THD"),
+            # where the statement reader ran (meta wire_hook; trees before it have none)
+            "wire_hook": (None if "stage" not in sets else "syscalls:sys_exit_recvfrom"
+                          if (env or {}).get("IOATTR_WIRE_HOOK") == "syscall" else "tp_btf:sock_recv_length")}
 
 
 def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str, object]:
@@ -446,6 +454,9 @@ def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str
         if want["full_source"] and not source.startswith(str(want["full_source"])):
             raise RuntimeError(f"{rec.name}: want {want['full_source']}, got {status}")
         got["stage_probes"] = status[0]
+        if "wire_hook" in meta and meta["wire_hook"] != want["wire_hook"]:
+            raise RuntimeError(f"{rec.name}: want the wire reader on {want['wire_hook']}, got {meta['wire_hook']!r}")
+        got["wire_hook"] = meta.get("wire_hook")
     elif any(x.startswith("attached") for x in status):
         raise RuntimeError(f"{rec.name}: stage uprobes attached without the stage set: {status}")
     return got
