@@ -284,6 +284,30 @@ def test_a_stage_name_met_at_io_time_is_learned(server) -> None:
     assert_no_ioattr_programs()
 
 
+def _cold_point_selects_on_both(tmp_path: Path, dbs: list, order: list, rows: int, selects: int) -> Path:
+    """The same table s.t (`rows` rows, so the same space id) in every server, each restarted
+    (a cold buffer pool); `record --pid` of them in `order` with default options while each
+    runs `selects` point selects; the recording."""
+    for db in dbs:
+        db.query("CREATE DATABASE s")
+        db.query("CREATE TABLE s.t (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
+        db.query(f"INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_{rows}")
+        db.restart()
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), *(a for db in order for a in ("--pid", str(db.pid))),
+                    "--interval", "0.3")
+    bg.wait_recording()
+    for db in dbs:
+        conn = db.connect()
+        with conn.cursor() as cur:
+            for i in range(selects):
+                cur.execute("SELECT c FROM s.t WHERE id = %s", ((i * 7919) % rows + 1,))
+        conn.close()
+    code, err = bg.stop()
+    assert code == 0, err
+    return rec
+
+
 def test_two_traced_servers_each_read_their_own_stage(tmp_path: Path, mariadb_factory) -> None:
     """`record --pid A --pid B` with default options: each server's stage is read from its own
     THD with its own names (their binaries map at different addresses): both servers' cold
@@ -291,22 +315,7 @@ def test_two_traced_servers_each_read_their_own_stage(tmp_path: Path, mariadb_fa
     `execute`, a few pages), and each server's pages are its own file's (the two servers'
     tables have the same space id)."""
     dbs = [mariadb_factory(buffer_pool="8M") for _ in range(2)]
-    for db in dbs:
-        db.query("CREATE DATABASE s")
-        db.query("CREATE TABLE s.t (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
-        db.query("INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_60000")
-        db.restart()
-    rec = tmp_path / "rec"
-    bg = Background("record", "-o", str(rec), *(a for db in dbs for a in ("--pid", str(db.pid))), "--interval", "0.3")
-    bg.wait_recording()
-    for db in dbs:
-        conn = db.connect()
-        with conn.cursor() as cur:
-            for i in range(300):
-                cur.execute("SELECT c FROM s.t WHERE id = %s", ((i * 7919) % 60000 + 1,))
-        conn.close()
-    code, err = bg.stop()
-    assert code == 0, err
+    rec = _cold_point_selects_on_both(tmp_path, dbs, dbs, rows=60000, selects=300)
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["stages"] == "full", meta
     assert {p: s["source"] for p, s in meta["stage_sources"].items()} == {str(db.pid): "thd" for db in dbs}, meta
@@ -390,26 +399,9 @@ def test_two_servers_one_encrypted(tmp_path: Path, mariadb_factory, encrypted_fi
     enc = {"plugin_load_add": "file_key_management", "file_key_management_filename": str(keys),
            "innodb_encrypt_tables": "ON"}
     dbs = [mariadb_factory(buffer_pool="8M", extra_options=enc), mariadb_factory(buffer_pool="8M")]
-    for db in dbs:
-        db.query("CREATE DATABASE s")
-        db.query("CREATE TABLE s.t (id INT PRIMARY KEY, c CHAR(200) NOT NULL) ENGINE=InnoDB")
-        db.query("INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_30000")
-        db.restart()
+    rec = _cold_point_selects_on_both(tmp_path, dbs, dbs if encrypted_first else dbs[::-1], rows=30000, selects=200)
     assert dbs[0].query("SELECT COUNT(*) FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
                         "WHERE NAME = 's/t' AND CURRENT_KEY_VERSION <> 0")[0][0] == 1
-    rec = tmp_path / "rec"
-    order = dbs if encrypted_first else dbs[::-1]
-    bg = Background("record", "-o", str(rec), *(a for db in order for a in ("--pid", str(db.pid))),
-                    "--interval", "0.3")
-    bg.wait_recording()
-    for db in dbs:
-        conn = db.connect()
-        with conn.cursor() as cur:
-            for i in range(200):
-                cur.execute("SELECT c FROM s.t WHERE id = %s", ((i * 7919) % 30000 + 1,))
-        conn.close()
-    code, err = bg.stop()
-    assert code == 0, err
     rows = report_json(rec, "--by", "process,file,page_type,index", "--layer", "syscall")["rows"]
     got = {}
     for db, name in zip(dbs, ("encrypted", "plain")):
