@@ -69,6 +69,10 @@ class FileRegistry(Protocol):
 
     def sync(self, pid: int, directories: list[str] | None = None) -> list: ...
 
+    def end_interval(self) -> None:
+        """The interval's rows are named: files dropped from the map since the last call (a
+        table dropped or rebuilt while its IO was being drained) need not name them any longer."""
+
 
 class FileCatalog(Protocol):
     """What an engine's files hold, per file (path -> facts), for meta.json "files": an LSM's

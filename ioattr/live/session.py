@@ -38,6 +38,7 @@ from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, PG_WIRE_FLAG, StageProbes
 from ioattr.collectors.targets import FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
 from ioattr.engines import registry as engines
+from ioattr.engines.base import FileRegistry
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 from ioattr.model.labels import PROG_SKIPPED
 
@@ -103,6 +104,7 @@ class LiveSession:
         self.stmt_rows = StatementRows(self.naming)
         self.stmt_drain = None
         self.probes: ProbeSession | None = None
+        self.file_map: FileRegistry | None = None  # the page engine's registrar of page files (open())
         self.phase_markers: list[PhaseStart] = []  # from `ioattr:phase=NAME` statements
         self._new_page_file = False
         self._last_tick = time.time()
@@ -594,10 +596,13 @@ class LiveSession:
         phase = self.phase
         io = self._label(self.io_rows.columns(d, t0, now, phase), d) if len(d) else None
         self.naming.files.end_interval()  # inode reuse seen so far is this interval's (names.py)
+        pages = self._label(self.page_rows.columns(p, t0, now, phase), p) if len(p) else None
+        if self.file_map is not None:
+            self.file_map.end_interval()  # page files dropped before this drain named its rows
         return Interval(
             start=t0, end=now,
             io=io,
-            pages=self._label(self.page_rows.columns(p, t0, now, phase), p) if len(p) else None,
+            pages=pages,
             statements=(self._label(self.stmt_rows.columns(st, t0, now, phase), st)
                         if st is not None and len(st) else None),
             io_rows=len(d), page_rows=len(p),

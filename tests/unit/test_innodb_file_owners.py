@@ -67,3 +67,25 @@ def test_a_space_encrypted_in_one_server_only(registry: InnodbFileMap) -> None:
 def test_a_connection_naming_no_server_marks_every_file(registry: InnodbFileMap) -> None:
     registry.mark_encrypted({5})
     assert registry.space_files(101)[5].encrypted and registry.space_files(202)[5].encrypted
+
+
+def test_a_dropped_file_names_the_rows_of_its_interval(registry: InnodbFileMap) -> None:
+    """ALTER TABLE ... FORCE reads the old tablespace into its copy and deletes it; a sync before
+    the drain names that interval's page rows drops the old file from the map. Its rows still
+    get it (their io rows carry its inode) until the interval ends, then it is gone; nothing
+    puts it back in the BPF map meanwhile."""
+    old = registry.space_files(101)[5]
+    GEOMETRY["/a/data/s/t.ibd"] = None  # deleted: page 0 unreadable
+    try:
+        registry.sync(101)
+        assert (old.dev, old.ino) not in registry.files
+        assert registry.space_files(101)[5] is old
+        assert 5 not in {pf.space_id for pf in registry._of(101, retired=False)}
+        assert registry.space_files(202)[5].path == "/b/data/s/t.ibd"  # the other server's own
+        registry.mark_encrypted({5}, 101)  # must not re-install the dropped file
+        assert (old.dev, old.ino) not in registry.files and not old.encrypted
+        registry.end_interval()
+        assert 5 not in registry.space_files(101)
+        assert registry.system_file(101).path == "/a/data/ibdata1"
+    finally:
+        GEOMETRY["/a/data/s/t.ibd"] = (5, 16384)

@@ -195,6 +195,12 @@ class InnodbFileMap:
         # per server pid (None: a connection that named no server): the spaces it reports
         # encrypted; per server for the same reason as owners
         self.encrypted_spaces: dict[int | None, set[int]] = {}
+        # files dropped from the map since the last end_interval(), with their owners: the page
+        # rows of the interval being drained still name them (a table rebuilt by ALTER is read
+        # into its copy, and its file deleted, within one interval; a sync before the drain
+        # names the rows must not leave those reads without a file, which is what joins them
+        # to their io rows)
+        self._retired: list[tuple[PageFile, frozenset[int]]] = []
         # connected servers whose dictionary gives the geometry of a tablespace whose page 0 is
         # not on disk yet (use_dictionary); their answer, by real path, read once per sync
         self._dictionaries: list = []
@@ -300,7 +306,7 @@ class InnodbFileMap:
 
     def _forget(self, pf: PageFile) -> None:
         self.files.pop((pf.dev, pf.ino), None)
-        self.owners.pop((pf.dev, pf.ino), None)
+        self._retired.append((pf, frozenset(self.owners.pop((pf.dev, pf.ino), ()))))
         if self.fd is not None:
             libbpf.map_delete(self.fd, abi.InodeKey(dev=pf.dev, ino=pf.ino))
 
@@ -309,7 +315,7 @@ class InnodbFileMap:
         counted as encrypted (not another server's files of the same space ids; pid None: every
         registered file's, for a connection that names no server)."""
         self.encrypted_spaces[pid] = set(space_ids)
-        for pf in self._of(pid):
+        for pf in self._of(pid, retired=False):
             if pf.space_id in space_ids and not pf.encrypted:
                 pf.encrypted = True
                 self._install(pf)
@@ -327,11 +333,17 @@ class InnodbFileMap:
         """space id -> path, for naming page rows."""
         return {pf.space_id: pf.path for pf in self.files.values()}
 
-    def _of(self, pid: int | None) -> list[PageFile]:
-        """The registered page files of server pid (every one when pid is None)."""
+    def end_interval(self) -> None:
+        self._retired.clear()
+
+    def _of(self, pid: int | None, retired: bool = True) -> list[PageFile]:
+        """The page files of server pid (every server's when pid is None): with `retired`, those
+        dropped from the map since the last end_interval() first, then the registered ones
+        (which win for a space id both have)."""
+        old = [pf for pf, owners in self._retired if pid is None or pid in owners] if retired else []
         if pid is None:
-            return list(self.files.values())
-        return [pf for key, pf in self.files.items() if pid in self.owners.get(key, ())]
+            return old + list(self.files.values())
+        return old + [pf for key, pf in self.files.items() if pid in self.owners.get(key, ())]
 
     def space_files(self, pid: int | None = None) -> dict[int, PageFile]:
         """space id -> server pid's page file registered with it (the latest one registered,
@@ -340,7 +352,7 @@ class InnodbFileMap:
 
     def system_file(self, pid: int | None = None) -> PageFile | None:
         """Server pid's system tablespace (where doublewrite copies go), if registered."""
-        for pf in self._of(pid):
+        for pf in reversed(self._of(pid)):  # the registered one first
             if pf.file_class == FC.SYSTEM_TABLESPACE and pf.space_id == 0:
                 return pf
         return None
