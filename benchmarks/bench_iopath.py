@@ -114,7 +114,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
         os.environ["IOATTR_BPF_DIR"] = bpf_dir
     else:
         os.environ.pop("IOATTR_BPF_DIR", None)
-    argv = ([str(exe), str(n), wire] if wire else
+    argv = ([str(exe), str(n), *wire.split(":")] if wire else
             [str(exe), str(data), str(n), str(PAGES), "1" if direct else "0", mode])
     loop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -171,7 +171,7 @@ def loop_done(loop: subprocess.Popen) -> float:
 
 def detached_run(exe: Path, data: Path, n: int, direct: bool, mode: str, wire: str) -> dict[str, object]:
     """The loop with nothing of ioattr loaded: its wall time is the baseline of the others'."""
-    argv = ([str(exe), str(n), wire] if wire else
+    argv = ([str(exe), str(n), *wire.split(":")] if wire else
             [str(exe), str(data), str(n), str(PAGES), "1" if direct else "0", mode])
     loop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -223,8 +223,9 @@ def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, unt
     got = {int(d): int(c) for d, c in zip(keys["digest"][mine], vals["count"][mine])}
     if sum(got.values()) != want:
         return f"stmt_stats counted {sum(got.values())} statements, expected {want}"
-    if want and (len(got) != 1 or (wire == "prepared") != (0x17 in got)):
-        return f"stmt_stats digests {got}: expected one ({'0x17' if wire == 'prepared' else 'a text digest'})"
+    prepared = wire.split(":")[0] == "prepared"
+    if want and (len(got) != 1 or prepared != (0x17 in got)):
+        return f"stmt_stats digests {got}: expected one ({'0x17' if prepared else 'a text digest'})"
     return None
 
 
@@ -244,6 +245,9 @@ def main() -> int:
     ap.add_argument("--wire", choices=("query", "range", "prepared"), default="",
                     help="the statement reader on a socketpair connection (benchmarks/wire_loop.c) "
                          "instead of page reads; --sets defaults to targets,stage")
+    ap.add_argument("--solo", action="store_true",
+                    help="with --wire: one process writes each packet to itself and reads it back "
+                         "(wire_loop.c solo): its wall time a statement is CPU time, no ping-pong")
     ap.add_argument("--sets", default="")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
@@ -275,7 +279,7 @@ def main() -> int:
         for r in range(args.rounds):
             for name, d in (variants if r % 2 == 0 else variants[::-1]):
                 o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.mode,
-                            args.wire)
+                            args.wire + (":solo" if args.solo and args.wire else ""))
                 if o["error"]:
                     print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
                     return 1
