@@ -219,19 +219,30 @@ def _ps_truth(ps: dict[tuple[str, str], int], f: str, op: str) -> int:
     """The bytes performance_schema says file `f` moved for `op` over the workload.
 
     Reads: its read count times the page size (every read of these files is one page; see
-    the test), not its byte sum. performance_schema's file summary has counted a read whose
-    bytes it left out of SUM_NUMBER_OF_BYTES_READ: in fresh-clone run 8, hot.ibd had
-    COUNT_READ 4932 and 4931 pages of bytes, while ioattr's four views (exporter, recorder;
-    syscall, device) all had 4932 pages. Earlier "one or two reads short" failures compared
-    against the byte sum. Writes: the byte sum (it has always matched)."""
+    the test), not its byte sum. Writes: the byte sum (it has always matched).
+
+    For reads this is a lower bound, by a page or two. performance_schema adds each file
+    operation to the file's summary with plain increments (PFS_single_stat::aggregate_counted
+    is `m_count++`, the bytes `m_sum += n`, no atomics), from whichever thread did the IO. So
+    when the workload's two connections read the same file at once, an increment can be lost.
+    Seen here:
+    - fresh-clone run 8: COUNT_READ 4932 and 4931 pages of bytes, while ioattr's four views
+      (exporter, recorder; syscall, device) all had 4932 pages;
+    - 2026-11-25: COUNT_READ 4864 and 4862 pages of bytes, while the four views had 4865 reads,
+      every one a `SELECT c FROM live.hot WHERE id = ?` of the workload.
+    Writes come from one page cleaner thread, and are exact."""
     return PAGE * ps[(f, "reads")] if op == "read" else ps[(f, op)]
+
+
+PS_LOST_READS = 2  # reads performance_schema may have lost per file (_ps_truth)
 
 
 def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     """Both attached at once to one server: per file, the bytes each saw equal each other's, the
     syscall and device layers' equal each other's (O_DIRECT), and all equal what the server's
-    performance_schema counted (reads: its count of page reads, see _ps_truth); per index
-    likewise; the server's own counters match.
+    performance_schema counted (writes exactly; reads: its count of page reads, which can be a
+    page or two short under concurrent readers, see _ps_truth); per index likewise; the
+    server's own counters match.
 
     The comparison windows are made equal by quiet: the server has no dirty page and nothing
     runs when the exporter and the recorder take their baselines, and the workload's files see
@@ -293,7 +304,9 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
                 # same bytes as the syscalls asked for, exactly
                 assert exported.get(f, 0) == recorded.get(f, 0), (layer, op, f, exported.get(f), recorded.get(f))
                 seen.setdefault((op, f), set()).add(recorded.get(f, 0))
-                assert recorded.get(f, 0) == truth, (layer, op, f, recorded.get(f), truth)
+                # reads: performance_schema's count is a lower bound by a page or two (_ps_truth)
+                slack = PS_LOST_READS * PAGE if op == "read" else 0
+                assert 0 <= recorded.get(f, 0) - truth <= slack, (layer, op, f, recorded.get(f), truth)
     assert all(len(v) == 1 for v in seen.values()), seen  # syscall == block, file by file
 
     # InnoDB pages by index: the two agree, and equal the server's count of page-sized IOs on the
@@ -320,7 +333,8 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     assert ps[("cold.ibd", "write")] == PAGE * ps[("cold.ibd", "writes")], ps
     for key, truth in truth_pages.items():
         assert exported_pages.get(key) == recorded_pages.get(key), (key, exported_pages, recorded_pages)
-        assert recorded_pages.get(key, 0) == truth, (key, truth, recorded_pages)
+        slack = PS_LOST_READS if key[1] == "read" else 0  # _ps_truth
+        assert 0 <= recorded_pages.get(key, 0) - truth <= slack, (key, truth, recorded_pages)
     # no page of the busy table is read under another of its indexes (lookups by primary key)
     assert {k for k in recorded_pages if k[0].startswith("live.hot.")} == {("live.hot.PRIMARY", "read")}, \
         recorded_pages
