@@ -1169,12 +1169,12 @@ static __always_inline int wire_recv(long ret, bool in_sock)
  * The default attach point: the socket layer's sock_recv_length tracepoint,
  * taken as a raw BTF tracepoint. It fires inside the recvfrom syscall once the
  * bytes are in the caller's buffer, with what the syscall returns. A raw
- * tracepoint costs its programs' dispatch only (~0.1 us a hit here); a
- * per-syscall tracepoint builds a perf record for every hit first (~0.4 us a
- * hit in a busy server, the largest single cost of a traced point select), and
- * a MariaDB connection takes 2-3 recvfroms a statement, its client as many.
- * Kernels without the tracepoint: the syscall tracepoint below (the loader
- * picks, collectors/stage_probes.py WIRE_ATTACH).
+ * tracepoint costs its programs' dispatch only; a per-syscall tracepoint builds
+ * a perf record for every hit first. A MariaDB connection takes 2-3 recvfroms a
+ * statement, its client as many; perf put the difference at ~0.1-0.2 us a point
+ * select in each (docs/benchmarks.md, "seventh pass"). Kernels without the
+ * tracepoint: the syscall tracepoint below (the loader picks one,
+ * collectors/probes.py WIRE_CHOICE).
  */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(ioattr_wire_recv, struct sock *sk, int ret, int flags)
