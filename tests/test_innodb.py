@@ -130,10 +130,13 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
         src = meta["stage_sources"][pid]
         assert list(meta["stage_sources"]) == [pid] and src["source"] == "thd" and src["why"] == "", meta
         # a name that is no stage object (e.g. "login", a cached thread's new connection) is read from
-        # the server at the first IO in it, and its IO has its stage from then on
+        # the server after the first IO in it, and its IO has its stage from then on: the IO in it
+        # until the recorder's next refresh is missed (how much depends on the machine's pace: one
+        # fresh-clone run had 4 misses for "login" alone); a name is learned only from a miss
         learned = src.get("learned", {})
         assert meta["thd_stage_misses"]["read"] == 0, meta
-        assert meta["thd_stage_misses"]["name"] <= 3 * len(learned), meta
+        assert not learned or meta["thd_stage_misses"]["name"] > 0, meta
+        assert set(learned.values()) <= {"parse", "optimize", "execute", "commit", "background"}, learned
     else:
         assert status.startswith("attached 8 uprobes (--stages full: stage uprobes"), status
         assert meta["stage_sources"] == {pid: {"source": "uprobes", "why": "IOATTR_THD_STAGES=off"}}, meta
