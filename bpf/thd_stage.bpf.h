@@ -92,19 +92,25 @@ static __always_inline __u8 io_stage(struct task_struct *task, struct task_io_st
 		thd_miss(THD_MISS_READ);
 		return IOA_STAGE_STATEMENT;
 	}
-	if (k.name == st->thd_name)
-		return st->thd_stage;
-	s = bpf_map_lookup_elem(&thd_stage_names, &k);
-	if (!s) {
-		__u8 one = 1;
+	if (k.name != st->thd_name) {
+		s = bpf_map_lookup_elem(&thd_stage_names, &k);
+		if (!s) {
+			__u8 one = 1;
 
-		thd_miss(THD_MISS_NAME);
-		bpf_map_update_elem(&thd_stage_unknown, &k, &one, BPF_NOEXIST);
-		return IOA_STAGE_STATEMENT;
+			thd_miss(THD_MISS_NAME);
+			bpf_map_update_elem(&thd_stage_unknown, &k, &one, BPF_NOEXIST);
+			return IOA_STAGE_STATEMENT;
+		}
+		st->thd_name = k.name;
+		st->thd_stage = *s;
 	}
-	st->thd_name = k.name;
-	st->thd_stage = *s;
-	return *s;
+	/* No client statement runs on the thread ("login": a cached thread taken by a new
+	 * connection). Its last statement's digest is not this IO's: a connection that ended
+	 * without COM_QUIT (a killed client, a dropped link) left it there, and the callers
+	 * read st->digest after this. The next statement sets its own. */
+	if (st->thd_stage == IOA_STAGE_BACKGROUND)
+		st->digest = 0;
+	return st->thd_stage;
 }
 
 #endif /* IOATTR_THD_STAGE_BPF_H */

@@ -17,6 +17,7 @@ SHT_SYMTAB = 2
 SHT_DYNSYM = 11
 STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 1, 2, 10
 PT_LOAD, PT_TLS = 1, 7
+PF_X, PF_W = 1, 2
 
 
 class ElfImage:
@@ -77,6 +78,20 @@ class ElfImage:
         """n bytes at virtual address vaddr as the file has them (b"" when not in the file)."""
         off = self.file_offset(vaddr)
         return b"" if off is None else self.data[off:off + n]
+
+    def rodata_strings(self, text: str, limit: int = 16) -> list[int]:
+        """Virtual addresses at which the NUL-terminated string `text` can be read in the
+        read-only loaded segments (a match inside a longer string counts: a pointer to that
+        tail reads as `text` too); at most `limit`, in file order."""
+        needle, out = text.encode() + b"\0", []
+        for p_type, p_flags, p_offset, p_vaddr, _, p_filesz, _, _ in self.segments:
+            if p_type != PT_LOAD or p_flags & (PF_W | PF_X):
+                continue
+            at = self.data.find(needle, p_offset, p_offset + p_filesz)
+            while at >= 0 and len(out) < limit:
+                out.append(at - p_offset + p_vaddr)
+                at = self.data.find(needle, at + 1, p_offset + p_filesz)
+        return out
 
     def cstring(self, vaddr: int, limit: int = 256) -> str | None:
         """The NUL-terminated string at vaddr (None: not in the file, or not terminated within limit)."""

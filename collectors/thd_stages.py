@@ -15,7 +15,8 @@ Nothing here needs debug info; three facts come from the server's binary:
     `_current_thd` (`mov %fs:0,%rax; mov disp(%rax),%rax`, or `mov %fs:disp,%rax`);
   - THD::proc_info's offset: from the exported `set_thd_stage_info`, which stores the
     new stage's name (`mov 8(%new_stage),%reg` ... `mov %reg,disp32(%thd)`);
-  - the names: every exported `stage_*` PSI_stage_info object (its m_name at +8).
+  - the names: every exported `stage_*` PSI_stage_info object (its m_name at +8), and the
+    addresses of LITERAL_NAMES in its read-only data (names set from a literal).
 Names are folded into ioattr's stages (stage_of below). A binary where any fact is not
 found (another compiler's code, a non-x86-64 build, a MySQL) has no stages inside statements
 under `--stages auto`, or the four uprobes under `--stages full`, saying why.
@@ -58,6 +59,10 @@ COMMIT_NAMES = ("commit", "commit implicit", "rollback", "rollback_implicit", "w
 # set while no client statement runs on the thread: a connection logging in (a cached thread
 # still carries its previous connection's last statement; its IO is not that statement's)
 OUTSIDE_NAMES = ("login",)
+# names MariaDB sets from a string literal (thd_proc_info(thd, "login")), not a stage object: found
+# in the binary's read-only data by their bytes (any address that reads so is that name), so that
+# their IO has its stage from the first one on instead of after the recorder learns the name
+LITERAL_NAMES = OUTSIDE_NAMES
 
 
 def stage_of(name: str) -> Stage:
@@ -167,6 +172,9 @@ def read_binary(path: str) -> ServerStages | str:
             names[ptr] = name
     if not names:
         return "no stage names (stage_* objects) in the binary"
+    for literal in LITERAL_NAMES:  # known now, so their first IO is no miss (see LITERAL_NAMES)
+        for ptr in img.rodata_strings(literal):
+            names.setdefault(ptr, literal)
     pie = struct.unpack_from(img.end + "H", img.data, 16)[0] == ET_DYN
     return ServerStages(tls_off, stage_off, names, pie, img.first_load_vaddr())
 

@@ -129,10 +129,11 @@ def test_non_covering_range_reads_primary_under_its_digest(server, tmp_path: Pat
         assert status.startswith("attached 4 uprobes (--stages full: stages from the server's THD"), status
         src = meta["stage_sources"][pid]
         assert list(meta["stage_sources"]) == [pid] and src["source"] == "thd" and src["why"] == "", meta
-        # a name that is no stage object (e.g. "login", a cached thread's new connection) is read from
-        # the server after the first IO in it, and its IO has its stage from then on: the IO in it
+        # a name that is no stage object and not one of thd_stages.LITERAL_NAMES is read from the
+        # server after the first IO in it, and its IO has its stage from then on: the IO in it
         # until the recorder's next refresh is missed (how much depends on the machine's pace: one
-        # fresh-clone run had 4 misses for "login" alone); a name is learned only from a miss
+        # fresh-clone run had 4 misses for "login", before it was a known literal); a name is
+        # learned only from a miss
         learned = src.get("learned", {})
         assert meta["thd_stage_misses"]["read"] == 0, meta
         assert not learned or meta["thd_stage_misses"]["name"] > 0, meta
@@ -270,7 +271,7 @@ def test_a_stage_name_met_at_io_time_is_learned(server) -> None:
             before = reads_by_stage(drain)
             missed = stages.thd_misses()["name"]
             assert missed >= 1 and before.get(abi.Stage.STATEMENT, 0) >= 1, (missed, before)
-            # (each query is a new connection: "login", no stage object either, may be learned too)
+            # (each query is a new connection: "login" is no stage object either, but a known literal)
             learned = stages.learn_thd_names()
             assert f"server {pid}: stage name 'Statistics' read from the server: optimize" in learned, learned
             assert stages.thd_learned[pid]["Statistics"] == "optimize", stages.thd_learned
@@ -285,6 +286,65 @@ def test_a_stage_name_met_at_io_time_is_learned(server) -> None:
         assert not libbpf.map_lookup(ps.map_fd("thd_stage_names"), abi.ThdStageKey(name=statistics, tgid=pid),
                                      ctypes.c_uint8())  # detach removes what it learned too
     assert_no_ioattr_programs()
+
+
+def _db_opt_reads(db) -> int:
+    """performance_schema's count of reads of bench/db.opt (one login reads it once)."""
+    rows = db.query("SELECT SUM(COUNT_READ) FROM performance_schema.file_summary_by_instance "
+                    "WHERE FILE_NAME LIKE '%/bench/db.opt'")
+    return int(rows[0][0] or 0) if rows else 0
+
+
+def test_login_io_on_a_cached_thread_is_in_no_statement(server, tmp_path: Path) -> None:
+    """A connection that ends without COM_QUIT (a killed client) leaves its server thread in the
+    thread cache with that connection's last statement. The next connection logs in on that
+    thread and reads its default database's db.opt (FLUSH TABLES empties MariaDB's cache of
+    them). That IO is in no statement: stage background, no query, from the first login on
+    ("login" is set from a string literal, which is found in the binary, not learned)."""
+    from tests.helpers import wait_until
+
+    logins = 3
+    server.restart()
+    admin = server.connect()  # stays busy: the cached thread the next login takes is the killed one's
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3")
+    try:
+        bg.wait_recording()
+        reads0 = _db_opt_reads(server)
+        with admin.cursor() as cur:
+            for i in range(logins):
+                killed = server.connect("bench")
+                with killed.cursor() as kc:
+                    kc.execute("SELECT c FROM bench.t WHERE id = %s", (i + 1,))
+                    kc.fetchall()
+                gone = killed.thread_id()
+                killed._force_close()  # no COM_QUIT: the statement is the thread's last word
+
+                def cached() -> bool:
+                    cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", (gone,))
+                    return cur.fetchone()[0] == 0
+                wait_until(cached, 30, f"connection {gone} to end")
+                cur.execute("FLUSH TABLES")
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_created'")
+                created = int(cur.fetchone()[1])
+                server.connect("bench").close()
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_created'")
+                assert int(cur.fetchone()[1]) == created, "the login did not take the cached thread"
+        reads = _db_opt_reads(server) - reads0
+        code, err = bg.stop()
+        assert code == 0, err
+    finally:
+        bg.stop()
+        admin.close()
+    # every login after FLUSH TABLES read db.opt once; the first killed connection's login too
+    # (a restart empties the cache), on a new or cached thread
+    assert reads == logins + 1, reads
+    rows = report_json(rec, "--by", "query,stage,file", "--layer", "syscall")["rows"]
+    db_opt = [(r["query"], r["stage"], r["count"]) for r in rows
+              if r["op"] == "read" and (r["file"] or "").endswith("/bench/db.opt")]
+    assert db_opt == [(None, "background", reads)], db_opt
+    meta = json.loads((rec / "meta.json").read_text())
+    assert "login" not in meta["stage_sources"][str(server.pid)].get("learned", {}), meta["stage_sources"]
 
 
 def _cold_point_selects_on_both(tmp_path: Path, dbs: list, order: list, rows: int, selects: int) -> Path:

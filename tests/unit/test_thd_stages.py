@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ioattr.collectors.abi import Stage
-from ioattr.collectors.thd_stages import (ServerStages, load_bias, read_binary, read_name, stage_field, stage_of,
+from ioattr.collectors.elf import PF_W, PF_X, PT_LOAD, ElfImage
+from ioattr.collectors.thd_stages import (EM_X86_64, ServerStages, load_bias, read_binary, read_name, stage_field, stage_of,
                                           tls_slot)
 
 # MariaDB 10.11.19 (Debian 12), objdump -d: `_current_thd` and the stores of set_thd_stage_info
@@ -87,6 +88,38 @@ def test_the_installed_mariadbd() -> None:
     names = set(got.names.values())
     assert len(names) >= 100 and {"Statistics", "Commit", "Sending data", "Opening tables"} <= names
     assert got.pie
+    # "login" is set from a literal (no stage object): found by its bytes, so it is known from the start
+    logins = [ptr for ptr, name in got.names.items() if name == "login"]
+    assert logins and all(ElfImage(_mariadbd()).cstring(ptr) == "login" for ptr in logins), logins
+
+
+PF_R = 4
+
+
+def _elf(segments: list[tuple[int, int, bytes]]) -> bytes:
+    """A minimal ELF64 (x86-64, no sections) whose PT_LOAD segments are (flags, vaddr, bytes)."""
+    phoff, phentsize = 64, 56
+    data_at = phoff + phentsize * len(segments)
+    head = bytearray(b"\x7fELF\x02\x01\x01" + bytes(9))
+    head += struct.pack("<HHIQQQIHHHHHH", 3, EM_X86_64, 1, 0, phoff, 0, 0, 64, phentsize, len(segments), 64, 0, 0)
+    body, phdrs = b"", b""
+    for flags, vaddr, blob in segments:
+        phdrs += struct.pack("<IIQQQQQQ", PT_LOAD, flags, data_at + len(body), vaddr, vaddr, len(blob), len(blob), 0x1000)
+        body += blob
+    return bytes(head) + phdrs + body
+
+
+def test_literal_names_are_found_in_read_only_data_only(tmp_path: Path) -> None:
+    """An address reads as a literal when the literal and its NUL are there, also as the tail
+    of a longer string; code and writable data are not where a string literal lives."""
+    ro = b"\0connecting host\0login\0Xlogin\0loginx\0"
+    f = tmp_path / "elf"
+    f.write_bytes(_elf([(PF_R, 0x1000, ro), (PF_R | PF_X, 0x8000, b"\0login\0"), (PF_R | PF_W, 0x9000, b"login\0")]))
+    img = ElfImage(str(f))
+    assert img.rodata_strings("login") == [0x1000 + ro.index(b"login"), 0x1000 + ro.index(b"Xlogin") + 1]
+    assert [img.cstring(a) for a in img.rodata_strings("login")] == ["login", "login"]
+    assert img.rodata_strings("login", limit=1) == [0x1000 + ro.index(b"login")]
+    assert img.rodata_strings("absent") == []
 
 
 def test_binaries_without_the_facts_say_why(tmp_path: Path) -> None:
