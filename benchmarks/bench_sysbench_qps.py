@@ -83,6 +83,9 @@ LADDER: dict[str, list[str]] = {
 CONFIG_ENV: dict[str, dict[str, str]] = {"+stages_full_uprobes": {"IOATTR_THD_STAGES": "off"},
                                          "+wire_syscall": {"IOATTR_WIRE_HOOK": "syscall"}}
 DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_auto"
+# what `ioattr record` does with no options (--stages auto since the sixth pass of issue 13): the
+# arguments the --bpf-variant and --code-variant configurations run with
+DEFAULT_RECORDING = "+stages_auto"
 ALL_SETS = ("syscalls", "targets", "uring", "block", "pagecache", "stage")
 
 
@@ -487,12 +490,12 @@ def main() -> int:
                     help="sysbench --rand-type (default uniform: every row equally likely, so the "
                          "small pool misses; sysbench's own default 'special' is mostly cache hits)")
     ap.add_argument("--bpf-variant", action="append", default=[], metavar="NAME=DIR",
-                    help="another attached configuration: the default recording (+stage's arguments) "
-                         "with the BPF objects of DIR (IOATTR_BPF_DIR; copied at start), interleaved "
+                    help="another attached configuration: the default recording (DEFAULT_RECORDING's "
+                         "arguments; before 2026-11-25, +stage's) with the BPF objects of DIR (IOATTR_BPF_DIR; copied at start), interleaved "
                          "with the tree's own -- to compare a BPF change in the same rounds")
     ap.add_argument("--code-variant", action="append", default=[], metavar="NAME=REV",
-                    help="another attached configuration: the default recording (+stage's arguments) "
-                         "with the Python code of git REV (the tree's BPF objects), interleaved with the "
+                    help="another attached configuration: the default recording (DEFAULT_RECORDING's "
+                         "arguments; before 2026-11-25, +stage's) with the Python code of git REV (the tree's BPF objects), interleaved with the "
                          "tree's own -- to compare a change of the recorder's Python code in the same rounds")
     ap.add_argument("--record-cwd", metavar="DIR",
                     help="start every `ioattr record` in DIR (default: the frozen copy of ioattr, a small "
@@ -553,7 +556,7 @@ def main() -> int:
         name, _, rest = spec.partition("=")
         if not name or name in configs or not rest or not Path(rest).is_dir():
             ap.error(f"--bpf-variant {spec!r}: want a new NAME=DIR of built BPF objects")
-        configs[name] = list(LADDER["+stage"])
+        configs[name] = list(LADDER[DEFAULT_RECORDING])
         bpf_variants[name] = Path(rest)
     code_variants: dict[str, str] = {}
     for spec in args.code_variant:
@@ -562,7 +565,7 @@ def main() -> int:
                             capture_output=True).returncode == 0 if rev else False
         if not name or name in configs or not ok:
             ap.error(f"--code-variant {spec!r}: want a new NAME=REV of this repository")
-        configs[name] = list(LADDER["+stage"])
+        configs[name] = list(LADDER[DEFAULT_RECORDING])
         code_variants[name] = rev
     if args.record_cwd and not Path(args.record_cwd).is_dir():
         ap.error(f"--record-cwd {args.record_cwd}: not a directory")
