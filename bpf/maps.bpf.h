@@ -127,6 +127,8 @@ struct task_io_state {
 	__u64 pg_bound;   /* PostgreSQL: digest of the statement the last Bind bound (the next Execute's) */
 	__u64 thd_name;   /* bpf/thd_stage.bpf.h: the last server stage name this thread's IO met, */
 	__u8 thd_stage;   /* and its stage (saves the name lookup while the thread stays in it) */
+	__u64 regs;       /* bpf/stage.bpf.c: the address of this thread's saved user registers
+	                   * (bpf_task_pt_regs(), which does not change while the thread lives) */
 };
 
 struct {

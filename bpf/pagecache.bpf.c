@@ -15,8 +15,9 @@
 SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
 int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, owner;
+	/* one helper call for the task; its ids are plain loads */
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid, tid, owner;
 	struct inode_key ik = {};
 	struct task_io_state *st;
 
@@ -28,8 +29,8 @@ int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	ik.dev = BPF_CORE_READ(ctx, s_dev);
 	ik.ino = BPF_CORE_READ(ctx, i_ino);
 	owner = tgid;
-	tid = owner_tid(bpf_get_current_task_btf(), tid);
-	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	tid = owner_tid(task, task->pid);
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
 	if (st && st->active && st->op == IOA_OP_WRITE)
 		return 0;
 	struct io_key key = {

@@ -1056,30 +1056,45 @@ static __always_inline int pg_recv(struct task_io_state *st, __u64 pid_tgid, int
  * by construction). */
 static __always_inline int wire_recv(long ret, bool in_sock)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_io_state *st;
 	struct task_struct *task;
 	struct pt_regs *regs;
-	__u64 size, buf;
+	__u64 size, buf, pid_tgid;
 	int fd;
 
-	if (ret <= 0 || !is_target(pid_tgid >> 32))
+	if (ret <= 0)
 		return 0;
+	/* one helper call for both the target check and the task (every receive of every
+	 * process on the host gets this far); tgid and pid are plain loads */
 	task = bpf_get_current_task_btf();
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!is_target(task->tgid))
+		return 0;
+	pid_tgid = (__u64)task->tgid << 32 | (__u32)task->pid;
+	/* The syscall's saved registers: bpf_task_pt_regs() once per thread, then the address
+	 * its task storage kept (a task's kernel stack, where they are, never moves), read with
+	 * plain loads through bpf_rdonly_cast() where the kernel has it. */
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (st && st->regs && bpf_rdonly_cast)
+		regs = bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
+	else
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return 0;
 	/* read() on a socket, recvmsg(), a kernel thread's or io_uring's receive: not the
 	 * reads this reader knows the layout of (nor did the syscall tracepoint see them) */
 	if (in_sock && SYSCALL_NR(regs) != NR_recvfrom)
 		return 0;
-	/* a trusted BTF pointer: plain loads, no probe-read helper calls */
+	/* plain loads, no probe-read helper calls */
 	fd = (int)regs->di;
 	buf = regs->si;
 	size = regs->dx;
-	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return 0;
+	if (!st) {
+		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st)
+			return 0;
+	}
+	if (!st->regs)
+		st->regs = (__u64)regs;
 	/* which protocol: the targets value, looked up once per thread (a hash lookup) */
 	if (!st->wire_proto) {
 		__u32 tgid = pid_tgid >> 32, *flags = bpf_map_lookup_elem(&targets, &tgid);
