@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from ioattr.collectors import abi, libbpf  # noqa: E402
-from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, stmt_stats_drainer  # noqa: E402
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, statement_drainer  # noqa: E402
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
 from ioattr.collectors.stage_probes import StageProbes  # noqa: E402
 from ioattr.collectors.targets import TargetMap  # noqa: E402
@@ -212,12 +212,14 @@ def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None
 
 def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, untraced: bool,
                wire: str) -> str | None:
-    """The server's N statements in wire_stmts and stmt_stats, exactly (none when untraced)."""
+    """The server's N statements in wire_stmts and stmt_stats (with stmt_slots), exactly (none when
+    untraced)."""
     want = 0 if untraced else n
     if stages.wire_count(pid) != want:
         return f"wire_stmts counted {stages.wire_count(pid)} statements, expected {want}"
-    fd = next(m.fd for m in session.loaded_set("stage").obj.maps() if m.name == "stmt_stats")
-    raw, vals = stmt_stats_drainer(fd, 16384).read()
+    maps = {m.name: m.fd for m in session.loaded_set("stage").obj.maps()}
+    # the hash and, where the objects have it, the array in front of it (stmt_slots)
+    raw, vals = statement_drainer(maps["stmt_stats"], maps.get("stmt_slots"), 16384).read()
     keys = raw.view(abi.STMT_KEY_DTYPE)
     mine = keys["tgid"] == pid
     got = {int(d): int(c) for d, c in zip(keys["digest"][mine], vals["count"][mine])}

@@ -194,6 +194,18 @@ struct stmt_val {
 	__u64 estimates; /* index range estimates the optimizer made for them (estimate stage entries) */
 };
 
+/* One slot of stmt_slots (bpf/stage.bpf.c), the array in front of stmt_stats: a
+ * (process, phase, digest) key and its counts. Slot of a key: the top 12 bits of
+ * (digest ^ tgid << 20 ^ phase) * 0x9E3779B97F4A7C15. */
+#define STMT_SLOTS 4096
+
+struct stmt_slot {
+	__u64 tag;       /* tgid << 32 | phase << 1 | 1 of the key that claimed it; 0: free */
+	__u64 digest;    /* that key's digest: written after the claim (0 until then: no match) */
+	__u64 count;     /* as struct stmt_val */
+	__u64 estimates;
+};
+
 /* Phases. The map phase_seq (maps.bpf.h) holds the current phase's sequence
  * number; every aggregation key carries its low 16 bits, taken when the IO
  * was issued, so one drain splits each key's counts exactly at the moment a

@@ -214,6 +214,9 @@ PAGE_KEY_DTYPE = np.dtype([("index_id", "<u8"), ("digest", "<u8"), ("tgid", "<u4
 PAGE_VAL_DTYPE = np.dtype([("pages", "<u8"), ("bytes", "<u8")])
 STMT_KEY_DTYPE = np.dtype([("tgid", "<u4"), ("phase", "<u2"), ("pad", "<u2"), ("digest", "<u8")])
 STMT_VAL_DTYPE = np.dtype([("count", "<u8"), ("estimates", "<u8")])  # struct stmt_val
+# struct stmt_slot: one slot of the array in front of stmt_stats (collectors/drain.py statement_drainer)
+STMT_SLOTS = 4096
+STMT_SLOT_DTYPE = np.dtype([("tag", "<u8"), ("digest", "<u8"), ("count", "<u8"), ("estimates", "<u8")])
 
 # client protocol commands (enum_server_command) that are not COM_QUERY
 COMMANDS = {0: "sleep", 1: "quit", 2: "init_db", 3: "query", 4: "field_list", 5: "create_db", 6: "drop_db",
@@ -232,7 +235,7 @@ assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32
 assert ctypes.sizeof(QueryEvent) == 40 + QUERY_MAX
 assert IO_KEY_DTYPE.fields["phase"][1] == IoKey.phase.offset == 34
-assert STMT_KEY_DTYPE.itemsize == 16 and STMT_VAL_DTYPE.itemsize == 16
+assert STMT_KEY_DTYPE.itemsize == 16 and STMT_VAL_DTYPE.itemsize == 16 and STMT_SLOT_DTYPE.itemsize == 32
 
 
 def kernel_dev(major: int, minor: int) -> int:

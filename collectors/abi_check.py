@@ -30,6 +30,7 @@ STRUCTS: dict[str, Layout] = {
     "page_val": abi.PAGE_VAL_DTYPE,
     "stmt_key": abi.STMT_KEY_DTYPE,
     "stmt_val": abi.STMT_VAL_DTYPE,
+    "stmt_slot": abi.STMT_SLOT_DTYPE,
     "inode_key": abi.InodeKey,
     "innodb_file": abi.InnodbFile,
     "open_event": abi.OpenEvent,

@@ -150,6 +150,73 @@ def stmt_stats_drainer(map_fd: int, max_entries: int = 16384) -> MapDrainer:
                        moved_fields=("count", "estimates"))
 
 
+def stmt_slot_of(tgid: int, phase: int, digest: int) -> int:
+    """The stmt_slots index of a (process, phase, digest) key: bpf/stage.bpf.c count_stmt's mix."""
+    return (((digest ^ (tgid << 20) ^ phase) & 0xFFFFFFFFFFFFFFFF) * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 52
+
+
+def stmt_slots_entries(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys held in stmt_slots (abi.STMT_SLOT_DTYPE records), as stmt_stats has them:
+    (raw keys, values). A slot counts once both its tag and its digest are written."""
+    held = slots[(slots["tag"] != 0) & (slots["digest"] != 0)]
+    keys = np.zeros(len(held), dtype=abi.STMT_KEY_DTYPE)
+    keys["tgid"] = held["tag"] >> 32
+    keys["phase"] = (held["tag"] >> 1) & 0xFFFF
+    keys["digest"] = held["digest"]
+    vals = np.zeros(len(held), dtype=abi.STMT_VAL_DTYPE)
+    vals["count"], vals["estimates"] = held["count"], held["estimates"]
+    return keys.view(f"V{abi.STMT_KEY_DTYPE.itemsize}").reshape(-1), vals
+
+
+class StatementDrainer(MapDrainer):
+    """Per-interval deltas of the statements counted in stmt_stats and in stmt_slots, the
+    array in front of it (bpf/stage.bpf.c count_stmt): a key's counts are the sum of both
+    (one statement may land in the hash while another CPU is claiming the key's slot).
+
+    A slot is never freed while the programs run, so its counts only grow, and its key is
+    never retired (an ended phase's other keys are deleted from the hash as MapDrainer does):
+    4096 slots hold the keys of many phases, and a key that finds its slot taken is counted in
+    the hash as before."""
+
+    def __init__(self, map_fd: int, slots_fd: int, max_entries: int = 16384) -> None:
+        super().__init__(map_fd, abi.STMT_KEY_DTYPE, abi.STMT_VAL_DTYPE, max_entries,
+                         moved_fields=("count", "estimates"))
+        self.slots_fd = slots_fd
+        self._slot_buffers = libbpf.BatchBuffers(4, abi.STMT_SLOT_DTYPE.itemsize, abi.STMT_SLOTS,
+                                                 initial=abi.STMT_SLOTS)
+        self._slot_held: set[bytes] = set()  # the keys the slots held at the last read
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        keys, vals = super().read()
+        _, sraw, n = libbpf.lookup_batch(self.slots_fd, 4, abi.STMT_SLOT_DTYPE.itemsize, abi.STMT_SLOTS,
+                                         buffers=self._slot_buffers)
+        skeys, svals = stmt_slots_entries(np.frombuffer(sraw, dtype=abi.STMT_SLOT_DTYPE, count=n))
+        self._slot_held = {k.tobytes() for k in skeys}
+        if not len(skeys):
+            return keys, vals
+        allk = np.concatenate([keys, skeys])
+        allv = np.concatenate([vals, svals])
+        uniq, inv = np.unique(allk, return_inverse=True)
+        out = np.zeros(len(uniq), dtype=self.val_dtype)
+        for name in self.val_dtype.names:
+            np.add.at(out[name], inv, allv[name])
+        return uniq, out
+
+    def _delete(self, stale: np.ndarray) -> None:
+        """MapDrainer's, but never for a key a slot holds: the slot's counts would come back
+        at the next read as a new key's, counted twice."""
+        keep = [i for i in stale if self._prev_keys[i].tobytes() not in self._slot_held]
+        super()._delete(np.asarray(keep, dtype=np.int64))
+
+
+def statement_drainer(map_fd: int, slots_fd: int | None, max_entries: int = 16384) -> MapDrainer:
+    """The statements' drainer: stmt_stats with its slots where the objects have them (BPF
+    objects built before stmt_slots count in the hash alone)."""
+    if slots_fd is None:
+        return stmt_stats_drainer(map_fd, max_entries)
+    return StatementDrainer(map_fd, slots_fd, max_entries)
+
+
 def page_stats_drainer(map_fd: int, max_entries: int = 65536) -> MapDrainer:
     return MapDrainer(map_fd, abi.PAGE_KEY_DTYPE, abi.PAGE_VAL_DTYPE, max_entries,
                       moved_fields=("pages", "bytes"))

@@ -181,6 +181,43 @@ def test_prepared_statements_counted_by_command(server, tmp_path: Path) -> None:
     assert counted.get(f"{25:016x}", 0) == grew["Com_stmt_close"], (counted, grew)
 
 
+def test_statements_whose_slots_collide_are_each_counted(server, tmp_path: Path) -> None:
+    """A statement is counted in a slot of stmt_slots chosen by a mix of the server, the phase
+    and the digest (bpf/stage.bpf.c count_stmt); one whose slot another digest holds goes to the
+    stmt_stats hash, and the recorder adds both. Two texts chosen to share a slot in the
+    recording's first phase, interleaved: each counted exactly, the texts kept."""
+    from ioattr.collectors import abi
+    from ioattr.collectors.drain import stmt_slot_of
+    from ioattr.collectors.sqltext import digest
+
+    first: dict[int, str] = {}
+    for i in range(10_000):  # ~100 texts find a pair among 4096 slots
+        text = f"SELECT {i} AS slot_{i}"
+        slot = stmt_slot_of(server.pid, abi.PHASE_FIRST, digest(text))
+        if slot in first:
+            a, b = first[slot], text
+            break
+        first[slot] = text
+    else:
+        pytest.fail("no two texts share a slot")
+    rec = tmp_path / "rec"
+    bg = _record(server, rec)
+    _run_unix(server, [a] * 3 + [b] * 4 + [a] * 2 + [b])
+    # the kernel's slots, while the recorder holds them: a's in the slot the mix names, b in none
+    dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "name", "stmt_slots"], check=True,
+                                     capture_output=True, text=True).stdout)
+    slots = {e["formatted"]["key"]: e["formatted"]["value"] for e in dump}
+    _stop(bg)
+    held = {v["digest"]: (k, v["tag"], v["count"]) for k, v in slots.items() if v["tag"]}
+    tag = server.pid << 32 | abi.PHASE_FIRST << 1 | 1
+    assert held.get(digest(a)) == (stmt_slot_of(server.pid, abi.PHASE_FIRST, digest(a)), tag, 5), held
+    assert digest(b) not in held, held
+    counted, queries = _digests_of(rec, [a, b])
+    da, db = f"{digest(a):016x}", f"{digest(b):016x}"
+    assert (counted.get(da), counted.get(db)) == (5, 5), counted
+    assert queries[da].startswith("SELECT ? AS slot_") and queries[db].startswith("SELECT ? AS slot_"), queries
+
+
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
 def test_phase_marker_from_the_wire(server, tmp_path: Path, transport: str) -> None:
     rec = tmp_path / "rec"

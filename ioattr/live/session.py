@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ioattr.collectors import abi, features, libbpf
-from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, stmt_stats_drainer
+from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, statement_drainer
 from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
@@ -164,7 +164,8 @@ class LiveSession:
             self.io_drain = io_stats_drainer(self.probes.map_fd("io_stats"), self.probes.max_stats)
             self.page_drain = page_stats_drainer(self.probes.map_fd("page_stats"))
             if "stmt_stats" in self.probes.shared_fds:
-                self.stmt_drain = stmt_stats_drainer(self.probes.map_fd("stmt_stats"))
+                self.stmt_drain = statement_drainer(self.probes.map_fd("stmt_stats"),
+                                                    self.probes.shared_fds.get("stmt_slots"))
         except Exception:
             self.probes.close()
             raise
