@@ -714,6 +714,33 @@ def test_chunk_damaged_inside(recording: Path, tmp_path: Path) -> None:
     assert rep["rows"] == _without(recording, ["io/chunk-000003.parquet"], tmp_path, {})["rows"]
 
 
+def _rewrite(chunk: Path, select: str) -> None:
+    """Write `chunk` anew as a valid Parquet file of other values: SELECT (with {src} for the
+    chunk as it was) run by DuckDB's own writer."""
+    import duckdb
+
+    new = chunk.with_name(chunk.name + ".new")
+    duckdb.sql(f"COPY ({select.format(src=f'read_parquet({str(chunk)!r})')}) TO '{new}' (FORMAT parquet)")
+    new.replace(chunk)
+
+
+@pytest.mark.parametrize("damage", ["bytes_no_sum_holds", "bytes_a_blob"])
+def test_chunk_read_whole_but_its_values_break_the_query(damage: str, recording: Path, tmp_path: Path) -> None:
+    """Seen in a fresh clone's fuzz run: a flipped bit left a valid file (every column reads
+    whole) whose values break the report's query (a count near 2^63 overflows its sum; a
+    column's type became BLOB). The reader finds that file by the query itself, leaves it
+    out with a warning naming it, and reports the others' rows exactly (exit 0)."""
+    rec = _copy(recording, tmp_path)
+    chunk = rec / "io" / "chunk-000002.parquet"
+    _rewrite(chunk, {"bytes_no_sum_holds": "SELECT * REPLACE (9223372036854775807 AS h00, 9223372036854775807 AS bytes) "
+                                           "FROM {src} UNION ALL SELECT * REPLACE (9223372036854775807 AS h00, "
+                                           "9223372036854775807 AS bytes) FROM {src}",
+                     "bytes_a_blob": "SELECT * REPLACE (CAST(CAST(bytes AS VARCHAR) AS BLOB) AS bytes) FROM {src}"}[damage])
+    rep, err = _report_ok(rec)
+    assert f"skipping damaged chunk {chunk}: its values can't be used" in err, err
+    assert rep["rows"] == _without(recording, ["io/chunk-000002.parquet"], tmp_path, {})["rows"]
+
+
 def test_corrupted_meta_json(recording: Path, tmp_path: Path) -> None:
     rec = _copy(recording, tmp_path)
     meta = rec / "meta.json"

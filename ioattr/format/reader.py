@@ -259,7 +259,14 @@ class Recording:
                             raise RuntimeFailure(
                                 f"{self.path}: this query needs more memory than DuckDB's limit ({limit}); "
                                 f"set {duck.MEMORY_ENV} higher (e.g. 2GB)") from None
-                        raise
+                        # every file reads whole, yet the query fails: a file whose values or
+                        # types are damaged (a flipped bit makes a count 2^63, a column BLOB), or
+                        # one only a filtered read trips on; find it by the query itself
+                        found = any([self._find_poisoning(t, fs, sql, params, self._warn) for t, fs in used])
+                        self._open_tables()
+                        if not found:
+                            raise
+                        continue
                     self._open_tables()
 
     def _stale(self) -> bool:
@@ -363,6 +370,59 @@ class Recording:
             else:
                 self._verified.add(f)
         return found
+
+    def _find_poisoning(self, table: str, files: list[Path], sql: str, params: list[Any] | None, warn) -> bool:
+        """The files of `table` without which `sql` runs (only after it failed with every file
+        readable whole): each is marked damaged with the query's error. Bisection: halves of
+        the files in turn stand for the table (a view with the table's columns, NULL where a
+        file has none) until single files fail alone; O(log n) queries a damaged file.
+        Whether any was found. The caller lists the tables again."""
+        try:
+            cols = self.con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                                    "ORDER BY column_index", [table]).fetchall()
+        except DUCKDB_ERRORS:
+            return False
+        errors: dict[Path, str] = {}
+
+        def fails(subset: list[Path]) -> str | None:
+            lits = ", ".join(_lit(f) for f in subset)
+            src = f"read_parquet([{lits}], union_by_name = true)"
+            try:
+                have = {r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+                proj = ", ".join(f'"{c}"' if c in have else f'CAST(NULL AS {t}) AS "{c}"' for c, t in cols)
+                self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {proj} FROM {src}")
+                self.con.execute(sql, params or []).fetchall()
+            except duckdb.OutOfMemoryException:
+                return None
+            except DUCKDB_ERRORS as e:
+                return _first_line(e)
+            return None
+
+        todo = [list(files)] if len(files) > 1 else []
+        if len(files) == 1:
+            why = fails(files)
+            if why:
+                errors[files[0]] = why
+        while todo:
+            s = todo.pop()
+            halves = [s[: len(s) // 2], s[len(s) // 2:]]
+            failing = False
+            for h in halves:
+                why = fails(h)
+                if why and len(h) == 1:
+                    errors[h[0]] = why
+                elif why:
+                    todo.append(h)
+                failing = failing or bool(why)
+            if not failing and len(s) <= 64:
+                # only together (sums that overflow only summed): the files without which it runs
+                for f in s:
+                    why = fails([g for g in files if g != f])
+                    if why is None:
+                        errors[f] = "its values break a query over the recording"
+        for f, why in errors.items():
+            self._mark_bad(f, f"its values can't be used ({why})", warn)
+        return bool(errors)
 
     def phases(self) -> list[dict[str, Any]]:
         return [{"name": p["name"], "start": p["start"], "end": p.get("end")} for p in self.meta["phases"]]
