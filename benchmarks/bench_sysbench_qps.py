@@ -83,6 +83,10 @@ LADDER: dict[str, list[str]] = {
 CONFIG_ENV: dict[str, dict[str, str]] = {"+stages_full_uprobes": {"IOATTR_THD_STAGES": "off"},
                                          "+wire_syscall": {"IOATTR_WIRE_HOOK": "syscall"}}
 DEFAULT_CONFIGS = "files,+block,+pages,+stage,+stages_auto"
+# A configuration that attaches nothing: a second detached run in every round, compared with
+# the first as the attached ones are. Its "ratio" and "added" CPU are this machine's noise
+# and the position-in-round bias, measured in the same rounds (an A/A control).
+AA_CONFIG = "detached_again"
 # what `ioattr record` does with no options (--stages auto since the sixth pass of issue 13): the
 # arguments the --bpf-variant and --code-variant configurations run with
 DEFAULT_RECORDING = "+stages_auto"
@@ -335,6 +339,35 @@ def perf_added(base: dict[tuple[str, str], int], nq_base: int, run: dict[tuple[s
     return res
 
 
+def perf_rest_symbols(base: dict[tuple[str, str], int], nq_base: int, run: dict[tuple[str, str], int], nq: int,
+                      comms: tuple[str, ...] = ("mariadbd", "sysbench")) -> dict[str, dict[str, float]]:
+    """The "rest" of perf_added() symbol by symbol: CPU us per query each symbol outside
+    PERF_GROUPS adds over the detached run, per process name.
+
+    Why: "rest" was the largest part of what a recording adds to the server, and a sum
+    says nothing of where it goes: the process's own code on colder caches, the kernel's
+    syscall entry and exit around the tracepoints, or work the recorder asks of the server
+    (its counter queries) each look different here."""
+    def us(n: int, q: int) -> float:
+        return n * 1e6 / PERF_HZ / max(q, 1)
+
+    res: dict[str, dict[str, float]] = {}
+    for comm in comms:
+        syms = {s for (c, s) in (*run, *base) if c == comm and perf_group(s) == "rest"}
+        res[comm] = {s: round(us(run.get((comm, s), 0), nq) - us(base.get((comm, s), 0), nq_base), 4)
+                     for s in syms}
+    return res
+
+
+def top_symbols(per_round: list[dict[str, float]], n: int = 20) -> list[tuple[str, float, float, float]]:
+    """(symbol, median, min, max) over rounds of the symbols whose median adds most, by size."""
+    syms = {s for r in per_round for s in r}
+    rows = [(s, _med([r.get(s, 0.0) for r in per_round]), min(r.get(s, 0.0) for r in per_round),
+             max(r.get(s, 0.0) for r in per_round)) for s in syms]
+    rows.sort(key=lambda x: -abs(x[1]))
+    return [(s, round(m, 3), round(lo, 3), round(hi, 3)) for s, m, lo, hi in rows[:n]]
+
+
 def parse_sysbench(out: str) -> dict[str, float]:
     q = re.search(r"queries:\s+(\d+)\s+\(([\d.]+) per sec\.\)", out)
     t = re.search(r"total time:\s+([\d.]+)s", out)
@@ -477,7 +510,8 @@ def main() -> int:
                     help="comma-separated: " + ", ".join(WORKLOADS) + " (default both)")
     ap.add_argument("--configs", default=DEFAULT_CONFIGS,
                     help=f"attached configurations of the ladder, comma-separated (default {DEFAULT_CONFIGS}); "
-                         + "; ".join(f"{k} = {' '.join(v)}" for k, v in LADDER.items()))
+                         + "; ".join(f"{k} = {' '.join(v)}" for k, v in LADDER.items())
+                         + f"; {AA_CONFIG} = nothing attached (an A/A control)")
     ap.add_argument("--record-variant", action="append", default=[], metavar="NAME=ARGS",
                     help="another attached configuration: `ioattr record` with these extra arguments "
                          "(shell-quoted), e.g. nostage='--probes syscalls,targets,uring,block,pagecache'")
@@ -543,8 +577,11 @@ def main() -> int:
         ap.error(f"--workload: unknown {bad}; known: {', '.join(WORKLOADS)}")
     configs: dict[str, list[str] | None] = {"detached": None}
     for c in (x.strip() for x in args.configs.split(",") if x.strip()):
+        if c == AA_CONFIG:  # detached again: the A/A control, what "added" is when nothing is
+            configs[c] = None
+            continue
         if c not in LADDER:
-            ap.error(f"--configs: unknown {c!r}; known: {', '.join(LADDER)}")
+            ap.error(f"--configs: unknown {c!r}; known: {', '.join([*LADDER, AA_CONFIG])}")
         configs[c] = LADDER[c]
     for spec in args.record_variant:
         name, _, rest = spec.partition("=")
@@ -583,7 +620,7 @@ def main() -> int:
 
     names = list(configs)
     attached = names[1:]
-    wants = {c: expected(configs[c], CONFIG_ENV.get(c)) for c in attached}  # type: ignore[arg-type]
+    wants = {c: expected(configs[c], CONFIG_ENV.get(c)) for c in attached if configs[c] is not None}  # type: ignore[arg-type]
     started = datetime.datetime.now(datetime.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="ioattr-qps-", dir="/var/tmp"))
     sb = dict(tables=args.tables, table_size=args.table_size)
@@ -692,7 +729,7 @@ def main() -> int:
                 order = names[i % len(names):] + names[: i % len(names)]
                 w_order = workloads[i % len(workloads):] + workloads[: i % len(workloads)]
                 for w in w_order:
-                    got = {cfg: one_run(w, cfg, i, prog=stats_fd is not None and cfg != "detached")
+                    got = {cfg: one_run(w, cfg, i, prog=stats_fd is not None and configs[cfg] is not None)
                            for cfg in order}
                     runs.extend(got[c] for c in order)
                     det = got["detached"]
@@ -707,6 +744,8 @@ def main() -> int:
                     if args.perf:
                         for c in attached:
                             row[f"{c}_perf_added_us_per_query"] = perf_added(
+                                det["_perf"], int(det["queries"]), got[c]["_perf"], int(got[c]["queries"]))  # type: ignore[arg-type]
+                            row[f"{c}_perf_rest_symbols"] = perf_rest_symbols(
                                 det["_perf"], int(det["queries"]), got[c]["_perf"], int(got[c]["queries"]))  # type: ignore[arg-type]
                             log(f"  round {i + 1} {w} {c}: CPU us/query added (perf samples): " + "; ".join(
                                 f"{comm} " + ", ".join(f"{g} {v:+.2f}" for g, v in groups.items())
@@ -768,6 +807,10 @@ def main() -> int:
                         comm: {g: round(_med([float(r[comm][g]) for r in perf_rows]), 3)  # type: ignore[index]
                                for g in perf_rows[0][comm]}  # type: ignore[index]
                         for comm in perf_rows[0]}  # type: ignore[union-attr]
+                rest_rows = [p.pop(f"{c}_perf_rest_symbols") for p in wpairs if f"{c}_perf_rest_symbols" in p]
+                if rest_rows:  # the symbols of "rest" that add most, median over rounds (min, max)
+                    entry["perf_rest_top_us_per_query"] = {
+                        comm: top_symbols([r[comm] for r in rest_rows]) for comm in rest_rows[0]}  # type: ignore[index]
             wsum[c] = entry
         round_stats: dict[str, object] = {}
         for c in names[1:]:
@@ -812,6 +855,10 @@ def main() -> int:
             print(f"  BPF ns/query, median over rounds (min-max), {c}: " + ", ".join(
                 f"{n.removeprefix('ioattr_')} {v['bpf_ns_per_query']:.0f} ({v['bpf_ns_per_query_min']:.0f}-"
                 f"{v['bpf_ns_per_query_max']:.0f})" for n, v in progs.items() if v["bpf_ns_per_query"] >= 5))
+        for c in attached:
+            for comm, top in (ws[c].get("perf_rest_top_us_per_query") or {}).items():  # type: ignore[union-attr]
+                print(f"  perf 'rest' of {comm}, {c}, us/query added, median (min-max): " + ", ".join(
+                    f"{s} {m:+.2f} ({lo:+.2f}..{hi:+.2f})" for s, m, lo, hi in top[:12]))
         print()
     result = {
         "benchmark": "sysbench_qps",

@@ -50,3 +50,20 @@ def test_added_cpu_splits_into_groups_and_rest() -> None:
     assert abs(sum(v for k, v in m.items() if k != "total") - m["total"]) < 1e-6
     assert all(abs(v) < 1e-6 for v in got["sysbench"].values())
     assert got["python"]["total"] == 0
+
+
+def test_rest_by_symbol_is_what_the_groups_leave() -> None:
+    """The "rest" broken down by symbol sums to perf_added()'s rest, and the top list is
+    the medians over rounds, largest first (a symbol one round lacks counts as 0 there)."""
+    b = _bench()
+    hz = b.PERF_HZ
+    base = {("mariadbd", "do_syscall_64"): hz, ("mariadbd", "bpf_prog_x_ioattr_tp_exit"): 0,
+            ("mariadbd", "row_search_mvcc"): hz}
+    run = {("mariadbd", "do_syscall_64"): 2 * hz, ("mariadbd", "bpf_prog_x_ioattr_tp_exit"): hz,
+           ("mariadbd", "row_search_mvcc"): hz, ("mariadbd", "srso_return_thunk"): hz // 2}
+    rest = b.perf_rest_symbols(base, 1000, run, 1000, comms=("mariadbd",))["mariadbd"]
+    assert set(rest) == {"do_syscall_64", "row_search_mvcc", "srso_return_thunk"}  # no program symbol
+    assert abs(sum(rest.values()) - b.perf_added(base, 1000, run, 1000, comms=("mariadbd",))["mariadbd"]["rest"]) < 1e-2
+    assert rest["do_syscall_64"] == 1000.0 and rest["row_search_mvcc"] == 0.0
+    top = b.top_symbols([{"a": 1.0, "b": -3.0}, {"a": 2.0}, {"a": 3.0, "b": -1.0}], n=2)
+    assert top == [("a", 2.0, 1.0, 3.0), ("b", -1.0, -3.0, 0.0)]
