@@ -30,6 +30,9 @@ def test_symbols_fall_in_their_groups() -> None:
     assert b.perf_group("lookup_nulls_elem_raw") == "map lookups and updates"
     assert b.perf_group("bpf_task_storage_get_recur") == "helpers"
     assert b.perf_group("copy_from_user_nofault") == "helpers"
+    assert b.perf_group("call_trace_sock_recv_length") == "raw tracepoint dispatch"
+    assert b.perf_group("handle_softirqs") == "interrupts, VM exits, page zeroing"
+    assert b.perf_group("iowrite16") == "interrupts, VM exits, page zeroing"
     assert b.perf_group("JOIN::optimize_inner") == "rest"
 
 
