@@ -12,6 +12,12 @@
   share their extension, it is said ("DIR/[N .sst files reusing one inode]"), so the
   file_class is still known where the extension gives it (an LSM's SSTs: compaction
   outputs take the inodes of the inputs it just deleted, all the time).
+  An earlier file counts only if it can have done IO in the interval: the session
+  says which files the targets have open right before each drain (note_open_files),
+  and an earlier file that none of them had open when the interval began, and that
+  was not opened since, did no syscall IO in it (IO needs an open file) -- so a new
+  SST on the inode of a temporary table deleted seconds before keeps its own name.
+  Block and page-cache rows keep every path (writeback of a closed file's pages).
   The table is bounded (least recently used names go first; a live file's name
   comes back from /proc), so millions of short-lived files don't grow it forever.
 - devices: dev_t -> "vda" from sysfs.
@@ -79,8 +85,20 @@ class FileNames:
         self.rescan_seconds = rescan_seconds
         self._last_scan: dict[int, float] = {}
         # inodes that had more than one path since the last end_interval():
-        # (paths, directories, extensions, whether every path was a temporary file)
+        # (paths, directories, extensions, whether every path was a temporary file); _overlap
+        # holds the same for the paths that can have done syscall IO in the interval (names
+        # assigned since, or open at, its start), _reused for every path (other layers)
         self._reused: dict[tuple[int, int], tuple[int, set[str], set[str], bool]] = {}
+        self._overlap: dict[tuple[int, int], tuple[int, set[str], set[str], bool]] = {}
+        # which earlier names can have done IO in the interval being named: a clock ticked by
+        # every assignment and every note_open_files(); the clock of each name's last
+        # assignment; and the inodes the targets had open at the snapshot taken right before
+        # the drain that began the interval, with its clock (None: not known, so any can)
+        self._clock = 0
+        self._named_at: dict[tuple[int, int], int] = {}
+        self._open_then: frozenset[tuple[int, int]] | None = None
+        self._open_clock = 0
+        self._open_next: tuple[frozenset[tuple[int, int]] | None, int] | None = None
         # pid -> its working directory, for relative opens of processes already gone (the
         # session's: a PostgreSQL backend runs in its cluster's data directory)
         self.cwd_hint: Callable[[int], str | None] | None = None
@@ -90,15 +108,31 @@ class FileNames:
         longer leads to it, the filesystem reused a deleted file's inode."""
         prev = self.names.get(key)
         if opened and prev is not None and _base(prev) != _base(name) and not _same_inode(_base(prev), key):
-            n, dirs, exts, temp = self._reused.get(key, (1, {self._dir(prev)}, {self._ext(prev)},
-                                                         self._is_temporary(prev)))
-            dirs.add(self._dir(name))
-            exts.add(self._ext(name))
-            self._reused[key] = (n + 1, dirs, exts, temp and self._is_temporary(name))
+            self._add_path(self._reused, key, prev, name)
+            if key in self._overlap or self._may_have_io(key):
+                self._add_path(self._overlap, key, prev, name)
         self.names[key] = name
         self.names.move_to_end(key)
-        if len(self.names) > self.max_names:
-            _cap(self.names, self.max_names)
+        self._clock += 1
+        self._named_at[key] = self._clock
+        while len(self.names) > self.max_names:
+            self._named_at.pop(self.names.popitem(last=False)[0], None)
+
+    def _add_path(self, table: dict, key: tuple[int, int], prev: str, name: str) -> None:
+        n, dirs, exts, temp = table.get(key, (1, {self._dir(prev)}, {self._ext(prev)}, self._is_temporary(prev)))
+        dirs.add(self._dir(name))
+        exts.add(self._ext(name))
+        table[key] = (n + 1, dirs, exts, temp and self._is_temporary(name))
+
+    def _may_have_io(self, key: tuple[int, int]) -> bool:
+        """Whether the file the inode's current name is (about to be replaced by a new file's)
+        can have done syscall IO in the interval being named: unless the targets had it open
+        when the interval began (the snapshot taken right before the drain that began it) or
+        its name was given since -- an open, whose event names it -- it did none, for IO goes
+        through an open file. Not known (no snapshot yet): it can."""
+        if self._open_then is None or key in self._open_then:
+            return True
+        return self._named_at.get(key, self._open_clock + 1) > self._open_clock
 
     @staticmethod
     def _dir(name: str) -> str:
@@ -157,9 +191,21 @@ class FileNames:
         # inode had before it was freed and reused
         self._assign(key, path, opened=True)
 
+    def note_open_files(self, keys: "set[tuple[int, int]] | frozenset[tuple[int, int]] | None") -> None:
+        """The (dev, inode) of every file the targets have open now (their fds), taken right
+        before a drain; None when not known (too many to scan). It describes the start of the
+        interval that drain begins, so it takes effect at the end_interval() that follows: names
+        replaced before then are of the interval the drain ends, which began earlier."""
+        self._clock += 1
+        self._open_next = (frozenset(keys) if keys is not None else None, self._clock)
+
     def end_interval(self) -> None:
         """The interval's rows are named: inode reuse seen so far no longer applies."""
         self._reused.clear()
+        self._overlap.clear()
+        if self._open_next is not None:
+            self._open_then, self._open_clock = self._open_next
+            self._open_next = None
 
     def scan_process(self, pid: int) -> None:
         """Name every file pid has open or mapped."""
@@ -183,9 +229,13 @@ class FileNames:
         except (OSError, ValueError):
             pass
 
-    def lookup(self, dev: int, ino: int, pid: int = 0) -> str | None:
+    def lookup(self, dev: int, ino: int, pid: int = 0, fd_io: bool = True) -> str | None:
+        """The name of an inode's rows in the interval being named. fd_io: rows of IO through
+        the targets' open files (the syscall layer), which an earlier file of the inode that
+        none of them had open in the interval is not in; else (block and page-cache rows:
+        writeback of a closed file's pages) every file the inode had in the interval counts."""
         key = (dev, ino)
-        reused = self._reused.get(key)
+        reused = (self._overlap if fd_io else self._reused).get(key)
         if reused is not None:
             n, dirs, exts, temp = reused
             common = os.path.commonpath(sorted(dirs)) if all(d.startswith("/") for d in dirs) else ""

@@ -147,12 +147,16 @@ class IoRows(TableRows):
         pid_l, tid_l, stage_l = pids.tolist(), tids.tolist(), k["stage"].tolist()
         dev_l, kind_l = k["dev"].tolist(), k["kind"].tolist()
 
-        def file_of(kind: int, dev: int, ino: int, pid: int) -> str | None:
+        def file_of(kind: int, dev: int, ino: int, pid: int, syscall: bool) -> str | None:
             if kind in KIND_FILE_LABELS:
                 return KIND_FILE_LABELS[kind]
-            return n.files.lookup(dev, ino, pid)
+            # a reused inode's rows: an earlier file that can have done no IO through the
+            # targets' files in this interval is not in its syscall rows (names.py)
+            return n.files.lookup(dev, ino, pid, fd_io=syscall)
 
-        files = _by_value(file_of, list(zip(kind_l, dev_l, k["ino"].tolist(), pid_l)))
+        layer_l = k["layer"].tolist()
+        files = _by_value(file_of, list(zip(kind_l, dev_l, k["ino"].tolist(), pid_l,
+                                             (lay == abi.Layer.SYSCALL for lay in layer_l))))
         pid_tid = list(zip(pid_l, tid_l))
         # threads seen running a statement this interval serve connections: known before any
         # row's role is named, so every row of a thread gets the same role whatever the row order
@@ -162,7 +166,7 @@ class IoRows(TableRows):
             "ts_start": [ts_start] * rows,
             "ts_end": [ts_end] * rows,
             "phase": [phase] * rows,
-            "layer": _by_value(LAYER_NAMES.__getitem__, k["layer"].tolist()),
+            "layer": _by_value(LAYER_NAMES.__getitem__, layer_l),
             "op": _by_value(OP_NAMES.__getitem__, k["op"].tolist()),
             "api": _by_value(lambda x: API_NAMES.get(x, "other"), k["api"].tolist()),
             "kind": _by_value(lambda x: KIND_NAMES.get(x, "unknown"), kind_l),
@@ -170,7 +174,7 @@ class IoRows(TableRows):
             "tid": [v or None for v in tid_l],
             "process": _by_value(lambda p: n.tasks.process(p) if p else None, pid_l),
             "thread": _by_value(lambda p, t: n.tasks.thread(p, t) if t else None, pid_tid),
-            "role": _block_roles(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), k["layer"].tolist(),
+            "role": _block_roles(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), layer_l,
                                  pid_l, tid_l, k["ino"].tolist(), k["op"].tolist()),
             "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
             "digest": [x or None for x in digest_l],

@@ -36,7 +36,8 @@ from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
 from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, PG_WIRE_FLAG, StageProbes
-from ioattr.collectors.targets import FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, pids_with_comm, slot_of
+from ioattr.collectors.targets import (FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, open_inodes,
+                                       pids_with_comm, slot_of)
 from ioattr.engines import registry as engines
 from ioattr.engines.base import FileRegistry
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
@@ -45,6 +46,9 @@ from ioattr.model.labels import PROG_SKIPPED
 
 THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
 MAX_PROCESS_ROLES = 100_000  # roles of exited processes kept (a forking server's backends come and go)
+# the targets' open files are scanned before each drain (~10 us an fd) up to this many fds in
+# all; past it an interval's reused inodes keep every earlier path (collectors/names.py)
+OPEN_FILES_SCAN_MAX = 2048
 
 
 @dataclass(kw_only=True)
@@ -174,11 +178,13 @@ class LiveSession:
         """Add the targets, take the baseline: what happened before now is not counted."""
         new, _ = self.tracker.refresh()
         self.welcome(new, skip_pid)
+        self._note_open_files()
         self.io_drain.drain()
         self.page_drain.drain()
         if self.stmt_drain is not None:
             self.stmt_drain.drain()
         self._last_tick = time.time()
+        self.naming.files.end_interval()  # the baseline begins the first interval
         return TargetChanges(new, [])
 
     def close(self) -> None:
@@ -584,6 +590,7 @@ class LiveSession:
         its IO was issued in."""
         now = time.time() if now is None else now
         self.events.consume()
+        self._note_open_files()
         live = self._low(self._seq)
         d = self.io_drain.drain(live_phase=live)
         p = self.page_drain.drain(live_phase=live)
@@ -608,6 +615,15 @@ class LiveSession:
                         if st is not None and len(st) else None),
             io_rows=len(d), page_rows=len(p),
             drain_seconds=d.drain_seconds + p.drain_seconds, map_entries=d.map_entries)
+
+    def _note_open_files(self) -> None:
+        """Right before a drain: the files the targets have open, which is what an inode reused
+        in the interval that drain begins may have had IO from besides its new file (names.py).
+        Children the kernel added since the last refresh_targets() included: they are traced."""
+        pids = set(self.tracker.current)
+        if self.follow_forks:
+            pids.update(self.tracker.in_kernel())
+        self.naming.files.note_open_files(open_inodes(sorted(pids), OPEN_FILES_SCAN_MAX))
 
     def _without_own_statements(self, st):  # type: ignore[no-untyped-def]
         """The statements drain without ioattr's own PostgreSQL backends' (its catalog and
