@@ -398,22 +398,19 @@ class Recording:
                 return _first_line(e)
             return None
 
-        todo = [list(files)] if len(files) > 1 else []
-        if len(files) == 1:
-            why = fails(files)
-            if why:
-                errors[files[0]] = why
+        todo = [list(files)]
         while todo:
             s = todo.pop()
-            halves = [s[: len(s) // 2], s[len(s) // 2:]]
+            if len(s) == 1:
+                why = fails(s)
+                if why:
+                    errors[s[0]] = why
+                continue
             failing = False
-            for h in halves:
-                why = fails(h)
-                if why and len(h) == 1:
-                    errors[h[0]] = why
-                elif why:
+            for h in (s[: len(s) // 2], s[len(s) // 2:]):
+                if fails(h):
                     todo.append(h)
-                failing = failing or bool(why)
+                    failing = True
             if not failing and len(s) <= 64:
                 # only together (sums that overflow only summed): the files without which it runs
                 for f in s:
