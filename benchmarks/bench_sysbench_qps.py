@@ -43,6 +43,7 @@ Needs root, sysbench and mariadbd.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -59,6 +60,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -507,39 +509,34 @@ def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str
     return got
 
 
-class RamDisk:
-    """An ext4 filesystem on a loop device backed by a file in /dev/shm, mounted for the
-    server's basedir (`--ram-disk`).
+@contextlib.contextmanager
+def ram_disk(work: Path, size_mb: int) -> Iterator[Path]:
+    """An ext4 filesystem on a loop device backed by a file in /dev/shm, mounted under
+    `work` for the body of a `with` (`--ram-disk`); unmounted, detached and removed after.
 
     Why: on this project's VMs the virtual disk's latency comes from a shared host, and
-    with nothing attached two detached runs of a round differed by up to a third in QPS
+    with nothing attached two detached runs of a round differed by up to a quarter in QPS
     (the A/A control of 2026-11-28): IO-bound QPS there measures the host's disk. A loop
     device is a real blk-mq device (the block tracepoints fire as on a disk, O_DIRECT
     reads are bios), but its "media" is memory, so every pool miss costs the same each
     run, and a query is faster, so what the recorder adds weighs more, not less.
     """
-
-    def __init__(self, work: Path, size_mb: int) -> None:
-        self.backing = Path(tempfile.mkdtemp(prefix="ioattr-qps-ram-", dir="/dev/shm")) / "disk.img"
-        self.mnt = work / "ramdisk"
-        self.size_mb = size_mb
-        self.dev = ""
-
-    def __enter__(self) -> Path:
-        with open(self.backing, "wb") as f:
-            f.truncate(self.size_mb << 20)
-        self.dev = subprocess.run(["losetup", "--find", "--show", str(self.backing)], check=True,
-                                  capture_output=True, text=True).stdout.strip()
-        subprocess.run(["mkfs.ext4", "-q", "-F", self.dev], check=True, capture_output=True)
-        self.mnt.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", self.dev, str(self.mnt)], check=True)
-        return self.mnt
-
-    def __exit__(self, *exc: object) -> None:
-        if self.dev:
-            subprocess.run(["umount", str(self.mnt)], capture_output=True)
-            subprocess.run(["losetup", "-d", self.dev], capture_output=True)
-        shutil.rmtree(self.backing.parent, ignore_errors=True)
+    backing = Path(tempfile.mkdtemp(prefix="ioattr-qps-ram-", dir="/dev/shm")) / "disk.img"
+    mnt, dev = work / "ramdisk", ""
+    try:
+        with open(backing, "wb") as f:
+            f.truncate(size_mb << 20)
+        dev = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        yield mnt
+    finally:
+        if dev:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+        shutil.rmtree(backing.parent, ignore_errors=True)
 
 
 def _med(xs: list[float]) -> float:
@@ -678,7 +675,7 @@ def main() -> int:
     runs: list[dict[str, object]] = []
     pairs: list[dict[str, object]] = []
     prog_stats: dict[str, dict[str, object]] = {}
-    ram: RamDisk | None = None
+    disks = contextlib.ExitStack()  # --ram-disk's, closed after the server stopped
     try:
         code = snapshot_ioattr(work)
         variant_dirs: dict[str, Path] = {}
@@ -703,8 +700,7 @@ def main() -> int:
             f"configurations {', '.join(names)}")
         basedir = None
         if args.ram_disk:
-            ram = RamDisk(work, args.ram_disk)
-            basedir = ram.__enter__() / "server"
+            basedir = disks.enter_context(ram_disk(work, args.ram_disk)) / "server"
             basedir.mkdir()
             code["ram_disk_mb"] = args.ram_disk
         with PrivateMariaDB(buffer_pool=args.buffer_pool, basedir=basedir) as db:
@@ -842,8 +838,7 @@ def main() -> int:
             aio = db.aio_backend
             version = db.query("SELECT VERSION()")[0][0]
     finally:
-        if ram:
-            ram.__exit__()
+        disks.close()
         shutil.rmtree(work, ignore_errors=True)
 
     summary: dict[str, object] = {"target": f"attached/detached >= {args.target} (median of rounds)"}
