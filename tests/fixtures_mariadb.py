@@ -15,6 +15,11 @@ Loaded from tests/conftest.py (``pytest_plugins``).  Fixtures:
     (``buffer_pool="8M"``, ``extra_options={...}``...).  Every server it made
     is stopped when the test ends.
 
+``_datadir_cache`` (session, autouse)
+    Sets ``IOATTR_DATADIR_CACHE`` for the run (ioattr/host/datadir_cache.py):
+    each kind of datadir is installed once and copied for every later server,
+    in this process and in the scripts it starts.
+
 Guard (autouse)
     After every test, any process this pytest process started that is still
     alive -- a forgotten ``PrivateMariaDB``, a sysbench, a recorder -- makes the
@@ -27,12 +32,15 @@ from __future__ import annotations
 import contextlib
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 from typing import Callable, Iterator
 
 import pytest
 
+from ioattr.host import datadir_cache
 from ioattr.host.sandbox import PrivateMariaDB, live_servers
 from tests.conftest import need_root, need_tool
 
@@ -133,6 +141,24 @@ def _no_leftover_processes() -> Iterator[None]:
             "test left processes running (now stopped): " + ", ".join(leftovers),
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _datadir_cache() -> Iterator[None]:
+    """One mariadb-install-db per kind of server for the whole run, here and in the example
+    scripts the tests run (ioattr/host/datadir_cache.py): every later server starts from a
+    copy. Removed at the end, as the servers' own directories are."""
+    root = tempfile.mkdtemp(prefix="ioattr-datadir-cache-")
+    before = os.environ.get(datadir_cache.ENV)
+    os.environ[datadir_cache.ENV] = root
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(datadir_cache.ENV, None)
+        else:
+            os.environ[datadir_cache.ENV] = before
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
