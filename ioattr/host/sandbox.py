@@ -393,23 +393,24 @@ class PrivateMariaDB(ChildServer):
         if (self.datadir / "mysql").is_dir():
             return  # re-starting a kept/given basedir: reuse its data
         # What decides the datadir's content: also the key of a cached copy of it
-        # (datadir_cache, where the environment asks for one). The directories and the
-        # bootstrap's buffer pool do not (the pool's dump is never loaded: no pre-warming).
+        # (datadir_cache, where the environment asks for one). The directories do not;
+        # the pool size does (a smaller bootstrap pool flushes through the doublewrite
+        # area, whose pages then hold copies of others).
         args = [
             "--no-defaults",
             "--auth-root-authentication-method=socket",
             "--skip-test-db",
             "--user=root",
             "--skip-name-resolve",
-            # Passed through to the bootstrap mariadbd: the real server's redo size
-            # keeps the bootstrap quick and avoids a resize at the first start.
+            # Passed through to the bootstrap mariadbd: same redo/buffer sizes
+            # as the real server keeps the bootstrap quick and avoids a resize.
             f"--innodb-log-file-size={self.log_file_size}",
+            f"--innodb-buffer-pool-size={self.buffer_pool}",
         ]
         cache = DatadirCache.from_env()
         if cache is not None and cache.fetch(self._install_db, args, self.datadir):
             return
-        cmd = [self._install_db, *args, f"--innodb-buffer-pool-size={self.buffer_pool}",
-               f"--datadir={self.datadir}", f"--tmpdir={self.tmpdir}"]
+        cmd = [self._install_db, *args, f"--datadir={self.datadir}", f"--tmpdir={self.tmpdir}"]
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         if res.returncode != 0:
             out = res.stdout.decode(errors="replace")
