@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 
 import os
-import shutil
 import signal
 import tempfile
 import time
@@ -148,17 +147,10 @@ def _datadir_cache() -> Iterator[None]:
     """One mariadb-install-db per kind of server for the whole run, here and in the example
     scripts the tests run (ioattr/host/datadir_cache.py): every later server starts from a
     copy. Removed at the end, as the servers' own directories are."""
-    root = tempfile.mkdtemp(prefix="ioattr-datadir-cache-")
-    before = os.environ.get(datadir_cache.ENV)
-    os.environ[datadir_cache.ENV] = root
-    try:
+    with tempfile.TemporaryDirectory(prefix="ioattr-datadir-cache-", ignore_cleanup_errors=True) as root, \
+            pytest.MonkeyPatch.context() as env:
+        env.setenv(datadir_cache.ENV, root)
         yield
-    finally:
-        if before is None:
-            os.environ.pop(datadir_cache.ENV, None)
-        else:
-            os.environ[datadir_cache.ENV] = before
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

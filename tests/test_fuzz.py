@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pytest
 
+from ioattr.engines.innodb.files import read_doublewrite_range
 from tests.conftest import need, need_root, need_tool
 from tests.fuzz import corpus
 from tests.fuzz import reference as ref
@@ -154,7 +155,6 @@ def test_classifier_fuzz_real_pages(mariadb, tmp_path: Path) -> None:
     # ibdata1 is the system tablespace: pages in its doublewrite area are copies of other
     # pages (their headers say where those live) once the server has flushed through it,
     # which bootstraps with smaller pools do; the classifier is given the area, as here
-    from ioattr.engines.innodb.files import read_doublewrite_range
     dblwr = read_doublewrite_range(str(Path(mariadb.datadir) / "ibdata1"), 16384)
     index_pages = 0
     for name, page_no, page in pages:
