@@ -304,6 +304,16 @@ enum thd_stage_miss {
 	THD_MISS_SLOTS = 2,
 };
 
+/* The recorder's request sweep (block.bpf.c's ioattr_rq_sweep, run by
+ * BPF_PROG_TEST_RUN with this as its context): which open requests to count
+ * without a latency, and how many it counted. */
+struct rq_sweep_args {
+	__u64 min_age_ns;    /* only requests issued at least this long ago */
+	__u32 finished_only; /* only those the block layer no longer has in flight */
+	__u32 pad;
+	__u64 swept;         /* out: requests counted by this run */
+};
+
 /* Read-only configuration, set by the loader before load. Every object has
  * exactly this in .rodata so the loader can write it by one layout. */
 struct ioattr_config {

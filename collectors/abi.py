@@ -192,6 +192,12 @@ class ThdMiss(enum.IntEnum):
     READ = 1
 
 
+class RqSweepArgs(ctypes.Structure):
+    """struct rq_sweep_args: block.bpf.c's ioattr_rq_sweep's context (ProbeSession.sweep_block)."""
+    _fields_ = [("min_age_ns", ctypes.c_uint64), ("finished_only", ctypes.c_uint32),
+                ("pad", ctypes.c_uint32), ("swept", ctypes.c_uint64)]
+
+
 class Config(ctypes.Structure):
     _fields_ = [("dio_end_io_addr", ctypes.c_uint64), ("self_tgid", ctypes.c_uint32),
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),

@@ -39,6 +39,7 @@ STRUCTS: dict[str, Layout] = {
     "ioattr_config": abi.Config,
     "thd_layout": abi.ThdLayout,
     "thd_stage_key": abi.ThdStageKey,
+    "rq_sweep_args": abi.RqSweepArgs,
 }
 
 # ctypes mirrors of the same layout as numpy dtypes: both must agree too

@@ -560,11 +560,16 @@ class _TestRunOpts(ctypes.Structure):
                 ("cpu", c_uint32), ("batch_size", c_uint32)]
 
 
-def prog_test_run(prog_fd: int) -> int:
-    """Run a program once with BPF_PROG_TEST_RUN and no input (a SEC("syscall")
-    program: userspace's way to do something atomically in BPF); its return value."""
+def prog_test_run(prog_fd: int, ctx: ctypes.Structure | None = None) -> int:
+    """Run a program once with BPF_PROG_TEST_RUN (a SEC("syscall") program: userspace's way
+    to do something atomically in BPF); its return value. `ctx`, when given, is the
+    program's context: the kernel copies it back into the same buffer after the run, so the
+    program can answer through it (a syscall program takes ctx_in only; ctx_out is EINVAL)."""
     opts = _TestRunOpts()
     opts.sz = ctypes.sizeof(opts)
+    if ctx is not None:
+        opts.ctx_in = ctypes.cast(ctypes.byref(ctx), c_void_p)
+        opts.ctx_size_in = ctypes.sizeof(ctx)
     err = lib().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts))
     if err:
         raise LibbpfError("BPF_PROG_TEST_RUN", ctypes.get_errno() or -err)

@@ -33,6 +33,7 @@ from pathlib import Path
 from ioattr.collectors import abi, abi_check
 from ioattr.collectors import features
 from ioattr.collectors import libbpf
+from ioattr.collectors.drain import percpu_sum
 from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "target_slots", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
@@ -452,6 +453,26 @@ class ProbeSession:
             except OSError:
                 pass
         self.shared_fds.clear()
+
+    def sweep_block(self, min_age: float = 0.0, finished_only: bool = False) -> int:
+        """Count the block requests issued whose completion was not seen, without a latency
+        (block.bpf.c's ioattr_rq_sweep); how many it counted. `finished_only`: only those the
+        block layer has finished, issued at least `min_age` seconds ago -- the completions no
+        BPF program ran for (docs/block.md); else every open request (at the stop)."""
+        ls = self.loaded_set("block")
+        fd = next((p.fd for p in ls.obj.programs() if p.name == "ioattr_rq_sweep"), None) if ls else None
+        if fd is None:
+            return 0
+        args = abi.RqSweepArgs(min_age_ns=int(min_age * 1e9), finished_only=int(finished_only))
+        libbpf.prog_test_run(fd, args)
+        return int(args.swept)
+
+    def block_untimed(self) -> int | None:
+        """Block requests counted without a latency so far (rq_untimed): their completion was
+        never delivered to block_rq_complete. None without the block set."""
+        ls = self.loaded_set("block")
+        fd = next((m.fd for m in ls.obj.maps() if m.name == "rq_untimed"), None) if ls else None
+        return None if fd is None else percpu_sum(fd, 0)
 
     def loaded_set(self, name: str) -> LoadedSet | None:
         for ls in self.loaded:

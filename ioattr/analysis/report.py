@@ -55,6 +55,11 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
     if state is not None:
         # still being written, stopped by an error, or crashed: said before anything else
         out["recording_state"] = state
+    untimed = int(rec.meta.get("block_untimed") or 0)
+    if untimed:
+        # block requests counted without a latency: their completion never reached the probes
+        # (docs/block.md); their bytes are in the rows, their time is not in the latencies
+        out["block_untimed"] = untimed
     if out["dropped"]:
         # additive: which map was full, per reason (absent when nothing was dropped)
         out["dropped_by"] = drop_details(rec.meta.get("dropped"), rec.meta.get("max_entries"))

@@ -199,7 +199,7 @@ class Recorder:
                             session.sweep_inflight()  # requests still open count in the last interval
                             self._write(writer, session.tick())
                             self._counters(session, writer, force=True)  # engine and host counters, last
-                            writer.flush(session.drops())
+                            self._flush(session, writer)
                             warn = drops_line(writer.meta.get("dropped"), writer.meta.get("max_entries"))
                             if warn:
                                 o.log(warn)  # never silent: also in meta.json and every report
@@ -298,6 +298,15 @@ class Recorder:
                 continue
         if sizes:
             writer.meta["tablespace_sizes"] = sizes
+
+    @staticmethod
+    def _flush(session: LiveSession, writer: RecordingWriter) -> None:
+        """Write the buffered rows as a chunk, with what was not counted (drops) and the block
+        requests counted without a latency (block_untimed, docs/block.md) in meta.json."""
+        untimed = session.block_untimed()
+        if untimed is not None:
+            writer.meta["block_untimed"] = untimed
+        writer.flush(session.drops())
 
     @staticmethod
     def _describe(session: LiveSession, writer: RecordingWriter, final: bool = False) -> None:
@@ -553,5 +562,5 @@ class Recorder:
             if now >= next_flush:
                 self._phases(session, writer, ctl)
                 self._describe(session, writer)
-                writer.flush(session.drops())
+                self._flush(session, writer)
                 next_flush = now + o.chunk_seconds

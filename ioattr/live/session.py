@@ -49,6 +49,10 @@ MAX_PROCESS_ROLES = 100_000  # roles of exited processes kept (a forking server'
 # the targets' open files are scanned before each drain (~10 us an fd) up to this many fds in
 # all; past it an interval's reused inodes keep every earlier path (collectors/names.py)
 OPEN_FILES_SCAN_MAX = 2048
+# A block request the device finished this long after its issue without block_rq_complete
+# reaching our program is counted at the next drain, untimed (ProbeSession.sweep_block):
+# far past any normal completion, well inside a recording interval.
+SWEEP_MIN_AGE = 1.0
 
 
 @dataclass(kw_only=True)
@@ -485,15 +489,19 @@ class LiveSession:
             value = self._seq if seq is None else seq
         libbpf.map_update(self._ack_fd, ctypes.c_uint32(0), ctypes.c_uint64(value))
 
-    def sweep_inflight(self) -> None:
-        """Count the block requests issued whose completion has not been seen (still in flight,
-        or finished without block_rq_complete reaching us): block.bpf.c's ioattr_rq_sweep, run
-        once just before the last drain, so no issued request's bytes stay in rq_inflight
-        where no drain reads them."""
-        block = self.probes.loaded_set("block") if self.probes is not None else None
-        fd = next((p.fd for p in block.obj.programs() if p.name == "ioattr_rq_sweep"), None) if block else None
-        if fd is not None:
-            libbpf.prog_test_run(fd)
+    def sweep_inflight(self, finished_only: bool = False) -> int:
+        """Count the block requests issued whose completion was not seen (ProbeSession.sweep_block).
+        Before every drain (`finished_only`): those the block layer finished over SWEEP_MIN_AGE
+        ago without block_rq_complete reaching us, so their bytes land in the interval they were
+        done in. Once more just before the last drain (everything), so no issued request's bytes
+        stay in rq_inflight where no drain reads them."""
+        if self.probes is None:
+            return 0
+        return self.probes.sweep_block(SWEEP_MIN_AGE if finished_only else 0.0, finished_only)
+
+    def block_untimed(self) -> int | None:
+        """Block requests counted without a latency so far (meta.json block_untimed)."""
+        return self.probes.block_untimed() if self.probes is not None else None
 
     def _bump(self) -> int:
         """The next phase sequence number, in force in the kernel from now on."""
@@ -591,6 +599,7 @@ class LiveSession:
         now = time.time() if now is None else now
         self.events.consume()
         self._note_open_files()
+        self.sweep_inflight(finished_only=True)  # completions no program saw (docs/block.md)
         live = self._low(self._seq)
         d = self.io_drain.drain(live_phase=live)
         p = self.page_drain.drain(live_phase=live)

@@ -141,6 +141,9 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         caps = {d["map"]: d["max_entries"] for d in report.get("dropped_by") or [] if "max_entries" in d}
         console.print(drops_line(by, caps) if by else
                       f"WARNING: {report['dropped']:,} IO/events dropped (a BPF map was full; see meta.json)")
+    if report.get("block_untimed"):
+        console.print(f"note: {report['block_untimed']:,} block requests were counted without a latency "
+                      "(their completion never reached the probes; docs/block.md)")
     if report.get("stages") == "statement":
         console.print("stage: \"-\" inside statements = not traced (recorded with --stages statement; "
                       "index dives are `estimate`); rerun with --stages full for parse/optimize/execute/commit")
