@@ -84,13 +84,29 @@ def _descendants(root: int | None = None) -> dict[int, str]:
 
 
 def _allowed_pids() -> set[int]:
-    """Pids of the session servers (and their children) that may outlive a test."""
+    """Pids of the session servers, of the shared helper processes (shared_process), and of
+    their children: these may outlive a test."""
     allowed: set[int] = set()
-    for server in _SESSION_SERVERS:
-        if server.pid is not None:
-            allowed.add(server.pid)
-            allowed.update(_descendants(server.pid))
+    roots = [server.pid for server in _SESSION_SERVERS if server.pid is not None] + list(_SHARED_PIDS)
+    for pid in roots:
+        allowed.add(pid)
+        allowed.update(_descendants(pid))
     return allowed
+
+
+#: helper processes a module- or session-scoped fixture keeps running across its tests
+_SHARED_PIDS: set[int] = set()
+
+
+@contextlib.contextmanager
+def shared_process(pid: int) -> Iterator[None]:
+    """Let a wider fixture's helper process (a disk flood, another tracer) outlive each test
+    it serves without being taken for a leftover; the fixture still stops it, by its pid."""
+    _SHARED_PIDS.add(pid)
+    try:
+        yield
+    finally:
+        _SHARED_PIDS.discard(pid)
 
 
 def _reap_leftovers() -> list[str]:
