@@ -1,6 +1,7 @@
 """Helpers shared by the suite: run the installed `ioattr`, watch BPF state."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -191,6 +192,17 @@ def bpf_fds() -> list[str]:
         if target.startswith(("anon_inode:bpf", "anon_inode:[perf_event]")):
             out.append(target)
     return sorted(out)
+
+
+def setup_distribution():
+    """setup.py's Distribution as `pip install .` sees it (packages, package_dir, package_data),
+    read without building: run_setup runs setup.py in the checkout and stops after setup()'s
+    arguments are parsed."""
+    import setuptools  # noqa: F401 - first: it provides `distutils` on Python 3.12+
+    from distutils.core import run_setup
+
+    with contextlib.chdir(ROOT):  # package_dir's folders are relative to the current directory
+        return run_setup(str(ROOT / "setup.py"), stop_after="init")
 
 
 def synthetic_generator() -> ModuleType:
