@@ -2,10 +2,14 @@
 
 Building compiles bpf/*.bpf.c into CO-RE objects (clang, vendored
 vmlinux.h, libbpf's headers) and ships them inside the package, with the
-bpftrace scripts. The top-level folders of the design card map onto one
-import package: ioattr.collectors <- collectors/, ioattr.cli <- cli/,
-ioattr.bpf <- bpf/, ioattr.examples <- examples/ (the demo runs the
-miniature insert benchmark from there, in a checkout and once installed).
+bpftrace scripts: a wheel runs on a host without clang. The top-level
+folders of the design card map onto one import package (PACKAGE_ROOTS):
+ioattr.collectors <- collectors/, ioattr.cli <- cli/, ioattr.bpf <- bpf/,
+ioattr.examples <- examples/ (the demo runs the miniature insert benchmark
+from there, in a checkout and once installed), ioattr.dashboards <-
+dashboards/; the packages inside them are found, not listed.
+tests/unit/test_packaging.py checks that every module and runtime file is
+in what this installs, tests/test_install.py installs a built wheel.
 
 Everything else (name, version, dependencies, the `ioattr` command) lives
 in pyproject.toml only.
@@ -18,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -72,25 +76,44 @@ class BuildWithBpf(build_py):
         super().run()
 
 
+#: the design card's top-level folders, each one folder of the one import package `ioattr`;
+#: the packages inside them are found (find_packages), so a new one needs no edit here
+PACKAGE_ROOTS = {
+    "ioattr": "ioattr",
+    "ioattr.collectors": "collectors",
+    "ioattr.cli": "cli",
+    "ioattr.bpf": "bpf",
+    # data folders (no __init__.py): the demo runs examples/insert_benchmark.py by path, and a
+    # host with only the wheel needs the Grafana dashboards from somewhere
+    "ioattr.examples": "examples",
+    "ioattr.dashboards": "dashboards",
+}
+#: files the runtime opens by path inside the installed package, besides the modules:
+#: the compiled BPF objects (collectors/probes.bpf_object_dir), the bpftrace scripts
+#: (`ioattr script`), the example scripts (`ioattr demo`), the dashboards; the BPF sources
+#: too, so a source distribution can be built again
+PACKAGE_DATA = {
+    "ioattr.bpf": ["*.bpf.o", "*.bt", "*.h", "*.bpf.c", "Makefile"],
+    "ioattr.examples": ["*.sh", "README.md"],  # its *.py are the package's modules
+    "ioattr.dashboards": ["*.json"],
+}
+
+
+def all_packages() -> list[str]:
+    """Every package under PACKAGE_ROOTS: each root, and each folder with an __init__.py below it.
+
+    A hand-kept list missed new engine folders, and a non-editable install then lacked them
+    (an editable one does not notice: it imports from the checkout)."""
+    packages = []
+    for name, folder in PACKAGE_ROOTS.items():
+        packages.append(name)
+        packages += [f"{name}.{sub}" for sub in find_packages(where=str(HERE / folder))]
+    return packages
+
+
 setup(
-    packages=["ioattr", "ioattr.collectors", "ioattr.cli", "ioattr.bpf", "ioattr.examples",
-              # ioattr/'s own folders, lowest layer first: each imports only from those
-              # before it (and ioattr.errors, ioattr.collectors)
-              "ioattr.model", "ioattr.format", "ioattr.live", "ioattr.analysis", "ioattr.output",
-              "ioattr.topview", "ioattr.prometheus", "ioattr.host",
-              # storage-engine adapters (use collectors and model; the core reaches them through
-              # ioattr.engines.registry)
-              "ioattr.engines", "ioattr.engines.innodb"],
-    package_dir={
-        "ioattr": "ioattr",
-        "ioattr.collectors": "collectors",
-        "ioattr.cli": "cli",
-        "ioattr.bpf": "bpf",
-        "ioattr.examples": "examples",
-    },
-    package_data={
-        "ioattr.bpf": ["*.bpf.o", "*.bt", "*.h", "*.bpf.c", "Makefile"],
-        "ioattr.examples": ["*.sh", "README.md"],
-    },
+    packages=all_packages(),
+    package_dir=PACKAGE_ROOTS,
+    package_data=PACKAGE_DATA,
     cmdclass={"build_py": BuildWithBpf},
 )

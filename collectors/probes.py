@@ -296,7 +296,7 @@ class ProbeSession:
         only) picks the attach method: only its programs are loaded."""
         path = bpf_object_dir() / f"{spec.name}.bpf.o"
         if not path.exists():
-            raise HostError(f"BPF object {path} is missing: reinstall ioattr (make install)")
+            raise HostError(f"BPF object {path} is missing: build it (make -C bpf) or reinstall ioattr")
         obj = libbpf.Object(str(path))
         loaded = LoadedSet(spec, obj)
         try:

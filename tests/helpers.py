@@ -1,6 +1,7 @@
 """Helpers shared by the suite: run the installed `ioattr`, watch BPF state."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -24,9 +25,10 @@ IOGEN = ROOT / "tests" / "workloads" / "iogen"
 T = TypeVar("T")
 
 
-def ioattr(*args: str, timeout: float = 120, check: bool = False, **kw) -> subprocess.CompletedProcess:
-    """Run `ioattr ARGS` to completion, capturing text output."""
-    r = subprocess.run([IOATTR, *args], capture_output=True, text=True, timeout=timeout, **kw)
+def ioattr(*args: str, timeout: float = 120, check: bool = False, exe: str = IOATTR,
+           **kw) -> subprocess.CompletedProcess:
+    """Run `ioattr ARGS` to completion, capturing text output (`exe`: another installation's)."""
+    r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, **kw)
     if check and r.returncode != 0:
         raise AssertionError(f"ioattr {' '.join(args)} exited {r.returncode}: {r.stderr}")
     return r
@@ -193,6 +195,17 @@ def bpf_fds() -> list[str]:
     return sorted(out)
 
 
+def setup_distribution():
+    """setup.py's Distribution as `pip install .` sees it (packages, package_dir, package_data),
+    read without building: run_setup runs setup.py in the checkout and stops after setup()'s
+    arguments are parsed."""
+    import setuptools  # noqa: F401 - first: it provides `distutils` on Python 3.12+
+    from distutils.core import run_setup
+
+    with contextlib.chdir(ROOT):  # package_dir's folders are relative to the current directory
+        return run_setup(str(ROOT / "setup.py"), stop_after="init")
+
+
 def synthetic_generator() -> ModuleType:
     """benchmarks/synthetic_recording.py as a module: it is a script, not part of a package,
     so it is loaded from its path (its generate() writes a recording of known content)."""
@@ -231,11 +244,12 @@ def assert_no_ioattr_programs(timeout: float = 5.0) -> None:
 
 
 class Background:
-    """`ioattr ARGS` running in the background until stopped; stderr collected by a thread."""
+    """`ioattr ARGS` running in the background until stopped; stderr collected by a thread.
+    `exe`: another installation's `ioattr`; `cwd`: the directory it runs in."""
 
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([IOATTR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
+    def __init__(self, *args: str, exe: str = IOATTR, cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen([exe, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True, cwd=cwd)
         self.stderr_lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -317,14 +331,15 @@ class Prompted:
 
 
 def record_marked_phases(db, rec: Path, phases: list, *record_args: str, measure=None,
-                         with_conn: bool = False) -> dict:
+                         with_conn: bool = False, exe: str = IOATTR, cwd: Path | None = None) -> dict:
     """Record `db` (ioattr record -o REC --pid PID RECORD_ARGS) while each (name, work) of
     `phases` runs as a phase started by an SQL marker on one connection: work(cursor), or
     work(connection) with `with_conn`. Each phase's work starts only once the recorder has named
     the phase (the previous one is drained), so what follows is all this phase's. measure(),
     if given, is taken right before and right after each work: {name: (before, after)}, the
-    ground truth the test compares with. The recorder is stopped (a final drain) and must exit 0."""
-    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), *record_args)
+    ground truth the test compares with. The recorder is stopped (a final drain) and must exit 0.
+    `exe` and `cwd`: another installation's `ioattr`, run in that directory."""
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), *record_args, exe=exe, cwd=cwd)
     truth: dict = {}
     try:
         bg.wait_recording()
