@@ -392,6 +392,23 @@ def test_two_traced_servers_each_read_their_own_stage(tmp_path: Path, mariadb_fa
         # the rows in optimize; opening the table after the restart reads a few pages in execute
         assert set(mine) <= {"optimize", "execute"} and mine["optimize"] > 20, (db.pid, mine)
         assert mine.get("execute", 0) <= 8, (db.pid, mine)
+        # every read of a statement's optimize rows was pages of s.t.PRIMARY only: whole IOs,
+        # not shares of split ones, so the rows keep their latency
+        timed = [r for r in rows if r["process"].endswith(f"[{db.pid}]") and r["op"] == "read"
+                 and (r["query"] or "").startswith("SELECT c FROM s.t") and r["index"] == "s.t.PRIMARY"
+                 and r["stage"] == "optimize"]
+        assert timed and all(r["latency_us"]["p50"] is not None for r in timed), timed
+    # block rows: no page classification (pages null), whatever the page dimension asked
+    assert all(r["pages"] is None for r in report_json(rec, "--by", "index", "--layer", "block")["rows"])
+    # the same reads at the block layer (O_DIRECT: one request per pread, issued by the
+    # connection's thread) carry the stage their syscalls had, or null, never `background`
+    blocks = report_json(rec, "--by", "process,role,stage,file", "--layer", "block")["rows"]
+    for db in dbs:
+        conn = [r for r in blocks if r["process"].endswith(f"[{db.pid}]") and r["op"] == "read"
+                and r["role"] == "connection" and r["file"] == str(db.datadir / "s" / "t.ibd")]
+        stages = {r["stage"] for r in conn}
+        assert stages <= {"optimize", "execute", None}, (db.pid, conn)
+        assert sum(r["count"] for r in conn if r["stage"] == "optimize") > 20, (db.pid, conn)
 
 
 def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:

@@ -241,14 +241,22 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
         add(values, int(r[nw]), int(r[nw + 1]), 0, tuple(r[nw + 2:]))
     # IO of split files: per join key, at the finest grain, split by its pages
     io_groups: dict[tuple, list] = {}
+    whole: dict[tuple, tuple] = {}  # (join key, io dims) -> (count, bytes, histogram) of that io group
     key = ", ".join(JOIN_KEY)
-    for r in rec.query(f"SELECT {key}, {', '.join(f'{io_expr[d]} AS {d}' for d in all_io)}, {sums} "
+    ni = nk + len(all_io)
+    for r in rec.query(f"SELECT {key}, {', '.join(f'{io_expr[d]} AS {d}' for d in all_io)}, {sums}, {hists} "
                        f"FROM {src} WHERE m GROUP BY ALL", params):
-        io_groups.setdefault(tuple(r[:nk]), []).append((tuple(r[nk:nk + len(all_io)]), int(r[-2]), int(r[-1])))
+        k, d, c, b = tuple(r[:nk]), tuple(r[nk:ni]), int(r[ni]), int(r[ni + 1])
+        io_groups.setdefault(k, []).append((d, c, b))
+        whole[(k, d)] = (c, b, tuple(r[ni + 2:]))
     order = lambda g: tuple((v is None, str(v)) for v in g[0])  # noqa: E731 - same split whatever the SQL order
     for k, groups in io_groups.items():
         for d, pd, c, b, p in split_key(sorted(groups, key=order), sorted(pages.get(k, []), key=order)):
-            add(dict(zip(all_io, d)) | (dict(zip(all_pg, pd)) if pd else none_pg), c, b, p, None)
+            # a cell that is its io group whole (every IO's pages in one page class, or none
+            # classified) keeps the group's latency; a share of a split IO has none
+            gc, gb, hist = whole[(k, d)]
+            add(dict(zip(all_io, d)) | (dict(zip(all_pg, pd)) if pd else none_pg), c, b, p,
+                hist if (c, b) == (gc, gb) else None)
     unjoined = sum(n for k, groups in pages.items() if k not in io_groups for _, n, _ in groups) if want_pg else 0
     rows = []
     for values, (c, b, p, hist) in cells.items():
@@ -256,7 +264,9 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
         row = {x: v[x] for x in dims if x not in ("layer", "op")}
         row.update({"layer": v["layer"], "op": v["op"], "count": c, "bytes": b})
         if want_pg:
-            row["pages"] = p
+            # pages are classified at the syscall layer only: another layer's row has none to
+            # count (null, shown `-`), not zero pages
+            row["pages"] = p if v["layer"] == "syscall" else None
         row["latency_us"] = latency_us(hist) if hist and any(hist) else {"p50": None, "p99": None}
         rows.append(row)
     return _order(rows, [x for x in dims if x not in ("layer", "op")] + ["layer", "op"]), unjoined

@@ -104,27 +104,30 @@ def _by_value(fn: Callable[..., Any], keys: list) -> list:
     return list(map(cache.__getitem__, keys))
 
 
-def _block_roles(roles: list, layers: list[int], pids: list[int], tids: list[int], inos: list[int],
-                 ops: list[int]) -> list:
-    """Give block-layer rows the role their syscalls had, where that is one role.
+def _as_their_syscalls(values: list, layers: list[int], pids: list[int], tids: list[int], inos: list[int],
+                       ops: list[int], keep_own: bool) -> list:
+    """Give block-layer rows the value (role, stage) their syscalls had, where that is one value.
 
     The block programs do not see the stage uprobes' state, so a thread's block IO would be
-    named by the thread alone (innodb_worker) while its syscalls in InnoDB's purge task are
-    role purge: the same bytes under two roles. A block row of a thread that, in the same
-    interval, did syscall IO of the same op on the same inode under exactly one role gets that
-    role; if its syscalls there had several roles, the block row keeps the thread's own."""
+    named by the thread alone (innodb_worker, no stage) while its syscalls in InnoDB's purge
+    task are role purge, or a connection's in stage execute: the same bytes under two names.
+    A block row of a thread that, in the same interval, did syscall IO of the same op on the
+    same inode under exactly one value gets that value. Otherwise the row keeps its own value
+    (`keep_own`: a role, which the thread alone names) or gets None (a stage, which the block
+    layer cannot know: null, never a guess)."""
     by_io: dict[tuple, set] = {}
-    for lay, p, t, i, o, r in zip(layers, pids, tids, inos, ops, roles):
+    for lay, p, t, i, o, v in zip(layers, pids, tids, inos, ops, values):
         if lay == abi.Layer.SYSCALL and t:
-            by_io.setdefault((p, t, i, o), set()).add(r)
-    if not by_io:
-        return roles
-    out = list(roles)
+            by_io.setdefault((p, t, i, o), set()).add(v)
+    out = list(values)
     for j, (lay, p, t, i, o) in enumerate(zip(layers, pids, tids, inos, ops)):
-        if lay == abi.Layer.BLOCK and t:
-            seen = by_io.get((p, t, i, o))
-            if seen is not None and len(seen) == 1:
-                out[j] = next(iter(seen))
+        if lay != abi.Layer.BLOCK:
+            continue
+        seen = by_io.get((p, t, i, o)) if t else None
+        if seen is not None and len(seen) == 1:
+            out[j] = next(iter(seen))
+        elif not keep_own:
+            out[j] = None
     return out
 
 
@@ -162,6 +165,7 @@ class IoRows(TableRows):
         # row's role is named, so every row of a thread gets the same role whatever the row order
         n.connection_tids.update(t for t, s in set(zip(tid_l, stage_l)) if t and s in IN_STATEMENT)
         digest_l = k["digest"].astype(np.uint64).tolist()
+        ino_l, op_l = k["ino"].tolist(), k["op"].tolist()
         cols: dict[str, object] = {
             "ts_start": [ts_start] * rows,
             "ts_end": [ts_end] * rows,
@@ -174,9 +178,11 @@ class IoRows(TableRows):
             "tid": [v or None for v in tid_l],
             "process": _by_value(lambda p: n.tasks.process(p) if p else None, pid_l),
             "thread": _by_value(lambda p, t: n.tasks.thread(p, t) if t else None, pid_tid),
-            "role": _block_roles(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), layer_l,
-                                 pid_l, tid_l, k["ino"].tolist(), k["op"].tolist()),
-            "stage": _by_value(lambda s, t: n.stage(s) if t else None, list(zip(stage_l, tid_l))),
+            "role": _as_their_syscalls(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), layer_l,
+                                       pid_l, tid_l, ino_l, op_l, keep_own=True),
+            "stage": _as_their_syscalls(_by_value(lambda s, t: n.stage(s) if t else None,
+                                                  list(zip(stage_l, tid_l))), layer_l,
+                                        pid_l, tid_l, ino_l, op_l, keep_own=False),
             "digest": [x or None for x in digest_l],
             "query": _by_value(n.query, digest_l),
             # pseudo-files have no class; an O_TMPFILE file ("[anonymous tmpfile in DIR]": an index

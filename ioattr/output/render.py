@@ -103,6 +103,11 @@ def state_line(report: dict) -> str | None:
     return None if not st else f"WARNING: {st['message']}"
 
 
+
+def _pages_cell(pages: int | None) -> str:
+    """A row's page count; `-` where pages are not counted (block rows, null in JSON)."""
+    return "-" if pages is None else f"{pages:,}"
+
 def render_table(report: dict, by: list[str], width: int | None = None) -> str:
     dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
     table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
@@ -116,7 +121,7 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         table.add_column(c, justify="right")
     for r in report["rows"]:
         table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"] + sst],
-                      f"{r['count']:,}", *([f"{r.get('pages', 0):,}"] if pages else []), human_bytes(r["bytes"]),
+                      f"{r['count']:,}", *([_pages_cell(r.get("pages"))] if pages else []), human_bytes(r["bytes"]),
                       _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
     buf = io.StringIO()
     summary_table = _summary_table(report.get("summary"))
