@@ -403,6 +403,12 @@ class ProbeSession:
                     self.close()
                     raise HostError(f"cannot load the {spec.name} probes: {e}", detail=e.log) from e
                 self.degraded[spec.name] = f"{spec.purpose}: not available ({e})"
+        if any(s.spec.name == "block" for s in self.loaded):
+            # a mounted filesystem whose block IO can't be charged to files: one line, not
+            # silent [unknown] rows
+            line = filesystems.btrfs_line(self.btrfs_end_io)
+            if line:
+                self.degraded["btrfs"] = line
 
     def _open_syscalls(self, spec: ProbeSet) -> None:
         """The required syscalls set, on the hook chosen for this host. When
