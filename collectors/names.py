@@ -269,8 +269,35 @@ class DeviceNames:
                         name = line.split("=", 1)[1].strip()
         except OSError:
             pass
+        if major == 0:
+            name = mounted_source(dev) or name
         self.cache[dev] = name
         return name
+
+
+def mounted_source(dev: int) -> str | None:
+    """The block device under an anonymous device (major 0): a btrfs subvolume's files carry
+    their subvolume's device (docs/filesystems.md), which is no block device; where that
+    subvolume is mounted here, the mount's source names the disk ("loop0"). None otherwise
+    (tmpfs, a subvolume not mounted on its own)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        # only btrfs's (a stat of every mount point could hang on a network filesystem)
+        if not sep or len(fields) < 5 or len(tail) < 2 or tail[0] != "btrfs" or not tail[1].startswith("/dev/"):
+            continue
+        try:
+            st = os.stat(fields[4].replace("\\040", " "))
+        except OSError:
+            continue
+        if abi.kernel_dev_of_stat(st.st_dev) == dev:
+            return os.path.basename(tail[1])
+    return None
 
 
 class TaskNames:

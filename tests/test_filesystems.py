@@ -124,8 +124,7 @@ def test_block_io_is_named_and_within_what_the_device_did(fs_runs: dict, fs: str
     """No block byte of the target is left unnamed, and all of it (files, metadata, journal)
     is no more than the loop device completed in the run."""
     run = fs_runs[fs]
-    # the target's block IO on this filesystem: its files' (whose device is the filesystem's: a
-    # btrfs subvolume's is not the loop device) and the rest on the loop device
+    # the target's block IO on this filesystem: its files' and the rest on the loop device
     mine = [r for r in run["block_rows"] if r["device"] == run["loop"] or (r["file"] or "").startswith(run["mnt"])]
     assert not [r for r in mine if r["file"] in ("[unknown]", "[untracked files]") and r["bytes"]], mine
     data = {op: sum(t[f"{op}_bytes"] for t in run["truth"]["files"].values()) for op in ("read", "write")}
@@ -133,6 +132,15 @@ def test_block_io_is_named_and_within_what_the_device_did(fs_runs: dict, fs: str
     for op, dev in (("read", dev_read), ("write", dev_written)):
         ours = sum(r["bytes"] for r in mine if r["op"] == op)
         assert data[op] <= ours <= dev, (fs, op, data[op], ours, dev)
+
+
+@pytest.mark.parametrize("fs", FILESYSTEMS)
+def test_files_are_on_their_device(fs_runs: dict, fs: str) -> None:
+    """The device column names the loop device, also for btrfs, whose files carry their
+    subvolume's anonymous device (named by the mount it is mounted at)."""
+    run = fs_runs[fs]
+    devices = {r["device"] for r in run["block_rows"] if r["file"] in run["truth"]["files"]}
+    assert devices == {run["loop"]}, (fs, devices)
 
 
 @pytest.mark.parametrize("fs", FILESYSTEMS)
