@@ -412,7 +412,12 @@ static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, str
 		if (dbio)
 			return dio_owner(dbio, k);
 	}
-	if (k->kind == IOA_KIND_FILE && cfg.btrfs_simple_end_io_addr) {
+	/* btrfs's bios, or a split of one (one load here: the subprogram only for them) */
+	if (k->kind == IOA_KIND_FILE && cfg.btrfs_simple_end_io_addr &&
+	    ((__u64)bio->bi_end_io == cfg.btrfs_simple_end_io_addr ||
+	     (__u64)bio->bi_end_io == cfg.btrfs_orig_write_end_io_addr ||
+	     (__u64)bio->bi_end_io == cfg.btrfs_clone_write_end_io_addr ||
+	     (cfg.chain_end_io_addr && (__u64)bio->bi_end_io == cfg.chain_end_io_addr))) {
 		bt = btrfs_bio_class(bio, k);
 		if (bt == BTRFS_DIO_TARGET || bt == BTRFS_DIO_OTHER)
 			return bt == BTRFS_DIO_TARGET;
