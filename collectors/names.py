@@ -66,6 +66,15 @@ def _same_inode(path: str, key: tuple[int, int]) -> bool:
     return st.st_ino == key[1] and abi.kernel_dev_of_stat(st.st_dev) == key[0]
 
 
+def _stat_key(path: str, ino: int) -> tuple[int, int] | None:
+    """(dev, ino) of path as stat() says, if it is still inode ino."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (abi.kernel_dev_of_stat(st.st_dev), ino) if st.st_ino == ino else None
+
+
 def _cap(table: dict, limit: int) -> None:
     """Drop the oldest entries (insertion order; an OrderedDict in LRU order) over limit."""
     while len(table) > limit:
@@ -224,6 +233,10 @@ class FileNames:
                         continue
                     major, minor = (int(x, 16) for x in parts[3].split(":"))
                     key = (abi.kernel_dev(major, minor), ino)
+                    if major == 0:
+                        # maps shows the superblock's device, which on btrfs is not the
+                        # subvolume's that stat() and the BPF side key files by
+                        key = _stat_key(parts[5].strip(), ino) or key
                     if key not in self.names:
                         self._assign(key, parts[5].strip())
         except (OSError, ValueError):
