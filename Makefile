@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := clang llvm libbpf-dev libbpf1 bpftool bpftrace libelf-dev zlib1g-dev pkg-config \
 	gcc make liburing-dev mariadb-server mariadb-client mariadb-plugin-rocksdb postgresql-15 sysbench prometheus tmux \
-	python3-venv python3-dev util-linux procps iproute2 linux-perf chromium
+	python3-venv python3-dev util-linux procps iproute2 linux-perf chromium xfsprogs btrfs-progs
 DEPS_STAMP := $(VENV)/.deps-installed
 CONSTRAINTS := requirements/constraints.txt
 PIP_INSTALL := $(PY) -m pip install -q -c $(CONSTRAINTS)

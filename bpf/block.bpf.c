@@ -296,17 +296,16 @@ static __always_inline struct bio *dio_bio(struct bio *bio)
 	return NULL;
 }
 
-/* A direct-IO bio's owner and file, from its iomap_dio: the file from the
- * kiocb, the owner from submit.waiter -- the task that submitted the IO, set
- * for sync and async IO alike (iomap's __iomap_dio_rw: "dio->submit.waiter =
+/* A direct IO's owner, from its iomap_dio (a void *: a bio's bi_private, a
+ * btrfs_bio's private): submit.waiter, the task that submitted the IO, set for
+ * sync and async IO alike (iomap's __iomap_dio_rw: "dio->submit.waiter =
  * current") and read by the dio until its last bio completes, so it is there
  * at every issue of its bios. No per-bio bookkeeping: the bio_submitter map
  * and block_split are for the rest. Returns whether it is a target's. */
-static __always_inline bool dio_owner(struct bio *dbio, struct io_key *k)
+static __always_inline bool dio_task(void *diop, struct io_key *k)
 {
-	struct iomap_dio *dio = bpf_rdonly_cast(dbio->bi_private, bpf_core_type_id_kernel(struct iomap_dio));
+	struct iomap_dio *dio = bpf_rdonly_cast(diop, bpf_core_type_id_kernel(struct iomap_dio));
 	struct task_struct *task = bpf_rdonly_cast(dio->submit.waiter, bpf_core_type_id_kernel(struct task_struct));
-	struct inode_id id = {};
 	__u32 tgid = task->tgid; /* 0 if any link is NULL: the loads are fault-safe */
 
 	if (!tgid || tgid == cfg.self_tgid || !is_target(tgid))
@@ -314,14 +313,82 @@ static __always_inline bool dio_owner(struct bio *dbio, struct io_key *k)
 	k->tgid = tgid;
 	k->tid = owner_tid(task, task->pid);
 	k->api = IOA_API_DIRECT;
-	if (dio_bio_inode_id(dbio, &id)) {
+	return true;
+}
+
+static __always_inline void key_file(struct io_key *k, bool found, struct inode_id *id)
+{
+	if (found) {
 		k->kind = IOA_KIND_FILE;
-		k->ino = id.ino;
-		k->dev = id.dev;
+		k->ino = id->ino;
+		k->dev = id->dev;
 	} else {
 		k->kind = IOA_KIND_UNKNOWN;
 	}
+}
+
+/* An iomap direct-IO bio's owner (dio_task) and file (the dio's kiocb). */
+static __always_inline bool dio_owner(struct bio *dbio, struct io_key *k)
+{
+	struct inode_id id = {};
+
+	if (!dio_task(dbio->bi_private, k))
+		return false;
+	key_file(k, dio_bio_inode_id(dbio, &id), &id);
 	return true;
+}
+
+/* The btrfs_bio a request's bio is or carries a share of: itself, or for a
+ * block-layer split (bio_chain_endio) the bio it was split from, at most two
+ * splits up (see dio_bio); NULL when it is not btrfs's. */
+static __always_inline struct btrfs_bio *btrfs_bio_up(struct bio *bio)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!cfg.chain_end_io_addr || (__u64)BPF_CORE_READ(bio, bi_end_io) != cfg.chain_end_io_addr)
+			break;
+		bio = BPF_CORE_READ(bio, bi_private);
+	}
+	return btrfs_bio_of(bio, cfg.btrfs_simple_end_io_addr, cfg.btrfs_orig_write_end_io_addr,
+			    cfg.btrfs_clone_write_end_io_addr);
+}
+
+/* btrfs_bio_class()'s answers; BTRFS_OTHER's carries the kind and api above it */
+enum { BTRFS_NOT = 0, BTRFS_DIO_TARGET = 1, BTRFS_DIO_OTHER = 2, BTRFS_OTHER = 3 };
+#define BTRFS_OTHER_OF(kind, api) (BTRFS_OTHER | ((kind) << 8) | ((api) << 16))
+
+/* A request's bio that is btrfs's own (compat.bpf.h): BTRFS_NOT when it isn't.
+ * Direct IO: the owner from its iomap_dio, the file from the btrfs_bio, in k
+ * (BTRFS_DIO_TARGET), or not a target's (BTRFS_DIO_OTHER). Anything else
+ * (BTRFS_OTHER, with the kind and api): its file's data (its ino and dev in k)
+ * or btrfs metadata; its owner is its submitter or, written back, its file's
+ * owner, as on any other filesystem. btrfs names the inode itself, page-cache
+ * pages or not (compressed extents, direct IO). A subprogram: its reads take no
+ * stack of the issue program's frame, which has little left. */
+static __noinline int btrfs_bio_class(struct bio *bio, struct io_key *k)
+{
+	struct inode_id id = {};
+	struct btrfs_bio *bt;
+	void *dio;
+
+	if (!k || !cfg.btrfs_simple_end_io_addr)
+		return BTRFS_NOT;
+	bt = btrfs_bio_up(bio);
+	if (!bt)
+		return BTRFS_NOT;
+	dio = btrfs_bio_dio(bt, cfg.btrfs_dio_end_io_addr);
+	if (dio && bpf_rdonly_cast) {
+		if (!dio_task(dio, k))
+			return BTRFS_DIO_OTHER;
+		key_file(k, btrfs_bio_inode_id(bt, &id), &id);
+		return BTRFS_DIO_TARGET;
+	}
+	/* none of a file's (scrub, ...); the btree inode (metadata) and btrfs's own
+	 * trees' inodes are numbered below 256 */
+	if (!btrfs_bio_inode_id(bt, &id) || id.ino < 256 || (id.mode & S_IFMT) != S_IFREG)
+		return BTRFS_OTHER_OF(IOA_KIND_METADATA, IOA_API_OTHER);
+	k->ino = id.ino;
+	k->dev = id.dev;
+	return BTRFS_OTHER_OF(IOA_KIND_FILE, dio ? IOA_API_DIRECT : IOA_API_BUFFERED);
 }
 
 /* Whose one bio of a request is: fills k's owner and file from the bio
@@ -337,11 +404,23 @@ static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, str
 	__u64 parent = 0;
 	bool counted = false;
 
+	int bt = BTRFS_NOT;
+
 	if (k->kind == IOA_KIND_FILE && cfg.dio_end_io_addr && bpf_rdonly_cast) {
 		struct bio *dbio = dio_bio(bio);
 
 		if (dbio)
 			return dio_owner(dbio, k);
+	}
+	/* btrfs's bios, or a split of one (one load here: the subprogram only for them) */
+	if (k->kind == IOA_KIND_FILE && cfg.btrfs_simple_end_io_addr &&
+	    ((__u64)bio->bi_end_io == cfg.btrfs_simple_end_io_addr ||
+	     (__u64)bio->bi_end_io == cfg.btrfs_orig_write_end_io_addr ||
+	     (__u64)bio->bi_end_io == cfg.btrfs_clone_write_end_io_addr ||
+	     (cfg.chain_end_io_addr && (__u64)bio->bi_end_io == cfg.chain_end_io_addr))) {
+		bt = btrfs_bio_class(bio, k);
+		if (bt == BTRFS_DIO_TARGET || bt == BTRFS_DIO_OTHER)
+			return bt == BTRFS_DIO_TARGET;
 	}
 	sub = bpf_map_lookup_elem(&bio_submitter, &bio_key);
 
@@ -366,7 +445,14 @@ static __always_inline bool bio_owner(struct bio *bio, __u32 opf, __u64 now, str
 	}
 	if (k->kind != IOA_KIND_FILE)
 		return counted;
-	k->kind = classify_bio(bio, parent, opf, &id, &api);
+	if ((bt & 0xff) == BTRFS_OTHER) {
+		k->kind = (bt >> 8) & 0xff;
+		api = (bt >> 16) & 0xff;
+		id.ino = k->ino;
+		id.dev = k->dev;
+	} else {
+		k->kind = classify_bio(bio, parent, opf, &id, &api);
+	}
 	k->api = api;
 	if (k->kind == IOA_KIND_FILE && k->op == IOA_OP_WRITE && api == IOA_API_BUFFERED) {
 		/* Writeback: dirty pages belong to their file, whoever writes them

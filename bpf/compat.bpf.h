@@ -88,13 +88,48 @@ struct inode_id {
 	__u32 mode;
 };
 
+#define BTRFS_SUPER_MAGIC 0x9123683E
+#define BTRFS_BTREE_INODE_OBJECTID 1
+
+/* The subvolume device of a btrfs inode, 0 when there is none (the btree inode, whose
+ * root is the tree root). btrfs gives each subvolume an anonymous device and numbers
+ * inodes per subvolume; stat() reports the subvolume's device (btrfs_getattr:
+ * BTRFS_I(inode)->root->anon_dev), never the superblock's s_dev, so (s_dev, ino) would
+ * neither match the names userspace finds (/proc/PID/fd, stat) nor be unique across
+ * subvolumes. CO-RE probe reads, not bpf_rdonly_cast: btrfs may be a module, whose
+ * types that kfunc can't take. Compiled out where the kernel has no btrfs types; a
+ * subprogram, so its reads take no stack in the (large) programs that inline the rest. */
+static __noinline __u32 btrfs_inode_dev(struct inode *inode)
+{
+	struct btrfs_inode *bi;
+
+	if (!bpf_core_type_exists(struct btrfs_inode))
+		return 0;
+	bi = (struct btrfs_inode *)((unsigned long)inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode));
+	return BPF_CORE_READ(bi, root, anon_dev);
+}
+
+/* The device an inode's (dev, ino) key carries: what stat() says (see btrfs_inode_dev). */
+static __always_inline __u32 inode_dev(struct inode *inode, __u32 s_dev, unsigned long magic)
+{
+	__u32 dev;
+
+	if (magic != BTRFS_SUPER_MAGIC)
+		return s_dev;
+	dev = btrfs_inode_dev(inode);
+	return dev ? dev : s_dev;
+}
+
 static __always_inline bool inode_id_of(struct inode *inode, struct inode_id *id)
 {
+	struct super_block *sb;
+
 	if (!inode)
 		return false;
 	id->ino = BPF_CORE_READ(inode, i_ino);
 	id->mode = BPF_CORE_READ(inode, i_mode);
-	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	sb = BPF_CORE_READ(inode, i_sb);
+	id->dev = inode_dev(inode, BPF_CORE_READ(sb, s_dev), BPF_CORE_READ(sb, s_magic));
 	return true;
 }
 
@@ -112,7 +147,7 @@ static __always_inline bool inode_id_btf(struct inode *inode, struct inode_id *i
 		return false;
 	id->ino = inode->i_ino;
 	id->mode = inode->i_mode;
-	id->dev = inode->i_sb->s_dev;
+	id->dev = inode_dev(inode, inode->i_sb->s_dev, inode->i_sb->s_magic);
 	return true;
 }
 
@@ -304,6 +339,90 @@ static __always_inline bool bio_first_inode_id(struct bio *bio, struct inode_id 
 		return inode_id_of(BPF_CORE_READ((struct address_space *)mapping, host), id);
 	as = bpf_rdonly_cast((void *)mapping, bpf_core_type_id_kernel(struct address_space));
 	return inode_id_btf(as->host, id);
+}
+
+/* ---- btrfs bios ----------------------------------------------------------
+ * btrfs sends every bio of its own: a struct bio embedded at the end of a struct
+ * btrfs_bio (its bio sets are front-padded for it), whose `inode` is the file whose
+ * data it carries (the btree inode for metadata; NULL for a few of its own, e.g.
+ * scrub). Its end_io is btrfs_simple_end_io when it goes to one device, and
+ * btrfs_orig_write_end_io for the last mirror of a DUP/RAID1 write, whose other
+ * mirrors are clones (btrfs_clone_write_end_io) with the stripe as bi_private, the
+ * stripe's io context holding the original. Direct IO keeps iomap's bio but
+ * btrfs_dio_submit_io() re-inits it: btrfs_dio_end_io, with the iomap_dio as the
+ * btrfs_bio's private; a bio btrfs splits off a bigger one to fit a chunk has no
+ * end_io and the original as its private. So a direct-IO bio on btrfs is neither
+ * iomap's (end_io) nor carries page-cache pages: the btrfs_bio names both its file
+ * and its iomap_dio. CO-RE probe reads throughout (btrfs may be a module). */
+
+/* The btrfs_bio a bio is, or (a clone of a mirrored write) was cloned from; NULL
+ * when it is not btrfs's. */
+static __always_inline struct btrfs_bio *btrfs_bio_of(struct bio *bio, __u64 simple_end, __u64 orig_end,
+						      __u64 clone_end)
+{
+	__u64 end;
+
+	if (!bpf_core_type_exists(struct btrfs_bio) || !simple_end || !bio)
+		return NULL;
+	end = (__u64)BPF_CORE_READ(bio, bi_end_io);
+	if (end == clone_end) {
+		struct btrfs_io_stripe *stripe = BPF_CORE_READ(bio, bi_private);
+
+		bio = BPF_CORE_READ(stripe, bioc, orig_bio);
+		if (!bio)
+			return NULL;
+		end = (__u64)BPF_CORE_READ(bio, bi_end_io);
+	}
+	if (end != simple_end && end != orig_end)
+		return NULL;
+	return (struct btrfs_bio *)((unsigned long)bio - bpf_core_field_offset(struct btrfs_bio, bio));
+}
+
+/* The iomap_dio of a btrfs direct-IO bio, NULL when it is not direct IO. A split's
+ * private is taken for the original only when it names the same inode (a read-repair
+ * bio has no end_io either, and another struct as its private). */
+static __always_inline void *btrfs_bio_dio(struct btrfs_bio *bb, __u64 dio_end)
+{
+	__u64 end = (__u64)BPF_CORE_READ(bb, end_io);
+	void *priv = BPF_CORE_READ(bb, private);
+
+	if (!dio_end)
+		return NULL;
+	if (!end && priv) {
+		struct btrfs_bio *orig = priv;
+
+		if (BPF_CORE_READ(orig, inode) != BPF_CORE_READ(bb, inode))
+			return NULL;
+		end = (__u64)BPF_CORE_READ(orig, end_io);
+		priv = BPF_CORE_READ(orig, private);
+	}
+	return end == dio_end ? priv : NULL;
+}
+
+/* The inode a btrfs bio serves (false: none, a bio of btrfs's own). */
+static __always_inline bool btrfs_bio_inode_id(struct btrfs_bio *bb, struct inode_id *id)
+{
+	struct btrfs_inode *bi = BPF_CORE_READ(bb, inode);
+
+	if (!bi)
+		return false;
+	return inode_id_of((struct inode *)((unsigned long)bi + bpf_core_field_offset(struct btrfs_inode, vfs_inode)),
+			   id);
+}
+
+/* log2 of a folio's pages, as folio_order(): a large folio has PG_head in its flags and
+ * its order in the low byte of _flags_1. Kernels before _flags_1: 0 (one page). */
+static __always_inline __u32 folio_order_of(struct folio *folio)
+{
+	unsigned long flags = 0, flags1 = 0;
+
+	if (!bpf_core_field_exists(struct folio, _flags_1))
+		return 0;
+	bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 0;
+	bpf_core_read(&flags1, sizeof(flags1), &folio->_flags_1);
+	return flags1 & 0xff;
 }
 
 /* ---- io_uring ------------------------------------------------------------ */

@@ -328,6 +328,14 @@ struct ioattr_config {
 	__u8 pg_wire;          /* a PostgreSQL server may be traced: the wire reader's PostgreSQL
 	                        * branch is loaded (0: the verifier prunes it, ~1.2 s less per load) */
 	__u8 pad_cfg[7];
+	/* btrfs submits its own bios (block.bpf.c): the end_io of a bio it sends to one device
+	 * (btrfs_simple_end_io), of the last mirror of a DUP/RAID1 write (btrfs_orig_write_end_io)
+	 * and of the other mirrors' clones (btrfs_clone_write_end_io), and its direct-IO
+	 * completion (btrfs_dio_end_io); 0 if unknown (no btrfs, or kallsyms hides them) */
+	__u64 btrfs_simple_end_io_addr;
+	__u64 btrfs_orig_write_end_io_addr;
+	__u64 btrfs_clone_write_end_io_addr;
+	__u64 btrfs_dio_end_io_addr;
 };
 
 #endif /* IOATTR_H */

@@ -12,12 +12,13 @@
 
 #define PAGE_SHIFT 12
 
-SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
-int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(ioattr_pagecache_add, struct folio *folio)
 {
 	/* one helper call for the task; its ids are plain loads */
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = task->tgid, tid, owner;
+	struct inode_id id = {};
 	struct inode_key ik = {};
 	struct task_io_state *st;
 
@@ -26,8 +27,13 @@ int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	 * uses -- is that process's IO, not the target's (issue 11). */
 	if (!is_target(tgid))
 		return 0;
-	ik.dev = BPF_CORE_READ(ctx, s_dev);
-	ik.ino = BPF_CORE_READ(ctx, i_ino);
+	/* The file's (dev, ino) as every other layer keys it (inode_id_btf: a btrfs
+	 * file's subvolume device), not the tracepoint's own s_dev field, which is the
+	 * superblock's. */
+	if (!inode_id_btf(folio->mapping->host, &id))
+		return 0;
+	ik.dev = id.dev;
+	ik.ino = id.ino;
 	owner = tgid;
 	tid = owner_tid(task, task->pid);
 	st = bpf_task_storage_get(&task_state, task, 0, 0);
@@ -38,7 +44,7 @@ int ioattr_pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 		.layer = IOA_LAYER_PAGECACHE, .op = IOA_OP_READ, .api = IOA_API_READAHEAD,
 		.kind = IOA_KIND_FILE,
 	};
-	account(&key, (__u64)1 << (PAGE_SHIFT + BPF_CORE_READ(ctx, order)), 0, false);
+	account(&key, (__u64)1 << (PAGE_SHIFT + folio_order_of(folio)), 0, false);
 	return 0;
 }
 

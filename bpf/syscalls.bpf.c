@@ -163,6 +163,8 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 		return 0;
 	p.ino = id.ino;
 	p.dev = id.dev;
+	if (p.op == IOA_OP_WRITE) /* written back before it completes, maybe: see sys_enter_body */
+		track_inode(id.dev, id.ino, c->tgid);
 	p.buf = cb.aio_buf;
 	p.pos = cb.aio_offset;
 	k.iocb = ptr;
@@ -332,6 +334,11 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 	}
 	st->ino = ino.ino;
 	st->dev = ino.dev;
+	/* The file's dirty pages are the target's from now on, not from its first IO's
+	 * completion: a write can be written back before it returns (O_SYNC, btrfs's
+	 * direct writes, which fall back to buffered writes written back at once). */
+	if (op == IOA_OP_WRITE)
+		track_inode(ino.dev, ino.ino, tgid);
 	st->arg = a2; /* the buffer (or iovec array) */
 	if (cfg.innodb_pages) {
 		if (nr == NR_pread64 || nr == NR_pwrite64)

@@ -167,6 +167,14 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 			remember_comm(((__u64)p.tgid << 32) | p.tid);
 		}
 	}
+	if (op == IOA_OP_WRITE && !cfg.innodb_pages) {
+		/* written back before it completes, maybe: see syscalls.bpf.c, sys_enter_body */
+		struct inode_id id;
+		int fd;
+
+		if (uring_req_fd(req, &fd) && fd_inode_id(task, fd, &id) && is_data_inode(id.mode))
+			track_inode(id.dev, id.ino, p.tgid);
+	}
 	if (cfg.innodb_pages && op != IOA_OP_FSYNC) {
 		__u64 buf, len, pos;
 		struct inode_id id;
@@ -175,6 +183,9 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 		if (uring_req_fd(req, &fd) && uring_rw_buffer(req, req->opcode, &buf, &len, &pos) &&
 		    fd_inode_id(task, fd, &id)) {
 			struct innodb_file *f = innodb_file_of(id.dev, id.ino);
+
+			if (op == IOA_OP_WRITE && is_data_inode(id.mode))
+				track_inode(id.dev, id.ino, p.tgid);
 
 			if (f && op == IOA_OP_WRITE) {
 				struct page_key t = { .tgid = p.tgid, .tid = p.tid, .op = IOA_OP_WRITE,

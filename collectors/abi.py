@@ -203,7 +203,9 @@ class Config(ctypes.Structure):
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
                 ("innodb_pages", ctypes.c_uint8), ("fine_stages", ctypes.c_uint8),
                 ("chain_end_io_addr", ctypes.c_uint64), ("pg_wire", ctypes.c_uint8),
-                ("pad_cfg", ctypes.c_uint8 * 7)]
+                ("pad_cfg", ctypes.c_uint8 * 7),
+                ("btrfs_simple_end_io_addr", ctypes.c_uint64), ("btrfs_orig_write_end_io_addr", ctypes.c_uint64),
+                ("btrfs_clone_write_end_io_addr", ctypes.c_uint64), ("btrfs_dio_end_io_addr", ctypes.c_uint64)]
 
 
 # numpy views of the same layouts, for decoding batch drains without a Python loop per field
@@ -235,7 +237,7 @@ assert IO_KEY_DTYPE.itemsize == ctypes.sizeof(IoKey) == 40
 assert PAGE_KEY_DTYPE.itemsize == 40 and PAGE_VAL_DTYPE.itemsize == 16
 assert ctypes.sizeof(InnodbFile) == 64
 assert IO_VAL_DTYPE.itemsize == ctypes.sizeof(IoVal) == 24 + 8 * HIST_SLOTS
-assert ctypes.sizeof(Config) == 32
+assert ctypes.sizeof(Config) == 64
 assert ctypes.sizeof(ThdLayout) == ctypes.sizeof(ThdStageKey) == 16
 assert ctypes.sizeof(OpenEvent) == 32 + PATH_MAX
 assert ctypes.sizeof(TaskEvent) == 32

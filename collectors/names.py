@@ -66,6 +66,15 @@ def _same_inode(path: str, key: tuple[int, int]) -> bool:
     return st.st_ino == key[1] and abi.kernel_dev_of_stat(st.st_dev) == key[0]
 
 
+def _stat_key(path: str, ino: int) -> tuple[int, int] | None:
+    """(dev, ino) of path as stat() says, if it is still inode ino."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (abi.kernel_dev_of_stat(st.st_dev), ino) if st.st_ino == ino else None
+
+
 def _cap(table: dict, limit: int) -> None:
     """Drop the oldest entries (insertion order; an OrderedDict in LRU order) over limit."""
     while len(table) > limit:
@@ -224,6 +233,10 @@ class FileNames:
                         continue
                     major, minor = (int(x, 16) for x in parts[3].split(":"))
                     key = (abi.kernel_dev(major, minor), ino)
+                    if major == 0:
+                        # maps shows the superblock's device, which on btrfs is not the
+                        # subvolume's that stat() and the BPF side key files by
+                        key = _stat_key(parts[5].strip(), ino) or key
                     if key not in self.names:
                         self._assign(key, parts[5].strip())
         except (OSError, ValueError):
@@ -269,8 +282,35 @@ class DeviceNames:
                         name = line.split("=", 1)[1].strip()
         except OSError:
             pass
+        if major == 0:
+            name = mounted_source(dev) or name
         self.cache[dev] = name
         return name
+
+
+def mounted_source(dev: int) -> str | None:
+    """The block device under an anonymous device (major 0): a btrfs subvolume's files carry
+    their subvolume's device (docs/filesystems.md), which is no block device; where that
+    subvolume is mounted here, the mount's source names the disk ("loop0"). None otherwise
+    (tmpfs, a subvolume not mounted on its own)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        # only btrfs's (a stat of every mount point could hang on a network filesystem)
+        if not sep or len(fields) < 5 or len(tail) < 2 or tail[0] != "btrfs" or not tail[1].startswith("/dev/"):
+            continue
+        try:
+            st = os.stat(fields[4].replace("\\040", " "))
+        except OSError:
+            continue
+        if abi.kernel_dev_of_stat(st.st_dev) == dev:
+            return os.path.basename(tail[1])
+    return None
 
 
 class TaskNames:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ioattr.collectors import abi, abi_check
 from ioattr.collectors import features
+from ioattr.collectors import filesystems
 from ioattr.collectors import libbpf
 from ioattr.collectors.drain import percpu_sum
 from ioattr.errors import HostError
@@ -259,9 +260,10 @@ class ProbeSession:
         self.syscall_hook: str | None = None  # "tracepoints" or "raw" once the syscalls set is loaded
         self.syscall_hook_why = ""
         self.shared_fds: dict[str, int] = {}
-        ends = kallsyms_addresses("iomap_dio_bio_end_io", "bio_chain_endio")
+        ends = kallsyms_addresses("iomap_dio_bio_end_io", "bio_chain_endio", *filesystems.BTRFS_END_IO)
         self.dio_end_io_addr = ends["iomap_dio_bio_end_io"]  # a direct-IO bio's end_io
         self.chain_end_io_addr = ends["bio_chain_endio"]     # a split bio's (block.bpf.c)
+        self.btrfs_end_io = {name: ends[name] for name in filesystems.BTRFS_END_IO}  # btrfs's bios (block.bpf.c)
 
     def __enter__(self) -> "ProbeSession":
         self.open()
@@ -274,6 +276,12 @@ class ProbeSession:
         cfg = abi.Config()
         cfg.dio_end_io_addr = self.dio_end_io_addr
         cfg.chain_end_io_addr = self.chain_end_io_addr
+        # all four or none: block.bpf.c tells a btrfs bio by the first three, its direct IO by the last
+        if all(self.btrfs_end_io.values()):
+            cfg.btrfs_simple_end_io_addr = self.btrfs_end_io["btrfs_simple_end_io"]
+            cfg.btrfs_orig_write_end_io_addr = self.btrfs_end_io["btrfs_orig_write_end_io"]
+            cfg.btrfs_clone_write_end_io_addr = self.btrfs_end_io["btrfs_clone_write_end_io"]
+            cfg.btrfs_dio_end_io_addr = self.btrfs_end_io["btrfs_dio_end_io"]
         cfg.self_tgid = os.getpid()
         cfg.follow_forks = int(self.follow_forks)
         cfg.trace_all = int(self.trace_all)
@@ -395,6 +403,12 @@ class ProbeSession:
                     self.close()
                     raise HostError(f"cannot load the {spec.name} probes: {e}", detail=e.log) from e
                 self.degraded[spec.name] = f"{spec.purpose}: not available ({e})"
+        if any(s.spec.name == "block" for s in self.loaded):
+            # a mounted filesystem whose block IO can't be charged to files: one line, not
+            # silent [unknown] rows
+            line = filesystems.btrfs_line(self.btrfs_end_io)
+            if line:
+                self.degraded["btrfs"] = line
 
     def _open_syscalls(self, spec: ProbeSet) -> None:
         """The required syscalls set, on the hook chosen for this host. When

@@ -56,8 +56,9 @@ def test_what_works_here(doctor_json: dict) -> None:
     checks = _by_name(doctor_json)
     for name in ("privileges", "btf", "tracefs", "tracepoint attach", "raw tracepoint attach",
                  "tp_btf attach", "uprobe", "uretprobe", "ring buffer", "batch map ops", "task storage",
-                 "kallsyms iomap_dio_bio_end_io"):
+                 "kallsyms iomap_dio_bio_end_io", "btrfs block attribution"):
         assert checks[name]["ok"], checks[name]
+    assert "charged to files" in checks["btrfs block attribution"]["detail"], checks
     # the attach checks prove the program ran, not just that it attached
     for name in ("tracepoint attach", "raw tracepoint attach", "tp_btf attach", "uprobe", "uretprobe"):
         assert "it ran" in checks[name]["detail"], checks[name]

@@ -28,6 +28,11 @@ class ReportRequest:
     top: int | None = None
 
 
+# meta.json "degraded" entries about filesystems whose block IO was not charged to files
+# (collectors/filesystems.py): every report says them
+FILESYSTEM_LINES = ("btrfs",)
+
+
 def build_report(rec: Recording, req: ReportRequest) -> dict:
     dims = parse_dimensions(req.by)
     if req.layer is not None and req.layer not in LAYERS:
@@ -60,6 +65,11 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         # block requests counted without a latency: their completion never reached the probes
         # (docs/block.md); their bytes are in the rows, their time is not in the latencies
         out["block_untimed"] = untimed
+    degraded = rec.meta.get("degraded")
+    notes = [degraded[k] for k in FILESYSTEM_LINES if isinstance(degraded, dict) and degraded.get(k)]
+    if notes:
+        # additive: IO the recording could not charge to files, said once (absent when none)
+        out["notes"] = notes
     if out["dropped"]:
         # additive: which map was full, per reason (absent when nothing was dropped)
         out["dropped_by"] = drop_details(rec.meta.get("dropped"), rec.meta.get("max_entries"))

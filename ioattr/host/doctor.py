@@ -487,6 +487,16 @@ def check_kallsyms() -> tuple[bool, str]:
     return True, f"{DIO_END_IO} at {addr:#x}: direct-IO block requests are charged to files"
 
 
+def check_btrfs() -> tuple[bool, str]:
+    """Whether block IO of files on btrfs is charged to them (collectors/filesystems.py)."""
+    from ioattr.collectors import filesystems
+    from ioattr.collectors.probes import kallsyms_addresses
+
+    if "btrfs" not in filesystems.kernel_filesystems():
+        return True, "btrfs: not in this kernel (nothing to attribute)"
+    return filesystems.btrfs_support(kallsyms_addresses(*filesystems.BTRFS_END_IO))
+
+
 def check_server_stages() -> tuple[bool, str]:
     """Whether the installed mariadbd's stage can be read from its THD at IO time (--stages auto,
     the default: collectors/thd_stages.py); a server started from another binary is checked
@@ -612,6 +622,7 @@ def run_checks() -> dict:
     out.run("batch map ops", check_batch_ops)
     out.run("task storage", check_task_storage)
     out.run(f"kallsyms {DIO_END_IO}", check_kallsyms)
+    out.run("btrfs block attribution", check_btrfs)
     check_probe_sets(out)
     out.run("server stages", check_server_stages)
     host["doctor_seconds"] = round(time.monotonic() - t0, 3)

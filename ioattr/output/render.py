@@ -139,6 +139,8 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         for line in _bulk_lines(report.get("summary") or []):
             console.print(escape(line))
     console.print(table)
+    for note in report.get("notes") or []:
+        console.print(escape(f"NOTE: {note}"))
     if report.get("dropped"):
         from ioattr.model.labels import drops_line
 
