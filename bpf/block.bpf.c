@@ -11,6 +11,10 @@
  *    connection thread, an io_uring worker, libaio);
  *  - a page-cache bio carries the file's pages, whose mapping names the
  *    inode, so writeback by a kworker is charged to the file, not the kworker;
+ *    its bytes are charged page by page to whoever dirtied each page (see
+ *    dirtied_pages): a target, or when no target dirtied it while traced,
+ *    nobody (tgid 0, kind IOA_KIND_OTHERS_DIRTY) -- a datadir's copy being
+ *    written back under the server that now uses it is not the server's IO;
  *  - anything else is classified (journal, metadata, swap, flush, discard,
  *    unknown) instead of dropped.
  * A bio the block layer splits to fit the device's limits (a 1 MiB direct
@@ -23,7 +27,10 @@
  * Only the targets' IO is counted: a bio is counted when a target
  * submitted it, or when it is page-cache IO (writeback,
  * readahead) of a file a target touched at the syscall layer
- * (tracked_inodes), which is charged to that target whoever runs it.
+ * (tracked_inodes), which is charged to that target whoever runs it --
+ * writeback to the target that dirtied the pages, and pages of such a file
+ * no target dirtied to the one row of nobody's (IOA_KIND_OTHERS_DIRTY), so
+ * the device's writes to the targets' files add up without being theirs.
  * Everything else -- other processes' IO, direct IO by others even on a
  * target's file, the filesystem journal written by jbd2, ioattr's own reads
  * -- is not counted at all: it is host-wide, not the targets', and leaving
@@ -147,6 +154,74 @@ struct {
 	__type(key, __u32);
 	__type(value, struct flush_wait);
 } flush_waiter SEC(".maps");
+
+/* A page-cache folio -> the target that dirtied it: one entry per folio a
+ * target made dirty (the writeback tracepoint fires once per clean -> dirty
+ * transition, in the dirtier's context: a write, a page fault on a shared
+ * mapping, io_uring's workers of the target). Writeback charges each page to
+ * its entry's target; a page without one (dirtied by another process, or
+ * before the recording started) is nobody's. Entries are not removed at
+ * writeback: the folio's next dirtying overwrites (a target) or removes
+ * (anyone else) it, so an entry always names the last dirtier seen. Keyed by
+ * the mapping, not the inode number, so the dirty path reads nothing. */
+#define DIRTIED_MAX 262144 /* 1 GiB of 4 KiB pages dirty at once; beyond, the LRU forgets */
+
+struct dirty_key {
+	__u64 mapping; /* struct address_space * */
+	__u64 index;   /* the folio's first page's index in the file */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DIRTIED_MAX);
+	__type(key, struct dirty_key);
+	__type(value, __u32);
+} dirtied_pages SEC(".maps");
+
+
+#define PF_KTHREAD_FLAG 0x00200000 /* include/linux/sched.h PF_KTHREAD */
+
+static __always_inline void note_dirtier(__u64 mapping, __u64 index)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dirty_key dk = { .mapping = mapping, .index = index };
+	__u32 tgid = task->tgid, *v;
+
+	v = bpf_map_lookup_elem(&dirtied_pages, &dk);
+	if (is_target(tgid) && tgid != cfg.self_tgid) {
+		if (!v)
+			bpf_map_update_elem(&dirtied_pages, &dk, &tgid, BPF_ANY);
+		else if (*v != tgid)
+			*v = tgid;
+		return;
+	}
+	/* Someone else's page now -- unless this is writeback itself putting the
+	 * folio back dirty (folio_redirty_for_writepage, in a flusher kworker):
+	 * it keeps its dirtier. */
+	if (v && !(task->flags & PF_KTHREAD_FLAG))
+		bpf_map_delete_elem(&dirtied_pages, &dk);
+}
+
+/* Folios (6.x); the collector loads exactly one of these (probes.DIRTY_CHOICE). */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(ioattr_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	note_dirtier((__u64)mapping, folio->index);
+	return 0;
+}
+
+/* struct page before folios: the index under its old name */
+struct page___pre_folio {
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+/* Kernels before folios (< 5.17): the same with a page. */
+SEC("tp_btf/writeback_dirty_page")
+int BPF_PROG(ioattr_dirty_page, struct page *page, struct address_space *mapping)
+{
+	note_dirtier((__u64)mapping, BPF_CORE_READ((struct page___pre_folio *)page, index));
+	return 0;
+}
 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(ioattr_bio_queue, struct bio *bio)
@@ -503,8 +578,11 @@ __noinline int add_part(struct rq_pending *p, struct io_key *k, __u64 bytes)
 		p->nparts = n + 1;
 		return 0;
 	}
-	/* more owners than parts in one request (not seen): the last part takes them */
-	p->part[RQ_PARTS - 1].bytes += bytes;
+	/* More owners than parts in one request: writeback merges the blocks of
+	 * neighbouring small files (a copied datadir's .frm files: 28 files in one
+	 * request, seen). Each further owner is counted now, without a latency,
+	 * rather than charged to another's part. */
+	account(k, bytes, 0, false);
 	return 0;
 }
 
@@ -530,6 +608,141 @@ __noinline int account_parts(struct rq_pending *p, __u64 lat, int has_lat)
 			break;
 		account_part(&p->part[i], lat, has_lat);
 	}
+	return 0;
+}
+
+#define WB_OWNERS 4    /* [0]: nobody (no target dirtied the page), then targets */
+#define WB_MAX_STEPS 4096 /* pages, plus one step per bio_vec: a 4 MiB bio of 4 KiB folios is 2048 */
+#define WB_PAGE_SHIFT 12
+
+struct wb_walk {
+	__u64 vec;    /* the struct bio_vec being walked */
+	__u64 folio;  /* the last folio looked up, and its dirtier (0: nobody) */
+	__u32 tgid;
+	__u32 off;    /* bytes of that bio_vec already walked */
+	__u32 left;   /* bytes of the bio not walked yet */
+	__u32 who[WB_OWNERS];
+	__u64 bytes[WB_OWNERS];
+};
+
+/* bpf_loop step: the next page (or what of it the bio holds) of a writeback
+ * bio; the folio it belongs to names its dirtier. */
+static long wb_step(__u64 index, void *ctx)
+{
+	struct wb_walk *w = ctx;
+	struct bio_vec *bv;
+	struct dirty_key dk;
+	__u64 pos, page, head, folio, chunk;
+	__u32 *v, len;
+
+	if (!w->left)
+		return 1;
+	bv = bpf_rdonly_cast((void *)w->vec, bpf_core_type_id_kernel(struct bio_vec));
+	len = bv->bv_len;
+	if (w->off >= len) { /* the next bio_vec */
+		w->vec += sizeof(struct bio_vec);
+		w->off = 0;
+		return len ? 0 : 1; /* an empty one: the vector is not what we think; stop */
+	}
+	pos = (__u64)bv->bv_offset + w->off;
+	chunk = (1U << WB_PAGE_SHIFT) - (pos & ((1U << WB_PAGE_SHIFT) - 1));
+	if (chunk > len - w->off)
+		chunk = len - w->off;
+	if (chunk > w->left)
+		chunk = w->left;
+	/* a multi-page bio_vec: its pages' structs are consecutive (vmemmap) */
+	page = (__u64)bv->bv_page + (pos >> WB_PAGE_SHIFT) * bpf_core_type_size(struct page);
+	/* a probe read: compound_head shares its word with list heads */
+	head = BPF_CORE_READ((struct page *)page, compound_head);
+	folio = head & 1 ? head - 1 : page;
+	if (folio != w->folio) {
+		struct folio *f = (struct folio *)folio;
+
+		dk.mapping = (__u64)BPF_CORE_READ(f, mapping);
+		dk.index = BPF_CORE_READ(f, index);
+		v = bpf_map_lookup_elem(&dirtied_pages, &dk);
+		w->folio = folio;
+		w->tgid = v ? *v : 0;
+	}
+	/* a new owner takes a free slot; a fifth shares the last (not seen) */
+	if (!w->tgid)
+		w->bytes[0] += chunk;
+	else if (w->who[1] == w->tgid || !w->who[1])
+		w->who[1] = w->tgid, w->bytes[1] += chunk;
+	else if (w->who[2] == w->tgid || !w->who[2])
+		w->who[2] = w->tgid, w->bytes[2] += chunk;
+	else
+		w->who[3] = w->tgid, w->bytes[3] += chunk;
+	w->off += chunk;
+	w->left -= chunk;
+	return 0;
+}
+
+/* The writeback bio a step of the bio walk found, for wb_split after the step
+ * (the call inside the step, inlined into ioattr_rq_issue, overflows its
+ * stack): the bio's key, the bio, and whether there is one. */
+struct wb_todo {
+	struct io_key key;
+	__u64 bio;
+	__u32 wb;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wb_todo);
+} wb_todo SEC(".maps");
+
+/* One dirtier's bytes of a writeback bio (who 0: nobody's) as a part of the
+ * request. Global: verified once, not on every path of wb_split's loop. */
+__noinline int wb_part(struct rq_pending *p, struct io_key *k, __u32 who, __u64 bytes)
+{
+	struct io_key o;
+
+	if (!p || !k || !bytes)
+		return 0;
+	o = *k;
+	if (!who) {
+		o.tgid = o.tid = 0;
+		o.kind = IOA_KIND_OTHERS_DIRTY;
+	} else if (who != k->tgid) {
+		o.tgid = who;
+		o.tid = 0;
+	}
+	add_part(p, &o, bytes);
+	return 0;
+}
+
+/* A writeback bio's bytes, page by page to whoever dirtied them: each target
+ * its own, the rest nobody's (kind IOA_KIND_OTHERS_DIRTY, tgid 0). Only
+ * writeback bio_owner counts comes here: of a file a target touched
+ * (tracked_inodes). The bio and its key (wb_todo, taken): the bio's file, its
+ * owner, and its submitter when a target submitted it (an
+ * fsync), whose thread keeps its own pages. Global: verified once. */
+__noinline int wb_split(struct rq_pending *p)
+{
+	struct wb_walk w = {};
+	struct wb_todo *t;
+	struct io_key *k;
+	struct bio *bio;
+	__u32 zero = 0;
+
+	t = bpf_map_lookup_elem(&wb_todo, &zero);
+	if (!p || !t || !t->wb)
+		return 0;
+	t->wb = 0;
+	k = &t->key;
+	bio = bpf_rdonly_cast((void *)t->bio, bpf_core_type_id_kernel(struct bio));
+	/* a probe read: a scalar, not a pointer the verifier would track through the loop */
+	w.vec = (__u64)BPF_CORE_READ(bio, bi_io_vec) + (__u64)bio->bi_iter.bi_idx * sizeof(struct bio_vec);
+	w.off = bio->bi_iter.bi_bvec_done;
+	w.left = bio->bi_iter.bi_size;
+	bpf_loop(WB_MAX_STEPS, wb_step, &w, 0);
+	w.bytes[0] += w.left; /* past the steps (not seen): nobody's */
+	for (int i = 0; i < WB_OWNERS; i++)
+		wb_part(p, k, w.who[i], w.bytes[i]);
 	return 0;
 }
 
@@ -562,6 +775,18 @@ static __always_inline long walk_bio_step(__u64 index, void *ctx)
 	w->walked += bytes;
 	k = w->base;
 	if (bio_owner(bio, w->opf, w->now, &k)) {
+		/* writeback: split by dirtier (wb_split, after the step) */
+		if (cfg.dirtiers && k.kind == IOA_KIND_FILE && k.op == IOA_OP_WRITE && k.api == IOA_API_BUFFERED) {
+			__u32 zero = 0;
+			struct wb_todo *t = bpf_map_lookup_elem(&wb_todo, &zero);
+
+			if (t) {
+				t->key = k;
+				t->bio = (__u64)bio;
+				t->wb = 1;
+			}
+			return 0;
+		}
 		if (!w->p.nparts) { /* the first owner (a one-bio request's only one): no call */
 			w->p.part[0].key = k;
 			w->p.part[0].bytes = bytes;
@@ -580,7 +805,10 @@ static __always_inline long walk_bio_step(__u64 index, void *ctx)
 /* bpf_loop step: the request's next bio. */
 static long walk_bio(__u64 index, void *ctx)
 {
-	return walk_bio_step(index, ctx);
+	long r = walk_bio_step(index, ctx);
+
+	wb_split(&((struct bio_walk *)ctx)->p);
+	return r;
 }
 
 #define RQ_MAX_BIOS 512 /* a request of max_sectors_kb 4096 in 4 KiB bios has 1024; beyond: see below */
@@ -637,9 +865,10 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			/* one bio (a page read, most sync IO) or no data: one step, called
 			 * directly -- bpf_loop's helper call and indirect callbacks cost more
 			 * than the step itself on a retpoline+SRSO host */
-			if (!data_len || !bio->bi_next)
+			if (!data_len || !bio->bi_next) {
 				walk_bio_step(0, &w);
-			else
+				wb_split(&w.p);
+			} else
 				bpf_loop(RQ_MAX_BIOS, walk_bio, &w, 0);
 			if (!data_len && w.p.nparts)
 				w.p.part[0].bytes = 0;
@@ -647,11 +876,11 @@ int BPF_PROG(ioattr_rq_issue, struct request *rq)
 			if (data_len > w.walked && w.first_counted)
 				add_part(&w.p, &w.first, data_len - w.walked);
 		} else {
-			/* no cast for the bio chain: the request is its first bio's owner's */
-			struct io_key k = *base;
-
-			if (bio_owner(bio, opf, now, &k))
-				add_part(&w.p, &k, data_len);
+			/* no cast for the bio chain: the request is its first bio's owner's
+			 * (w.first as the scratch key: the stack is full) */
+			w.first = *base;
+			if (bio_owner(bio, opf, now, &w.first))
+				add_part(&w.p, &w.first, data_len);
 		}
 	} else if (base->op == IOA_OP_FSYNC) {
 		/* the flush machinery's own request, which carries no bio */

@@ -50,6 +50,8 @@ enum ioattr_kind {
 	IOA_KIND_UNTRACKED = 5, /* a file none of the targets touched */
 	IOA_KIND_DISCARD = 6,   /* discard / write-zeroes: no data moved */
 	IOA_KIND_FLUSH = 7,     /* cache flush requests */
+	IOA_KIND_OTHERS_DIRTY = 8, /* writeback of a target's file's pages no target dirtied while
+	                            * traced (another process, or before the recording): tgid 0 */
 };
 
 enum ioattr_drop {
@@ -327,7 +329,9 @@ struct ioattr_config {
 	__u64 chain_end_io_addr; /* address of bio_chain_endio (a split bio's end_io), 0 if unknown */
 	__u8 pg_wire;          /* a PostgreSQL server may be traced: the wire reader's PostgreSQL
 	                        * branch is loaded (0: the verifier prunes it, ~1.2 s less per load) */
-	__u8 pad_cfg[7];
+	__u8 dirtiers;         /* bpf/block.bpf.c's dirty-page program is loaded: writeback is
+	                        * charged to whoever dirtied the pages (0: to the file's owner) */
+	__u8 pad_cfg[6];
 	/* btrfs submits its own bios (block.bpf.c): the end_io of a bio it sends to one device
 	 * (btrfs_simple_end_io), of the last mirror of a DUP/RAID1 write (btrfs_orig_write_end_io)
 	 * and of the other mirrors' clones (btrfs_clone_write_end_io), and its direct-IO

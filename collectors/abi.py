@@ -47,6 +47,7 @@ class Kind(enum.IntEnum):
     UNTRACKED = 5
     DISCARD = 6
     FLUSH = 7
+    OTHERS_DIRTY = 8
 
 
 class Drop(enum.IntEnum):
@@ -203,7 +204,7 @@ class Config(ctypes.Structure):
                 ("follow_forks", ctypes.c_uint8), ("trace_all", ctypes.c_uint8),
                 ("innodb_pages", ctypes.c_uint8), ("fine_stages", ctypes.c_uint8),
                 ("chain_end_io_addr", ctypes.c_uint64), ("pg_wire", ctypes.c_uint8),
-                ("pad_cfg", ctypes.c_uint8 * 7),
+                ("dirtiers", ctypes.c_uint8), ("pad_cfg", ctypes.c_uint8 * 6),
                 ("btrfs_simple_end_io_addr", ctypes.c_uint64), ("btrfs_orig_write_end_io_addr", ctypes.c_uint64),
                 ("btrfs_clone_write_end_io_addr", ctypes.c_uint64), ("btrfs_dio_end_io_addr", ctypes.c_uint64)]
 

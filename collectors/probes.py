@@ -80,6 +80,13 @@ WIRE_CHOICE = HookChoice("IOATTR_WIRE_HOOK", (("ioattr_wire_recv", "sock", "sock
                                                ("ioattr_wire_sys", "syscall", "syscalls:sys_exit_recvfrom")))
 
 
+# The block set's dirty-page program (bpf/block.bpf.c note_dirtier: writeback is charged to
+# whoever dirtied the pages): folios, else pages on kernels before folios. Without either,
+# writeback is charged to the file's owner (cfg.dirtiers 0).
+DIRTY_CHOICE = HookChoice("IOATTR_DIRTY_HOOK", (("ioattr_dirty_folio", "folio", "writeback:writeback_dirty_folio"),
+                                                 ("ioattr_dirty_page", "page", "writeback:writeback_dirty_page")))
+
+
 # The syscalls set's attach methods. ``tracepoints`` needs the per-syscall
 # tracepoints of IO_SYSCALLS (checked one by one at open); ``raw`` needs
 # RAW_SYSCALL_TRACEPOINTS (ProbeSet.tracepoints of the syscalls set).
@@ -121,7 +128,7 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
              ("io_uring:io_uring_submit_req", "io_uring:io_uring_complete")),
     ProbeSet("block", "block requests charged to files (tp_btf block_rq_issue/complete)", False,
              ("block:block_bio_queue", "block:block_split", "block:block_rq_issue", "block:block_rq_requeue",
-              "block:block_rq_complete")),
+              "block:block_rq_complete"), choice=DIRTY_CHOICE),
     ProbeSet("pagecache", "page-cache misses per inode (filemap tracepoint)", False,
              ("filemap:mm_filemap_add_to_page_cache",)),
     ProbeSet("stage", "statement digests and query stages (the wire, uprobes on mysqld's SQL layer)", False,
@@ -260,6 +267,8 @@ class ProbeSession:
         self.syscall_hook: str | None = None  # "tracepoints" or "raw" once the syscalls set is loaded
         self.syscall_hook_why = ""
         self.shared_fds: dict[str, int] = {}
+        # writeback charged to whoever dirtied the pages (the block set's DIRTY_CHOICE loaded)
+        self.dirtiers = False
         ends = kallsyms_addresses("iomap_dio_bio_end_io", "bio_chain_endio", *filesystems.BTRFS_END_IO)
         self.dio_end_io_addr = ends["iomap_dio_bio_end_io"]  # a direct-IO bio's end_io
         self.chain_end_io_addr = ends["bio_chain_endio"]     # a split bio's (block.bpf.c)
@@ -288,6 +297,7 @@ class ProbeSession:
         cfg.innodb_pages = int(self.innodb_pages)
         cfg.fine_stages = int(self.fine_stages)
         cfg.pg_wire = int(self.pg_wire)
+        cfg.dirtiers = int(self.dirtiers)
         return cfg
 
     def _write_config(self, obj: libbpf.Object) -> None:
@@ -328,6 +338,11 @@ class ProbeSession:
                 for name, _, _ in spec.choice.programs:
                     if name in progs:
                         progs[name].set_autoload(name == chosen)
+                if spec.choice is DIRTY_CHOICE:
+                    self.dirtiers = chosen is not None
+                    if not self.dirtiers:
+                        self.notes["block"] = ("writeback is charged to the file's owner, not to whoever "
+                                               "dirtied the pages (no writeback_dirty_folio/page tracepoint)")
             self._write_config(obj)
             for m in obj.maps():
                 if m.name in self.shared_fds:

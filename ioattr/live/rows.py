@@ -19,7 +19,7 @@ from ioattr.collectors.thread_roles import role_of_comm
 from ioattr.engines import registry as engines
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model import storage
-from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, OP_NAMES
+from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, NOT_A_TARGET, OP_NAMES
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
 ANON_TMPFILE = "[anonymous tmpfile"  # collectors/names.py label_link
@@ -176,7 +176,9 @@ class IoRows(TableRows):
             "kind": _by_value(lambda x: KIND_NAMES.get(x, "unknown"), kind_l),
             "pid": [v or None for v in pid_l],
             "tid": [v or None for v in tid_l],
-            "process": _by_value(lambda p: n.tasks.process(p) if p else None, pid_l),
+            # no pid: writeback of pages no target dirtied (kind others_dirty) is nobody's
+            "process": _by_value(lambda p, kd: n.tasks.process(p) if p else
+                                 NOT_A_TARGET if kd == abi.Kind.OTHERS_DIRTY else None, list(zip(pid_l, kind_l))),
             "thread": _by_value(lambda p, t: n.tasks.thread(p, t) if t else None, pid_tid),
             "role": _as_their_syscalls(_by_value(n.role, list(zip(pid_l, tid_l, stage_l))), layer_l,
                                        pid_l, tid_l, ino_l, op_l, keep_own=True),

@@ -22,7 +22,8 @@ def stage_mode(meta: dict) -> str | None:
     return "full" if meta.get("stage_probes") else None
 
 
-_PROCESS = "CASE WHEN pid IS NULL THEN NULL ELSE coalesce(process, '?') || '[' || pid || ']' END"
+# no pid: the row's own label if it has one (labels.NOT_A_TARGET), else null
+_PROCESS = "CASE WHEN pid IS NULL THEN process ELSE coalesce(process, '?') || '[' || pid || ']' END"
 _THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"
 # the row's own text, else the recording's digest map (meta.json "queries"), else the bare digest
 # ({t} is the table the expression runs over: the subqueries must name the outer row's column)

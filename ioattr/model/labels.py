@@ -36,6 +36,11 @@ KIND_FILE_LABELS = {
     int(Kind.FLUSH): "[cache flush]",
 }
 
+# The `process` of block writes of a target's file whose pages no target dirtied while traced
+# (kind others_dirty, no pid): a copy of a datadir written back under the server now using it,
+# another process's writes, or pages dirty before the recording began (bpf/block.bpf.c).
+NOT_A_TARGET = "[not a target: dirtied by another process or before the recording]"
+
 # Which BPF map each drop reason (bpf/ioattr.h enum ioattr_drop, meta.json "dropped") is
 # about.
 # pages_cut is a classifier limit, and prog_skipped the kernel's (no map of ours).

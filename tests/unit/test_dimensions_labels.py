@@ -52,8 +52,10 @@ def test_label_tables_cover_every_enum_value() -> None:
     assert set(labels.API_NAMES) == {int(v) for v in Api}
     assert labels.API_NAMES[int(Api.SYNCCALL)] == labels.API_NAMES[int(Api.SYNC)] == "sync"
     assert set(labels.KIND_NAMES) == {int(v) for v in Kind}
-    # every kind but a file's own data has a bracketed file label
-    assert set(labels.KIND_FILE_LABELS) == {int(v) for v in Kind} - {int(Kind.FILE)}
+    # every kind but a file's own data has a bracketed file label; writeback of pages no
+    # target dirtied keeps its file's name and says so in the process column instead
+    assert set(labels.KIND_FILE_LABELS) == {int(v) for v in Kind} - {int(Kind.FILE), int(Kind.OTHERS_DIRTY)}
+    assert labels.NOT_A_TARGET.startswith("[not a target") and labels.NOT_A_TARGET.endswith("]")
     assert all(v.startswith("[") and v.endswith("]") for v in labels.KIND_FILE_LABELS.values())
     assert set(labels.DROP_MAPS) == set(labels.DROP_WHAT)
 
