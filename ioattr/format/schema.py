@@ -30,6 +30,8 @@ IO_SCHEMA = pa.schema(
         ("device", pa.string()),
         ("ino", pa.uint64()),
         ("file", pa.string()),
+        # the process's cgroup path (collectors/cgroups.py); null in recordings made before it
+        ("cgroup", pa.string()),
         ("count", pa.int64()),
         ("bytes", pa.int64()),
         ("lat_sum_ns", pa.int64()),
