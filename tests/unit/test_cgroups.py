@@ -1,6 +1,7 @@
 """The cgroup dimension without root: /proc/PID/cgroup parsing (v2, hybrid, v1 only), the
-per-process cache, and recordings written before the io table had a cgroup column (read
-with it null, reported as null)."""
+per-process cache, the exporter's cap on cgroup label values (first N own, the rest
+"[other]", sums exact), top's cgroups view, and recordings written before the io table
+had a cgroup column (read with it null, reported as null)."""
 from __future__ import annotations
 
 import os
@@ -69,6 +70,51 @@ def test_cgroup_names_cache_per_interval_and_keep_exited(monkeypatch) -> None:
     names.new_interval()
     assert names.lookup(12) == "/c"
     assert len(names.paths) == 2 and 11 not in names.paths  # bounded: the oldest went first
+
+
+def test_exporter_cgroup_labels_capped_and_sums_exact() -> None:
+    from ioattr.prometheus.metrics_state import IO_LABELS, OTHER_CGROUP, CgroupLabels, ExporterState
+    from ioattr.format.schema import HIST_COLUMNS
+
+    cap = CgroupLabels(n=2)
+    assert [cap.label(x) for x in (None, "/a", "/b", "/c", "/a", "/d", "/c")] == \
+        ["", "/a", "/b", OTHER_CGROUP, "/a", OTHER_CGROUP, OTHER_CGROUP]
+    assert cap.folded == 2  # /c and /d, each counted once
+
+    st = ExporterState(top_n=10)
+    st.cgroups = CgroupLabels(n=2)
+    at = IO_LABELS.index("cgroup")
+    sent = 0
+    for step in range(3):
+        groups = [f"/ct{i}" for i in range(4)] + [None]
+        n = len(groups)
+        io = {"layer": ["syscall"] * n, "op": ["read"] * n, "file": ["/f"] * n, "file_class": ["tablespace"] * n,
+              "device": ["vda"] * n, "role": ["connection"] * n, "cgroup": groups,
+              "count": [1, 2, 3, 4, 5], "bytes": [4096] * n, "lat_sum_ns": [100] * n}
+        io.update({c: [0] * n for c in HIST_COLUMNS})
+        st.ingest(io, None, float(step))
+        sent += 15
+        assert int(sum(v[0] for v in st.io.series.values())) == sent
+    by_cgroup: dict[str, int] = {}
+    for key, v in st.io.series.items():
+        by_cgroup[key[at]] = by_cgroup.get(key[at], 0) + int(v[0])
+    assert by_cgroup == {"/ct0": 3, "/ct1": 6, OTHER_CGROUP: 21, "": 15}
+
+
+def test_top_cgroups_view_without_the_column() -> None:
+    from ioattr.format.schema import HIST_COLUMNS
+    from ioattr.topview.top import VIEWS, Snapshot
+
+    io = {"layer": ["syscall"], "op": ["read"], "file": ["/f"], "pid": [5], "count": [3], "bytes": [3 * 4096]}
+    io.update({c: [0] for c in HIST_COLUMNS})
+    rows = Snapshot(0.0, 1.0, io, None).rows(VIEWS["cgroups"])
+    assert [(r.name, r.extra, r.values["r"]) for r in rows] == [("[unknown cgroup]", "1", 3.0)]
+    io = {"layer": ["syscall"] * 3, "op": ["read", "write", "read"], "file": ["/f"] * 3, "pid": [5, 6, 9],
+          "cgroup": ["/ct", "/ct", None], "count": [3, 1, 2], "bytes": [4096] * 3}
+    io.update({c: [0] * 3 for c in HIST_COLUMNS})
+    rows = Snapshot(0.0, 1.0, io, None).rows(VIEWS["cgroups"])
+    assert sorted((r.name, r.extra, r.values["r"], r.values["w"]) for r in rows) == \
+        [("/ct", "2", 3.0, 1.0), ("[unknown cgroup]", "1", 2.0, 0.0)]
 
 
 @pytest.fixture()
