@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -27,6 +26,7 @@ from tests.helpers import Background, assert_no_ioattr_programs, ioattr, report_
 
 INSIDE = "/mnt/db"  # the server's basedir as the container sees it
 ROWS = 12_000        # ~14 MB of rows: more than the 8 MB buffer pool, so a scan reads from disk
+IDLE_SLACK = 256 * 1024  # bound on an idle server's own IO outside the recording (32 KiB seen)
 
 
 def cgroup2_root() -> Path:
@@ -85,6 +85,11 @@ def container(tmp_path: Path) -> Iterator[ContainerMariaDB]:
         cg.rmdir()
 
 
+def _wait_clean(db) -> None:
+    wait_until(lambda: db.status("Innodb_buffer_pool_pages_dirty") == 0, 30,
+               "the buffer pool to have no dirty pages", interval=0.2)
+
+
 def _ps_files(db) -> dict[str, tuple[int, int]]:
     rows = db.query("SELECT FILE_NAME, SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE "
                     "FROM performance_schema.file_summary_by_instance "
@@ -101,31 +106,33 @@ def test_container_server_attached_from_the_host(container: ContainerMariaDB, tm
     assert os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
     assert db.query("SELECT @@datadir")[0][0].startswith(INSIDE) and not Path(INSIDE).exists()
 
+    # no persistent statistics (no background writes of them); pages flushed as soon as dirty
     db.query("CREATE DATABASE ct")
-    db.query("CREATE TABLE ct.t (id INT PRIMARY KEY, pad VARCHAR(1000)) ENGINE=InnoDB")
+    db.query("CREATE TABLE ct.t (id INT PRIMARY KEY, pad VARCHAR(1000)) ENGINE=InnoDB STATS_PERSISTENT=0")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
+    db.query("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+    _wait_clean(db)
+    # performance_schema's counts bracket the recording: taken before it attaches and after it
+    # stopped, so ours can only be lower, by what the idle server did in between (nothing on
+    # the table's file, which no one touches then)
+    before = _ps_files(db)
     rec = tmp_path / "rec"
     bg = Background("record", "-o", str(rec), "-p", str(pid), "--interval", "0.5")
     try:
         bg.wait_recording()
-        before = _ps_files(db)
         conn = db.connect()
         with conn.cursor() as cur:
             for start in range(0, ROWS, 1000):
                 cur.execute("INSERT INTO ct.t VALUES " + ",".join(
                     f"({i}, REPEAT('x', 1000))" for i in range(start, start + 1000)))
-            # every page written, then the buffer pool emptied of them: the scan reads from disk
-            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
-            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-            wait_until(lambda: db.status("Innodb_buffer_pool_pages_dirty") == 0, 30,
-                       "the buffer pool to have no dirty pages", interval=0.2)
+            _wait_clean(db)  # every page written, the pool too small to keep them: the scan reads
             cur.execute("SELECT count(*) FROM ct.t WHERE pad LIKE '%y%'")
             assert cur.fetchall()[0][0] == 0
         conn.close()
-        after = _ps_files(db)
-        time.sleep(0.1)
     finally:
         code, err = bg.stop()
     assert code == 0, err
+    after = _ps_files(db)
     assert_no_ioattr_programs()
 
     ps = {f: (after[f][0] - before.get(f, (0, 0))[0], after[f][1] - before.get(f, (0, 0))[1]) for f in after}
@@ -136,13 +143,15 @@ def test_container_server_attached_from_the_host(container: ContainerMariaDB, tm
     for r in rep["rows"]:
         assert r["cgroup"] == cgroup_path, r
         ours[(r["file"], r["op"])] = ours.get((r["file"], r["op"]), 0) + r["bytes"]
+    assert (ours.get((table, "read")), ours.get((table, "write"))) == ps[table]
     checked = 0
     for path, (read, written) in ps.items():
         for op, n in (("read", read), ("write", written)):
-            if n:
-                assert ours.get((path, op), 0) == n, (path, op, ours.get((path, op)), n)
-                checked += 1
-    assert checked >= 3, ps
+            got = ours.get((path, op), 0)
+            # other files: what the idle server did (purge, checkpoints) before and after it
+            assert got <= n and n - got <= IDLE_SLACK, (path, op, got, n)
+            checked += got > 0
+    assert checked >= 4, (ps, ours)
 
     # connected through /proc/PID/root: the scan's pages named by index; thread roles from
     # performance_schema's THREAD_OS_IDs, which are the namespace's (page_cleaner is known from
