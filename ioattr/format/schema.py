@@ -91,6 +91,10 @@ COUNTERS_SCHEMA = pa.schema(
 )
 # -- end engine and host counters --
 
+# columns added after recordings were made without them, read as NULL where absent (the
+# reader adds them): code that needs to tell "not recorded" from NULL checks the others itself
+NULL_WHEN_ABSENT = {"io": ("cgroup",)}
+
 TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA, "counters": COUNTERS_SCHEMA}
 
 
