@@ -94,7 +94,7 @@ class Keys:
 
 def _thread(tid: int | None, name: str | None, role: str | None) -> dict:
     return {"pid": PID if tid else None, "tid": tid, "process": "mariadbd" if tid else None,
-            "thread": name, "role": role}
+            "thread": name, "role": role, "cgroup": "/system.slice/mariadb.service" if tid else None}
 
 
 def io_keys(rng: np.random.Generator, tables: int = 20, connections: int = 32) -> Keys:

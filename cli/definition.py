@@ -35,7 +35,7 @@ COMMANDS: dict[str, str] = {
     "record": "attach to a server (MariaDB/MySQL, PostgreSQL) or a command and write a recording",
     "report": "break a recording down by file, thread, op, ...",
     "script": "run a shipped bpftrace script by name (none: list them)",
-    "top": "live top-style view of IO by file, index, thread, query or device",
+    "top": "live top-style view of IO by file, index, thread, query, device or cgroup",
 }
 
 

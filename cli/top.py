@@ -1,4 +1,4 @@
-"""`ioattr top`: a live, top-style view of which file, index, thread, query or device does IO."""
+"""`ioattr top`: a live, top-style view of which file, index, thread, query, device or cgroup does IO."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,7 @@ from ioattr.topview.top_live import TopApp, TopOptions
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = command_parser(sub, "top",
         description="A live view of the attributed IO, refreshed every interval. Keys: f files, "
-                    "i indexes, t threads (again: roles), q queries, d devices, < > change the sort "
+                    "i indexes, t threads (again: roles), q queries, d devices, c cgroups, < > change the sort "
                     "column, r reverse, l layer (syscall/block/pagecache), space refresh now, Q quit.",
         epilog=examples("ioattr top                    # every mysqld/mariadbd, files view, every second",
                         "ioattr top 5                  # refresh every 5 s (like top -d 5)",
@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "LEAF%%, name... (default IO/s; PG/s for indexes)")
     p.add_argument("--reverse", action="store_true", help="reverse the sort order")
     p.add_argument("--layer", default="syscall", choices=LAYERS,
-                   help="layer of the file/thread/query/device views (default syscall)")
+                   help="layer of the file/thread/query/device/cgroup views (default syscall)")
     p.add_argument("-b", "--batch", action="store_true",
                    help="print plain-text snapshots instead of a screen, like top -b")
     p.add_argument("-n", "--iterations", type=argtypes.int_range(1), metavar="N",

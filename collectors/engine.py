@@ -16,6 +16,7 @@ from typing import Any
 
 import pymysql
 
+from ioattr.collectors.namespaces import in_root, root_of
 from ioattr.collectors.targets import socket_inodes
 
 
@@ -36,7 +37,8 @@ class EngineError(Exception):
 
 
 def server_sockets(pid: int) -> list[str]:
-    """Unix socket paths the process is listening on (from /proc/net/unix)."""
+    """Unix socket paths the process is listening on (from /proc/net/unix), as reachable from
+    here: through /proc/PID/root when the process is in another mount namespace (a container)."""
     inodes = {str(i) for i in socket_inodes(pid)}
     if not inodes:
         return []
@@ -51,7 +53,8 @@ def server_sockets(pid: int) -> list[str]:
                     paths.append(parts[7])
     except OSError:
         pass
-    return sorted(set(paths))
+    root = root_of(pid)
+    return sorted({in_root(root, p) for p in paths})
 
 
 def _read_defaults_file(path: str) -> dict[str, str]:

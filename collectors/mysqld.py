@@ -167,7 +167,7 @@ class ServerContext:
             self.names.refresh(self.engine)
             self._next_names = now + 5.0
         if unknown_thread and now >= self._next_roles or self._next_roles == 0.0:
-            self.roles.refresh(self.engine)
+            self.roles.refresh(self.engine, self.pid)
             self._next_roles = now + 2.0
 
     def refresh_catalogs(self, force: bool = False, final: bool = False) -> None:
@@ -192,7 +192,7 @@ class ServerContext:
         """A thread's role; a thread P_S has not shown us yet triggers a (throttled) re-read."""
         role = self.roles.roles.get(tid)
         if role is None and self.engine is not None and time.monotonic() >= self._next_roles - 1.75:
-            self.roles.refresh(self.engine)
+            self.roles.refresh(self.engine, self.pid)
             self._next_roles = time.monotonic() + 2.0
             role = self.roles.roles.get(tid)
         return role or self.roles.lookup(tid, comm)

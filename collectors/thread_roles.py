@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ioattr.collectors.engine import EngineConnection, EngineError
+from ioattr.collectors.namespaces import namespace_tids
 
 # the SQL layer's instrument names -> role (MariaDB and MySQL 8 names)
 ROLE_BY_INSTRUMENT = {
@@ -58,15 +59,20 @@ class ThreadRoles:
         self.engine_roles: dict[str, str] = dict(engine_roles or {})
         self.comm_roles = tuple(comm_roles)
 
-    def refresh(self, engine: EngineConnection) -> bool:
+    def refresh(self, engine: EngineConnection, server_pid: int | None = None) -> bool:
+        """Re-read the roles; server_pid: the server's host pid, whose thread ids the server
+        reports as its PID namespace numbers them (a container): translated to host ids."""
         try:
             rows = engine.query("SELECT THREAD_OS_ID, NAME FROM performance_schema.threads "
                                 "WHERE THREAD_OS_ID IS NOT NULL")
         except EngineError as e:
             self.error = f"thread roles from performance_schema unavailable: {e}"
             return False
+        host = namespace_tids(server_pid) if server_pid else None
         for tid, name in rows:
-            self.roles[int(tid)] = role_of_instrument(str(name), self.engine_roles)
+            t = int(tid) if host is None else host.get(int(tid))
+            if t is not None:  # None: a thread that exited since the query
+                self.roles[t] = role_of_instrument(str(name), self.engine_roles)
         if not rows:
             self.error = "performance_schema.threads is empty (performance_schema off?)"
             return False

@@ -33,7 +33,7 @@ import duckdb
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.format import duck
 from ioattr.format.compact import dir_lock, snapshot
-from ioattr.format.schema import FORMAT, TABLES, duck_type
+from ioattr.format.schema import FORMAT, NULL_WHEN_ABSENT, TABLES, duck_type
 
 
 def _meta_problem(meta: Any) -> str | None:
@@ -349,6 +349,13 @@ class Recording:
                 self.con.execute(f"DROP VIEW {table}")
                 self._kinds.pop(table)
                 return False
+        absent = [schema.field(c) for c in NULL_WHEN_ABSENT.get(table, ()) if c not in cols]
+        if absent and cols != {""}:
+            # a column added to the format later (io.cgroup): a recording made before it reads
+            # with that column NULL, so every query and dimension works on it unchanged
+            nulls = ", ".join(f'CAST(NULL AS {duck_type(f.type)}) AS "{f.name}"' for f in absent)
+            self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT *, {nulls} "
+                             f"FROM read_parquet([{lits}], union_by_name = true)")
         return True
 
     def _mark_bad(self, f: Path, why: str, warn) -> None:

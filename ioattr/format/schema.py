@@ -30,6 +30,8 @@ IO_SCHEMA = pa.schema(
         ("device", pa.string()),
         ("ino", pa.uint64()),
         ("file", pa.string()),
+        # the process's cgroup path (collectors/cgroups.py); null in recordings made before it
+        ("cgroup", pa.string()),
         ("count", pa.int64()),
         ("bytes", pa.int64()),
         ("lat_sum_ns", pa.int64()),
@@ -88,6 +90,10 @@ COUNTERS_SCHEMA = pa.schema(
     ]
 )
 # -- end engine and host counters --
+
+# columns added after recordings were made without them, read as NULL where absent (the
+# reader adds them): code that needs to tell "not recorded" from NULL checks the others itself
+NULL_WHEN_ABSENT = {"io": ("cgroup",)}
 
 TABLES = {"io": IO_SCHEMA, "pages": PAGES_SCHEMA, "statements": STATEMENTS_SCHEMA, "counters": COUNTERS_SCHEMA}
 

@@ -453,9 +453,8 @@ class PrivateMariaDB(ChildServer):
             self.error_log.unlink()
         except FileNotFoundError:
             pass
-        cmd = [self._mariadbd, f"--defaults-file={self.defaults_file}", "--user=root"]
         self._proc = subprocess.Popen(
-            cmd,
+            self._server_argv(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,  # everything goes to log-error
@@ -488,6 +487,10 @@ class PrivateMariaDB(ChildServer):
             f"mariadbd did not accept connections within {self.start_timeout:.0f}s "
             f"(last error: {last_error}); last lines of {self.error_log}:\n{self.error_log_tail()}"
         )
+
+    def _server_argv(self) -> list[str]:
+        """The command that runs the server: a subclass may wrap it (in namespaces, a cgroup)."""
+        return [self._mariadbd, f"--defaults-file={self.defaults_file}", "--user=root"]
 
     def _kill(self) -> None:
         """SIGKILL our own pid (and reap it); never anything found by name."""

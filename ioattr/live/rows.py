@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ioattr.collectors import abi
+from ioattr.collectors.cgroups import CgroupNames
 from ioattr.collectors.drain import Deltas
 from ioattr.collectors.mysqld import ServerContext
 from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
@@ -46,6 +47,7 @@ class Naming:
     files: FileNames = field(default_factory=lambda: FileNames(temporary=_temporary_file))
     devices: DeviceNames = field(default_factory=DeviceNames)
     tasks: TaskNames = field(default_factory=TaskNames)
+    cgroups: CgroupNames = field(default_factory=CgroupNames)
     servers: dict[int, ServerContext] = field(default_factory=dict)
     queries: dict[int, str] = field(default_factory=dict)  # digest -> normalized text
     stage_probes: bool = False
@@ -143,6 +145,7 @@ class IoRows(TableRows):
     def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
         n = self.n
         n.tasks.new_interval()
+        n.cgroups.new_interval()
         k = d.keys
         rows = len(d)
         pids = k["tgid"].astype(np.int64)
@@ -195,6 +198,7 @@ class IoRows(TableRows):
             "device": _by_value(n.devices.lookup, dev_l),
             "ino": _opt_ints(k["ino"]),
             "file": files,
+            "cgroup": _by_value(n.cgroups.lookup, pid_l),
             "count": d.count.astype(np.int64),
             "bytes": d.bytes.astype(np.int64),
             "lat_sum_ns": d.lat_sum_ns.astype(np.int64),

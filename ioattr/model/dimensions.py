@@ -52,6 +52,8 @@ _DIMS = [
     Dimension("inode", "ino", None, "inode number"),
     Dimension("device", "device", None, "device (filesystem device at the syscall layer, disk at the block layer)"),
     Dimension("process", _PROCESS, _PROCESS, "process as name[pid]"),
+    Dimension("cgroup", "cgroup", None, "the process's cgroup v2 path (a container, a systemd unit); "
+              "null in recordings made before it was recorded"),
     Dimension("thread", _THREAD, _THREAD, "thread as name[tid]"),
     Dimension("role", "role", "role", "the thread's job: connection, page_cleaner, innodb_worker, ..."),
     Dimension("op", "op", "op", "read, write or fsync"),

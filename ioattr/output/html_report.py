@@ -40,7 +40,7 @@ from ioattr.model import storage
 VERDICTS = {"supported": ("SUPPORTED", "v-supported"), "refuted": ("REFUTED", "v-refuted"),
             "inconclusive": ("INCONCLUSIVE", "v-inconclusive"), "not_applicable": ("N/A", "v-na")}
 REQUESTED_MAX_ROWS = 500
-WRAP_DIMS = ("file", "query", "index", "thread", "process", "device")
+WRAP_DIMS = ("file", "query", "index", "thread", "process", "device", "cgroup")
 DIM_COLUMNS = ("index", "level", "stage", "role", "file_class", "query")
 
 # per-phase metrics shown as bars: (summary key, label, value formatter)

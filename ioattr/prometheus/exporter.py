@@ -13,10 +13,10 @@ same families to any prometheus_client registry.
 
 Metrics (every counter since the exporter started):
 
-  ioattr_read_bytes_total{layer,file,file_class,device,role}
-  ioattr_write_bytes_total{layer,file,file_class,device,role}
-  ioattr_ops_total{layer,op,file,file_class,device,role}           op: read|write|fsync
-  ioattr_io_time_seconds_total{layer,op,file,file_class,device,role}  summed latency
+  ioattr_read_bytes_total{layer,file,file_class,device,role,cgroup}
+  ioattr_write_bytes_total{layer,file,file_class,device,role,cgroup}
+  ioattr_ops_total{layer,op,file,file_class,device,role,cgroup}    op: read|write|fsync
+  ioattr_io_time_seconds_total{layer,op,file,file_class,device,role,cgroup}  summed latency
   ioattr_io_latency_seconds{layer,op,file_class,role}              histogram (power-of-two buckets)
   ioattr_innodb_pages_total{op,index,level,page_type,file_class,role}
   ioattr_server_questions_total{pid}, ioattr_server_selects_total{pid},
@@ -31,7 +31,8 @@ Metrics (every counter since the exporter started):
 
 `file` and `index` are bounded to the `--top-n` most active values; the
 rest is counted under `other` (see ioattr.prometheus.metrics_state for why counters
-stay monotonic when values move in and out).
+stay monotonic when values move in and out). `cgroup` (the process's cgroup v2 path, empty
+when unknown) keeps the first 32 cgroups seen; any later one is counted under `[other]`.
 """
 from __future__ import annotations
 
@@ -256,9 +257,10 @@ class IoattrCollector(Collector):
         for t, n in st.series_count().items():
             w.sample("ioattr_series", L.fragment(("table",), (t,)), n)
         w.family("ioattr_label_evictions_total", "counter", "Values that left the top N of a bounded label (their "
-                 "later IO counts under \"other\")")
+                 "later IO counts under \"other\"; cgroup: cgroups past the first 32, under \"[other]\")")
         w.sample("ioattr_label_evictions_total", 'label="file"', st.io.topn.evictions if st.io.topn else 0)
         w.sample("ioattr_label_evictions_total", 'label="index"', st.pages.topn.evictions if st.pages.topn else 0)
+        w.sample("ioattr_label_evictions_total", 'label="cgroup"', st.cgroups.folded)
         w.family("ioattr_probe_set_up", "gauge", "1 for each probe set attached, 0 for one this host cannot run "
                  "(degraded)")
         for name, v in sorted(s.probe_sets.items()):

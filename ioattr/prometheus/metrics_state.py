@@ -36,8 +36,10 @@ from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.hist import slot_ending_at
 
 OTHER = "other"
+OTHER_CGROUP = "[other]"  # cgroups past CgroupLabels' cap (a cgroup path starts with "/")
+MAX_CGROUPS = 32
 
-IO_LABELS = ("layer", "op", "file", "file_class", "device", "role")
+IO_LABELS = ("layer", "op", "file", "file_class", "device", "role", "cgroup")
 HIST_LABELS = ("layer", "op", "file_class", "role")
 PAGE_LABELS = ("op", "index", "level", "page_type", "file_class", "role")
 
@@ -158,6 +160,36 @@ class SeriesTable:
                 cur += v
 
 
+class CgroupLabels:
+    """Which cgroups get a label value of their own: the first `n` seen, for the exporter's
+    life; any later one is counted under "[other]".
+
+    The targets' cgroups are few (one per container or unit a server runs in) and a server
+    stays in its cgroup, so a first-come cap is enough to bound the series and, unlike a
+    ranking, never moves a cgroup's IO from one series to another (counters stay monotonic
+    without freezing). Past the cap (e.g. --comm on a host with many short-lived containers)
+    the rest is folded, said by ioattr_label_evictions_total{label="cgroup"}."""
+
+    def __init__(self, n: int = MAX_CGROUPS) -> None:
+        self.n = n
+        self.own: set[str] = set()
+        self.folded = 0  # distinct cgroups counted under "[other]"
+        self._folded: set[str] = set()
+
+    def label(self, path: str | None) -> str:
+        if not path:
+            return ""
+        if path in self.own:
+            return path
+        if len(self.own) < self.n:
+            self.own.add(path)
+            return path
+        if path not in self._folded:
+            self._folded.add(path)
+            self.folded += 1
+        return OTHER_CGROUP
+
+
 def _group(keys: list[tuple], values: np.ndarray) -> dict[tuple, np.ndarray]:
     """Sum the rows of `values` by key."""
     ids: dict[tuple, int] = {}
@@ -193,6 +225,7 @@ class ExporterState:
         self.hist = SeriesTable(HIST_LABELS, len(HIST_COLUMNS) + 2)
         # pages: pages, bytes
         self.pages = SeriesTable(PAGE_LABELS, 2, "index", TopN(top_n, **membership))
+        self.cgroups = CgroupLabels()
         self.intervals = 0
         self.version = 0
 
@@ -213,7 +246,9 @@ class ExporterState:
         nbytes = np.asarray(io["bytes"], dtype=np.int64)
         lat = np.asarray(io["lat_sum_ns"], dtype=np.int64)
         layer, op, fclass, role = io["layer"], io["op"], io["file_class"], io["role"]
-        keys = list(zip(layer, op, map(_s, io["file"]), map(_s, fclass), map(_s, io["device"]), map(_s, role)))
+        cgroup = io.get("cgroup") or [None] * len(count)
+        keys = list(zip(layer, op, map(_s, io["file"]), map(_s, fclass), map(_s, io["device"]), map(_s, role),
+                        map(self.cgroups.label, cgroup)))
         # activity column: IOs plus 4 KiB units (so big sequential IO and many small ones both count)
         values = np.column_stack((count, nbytes, lat, count + nbytes // 4096))
         self.io.add(_group(keys, values), 3, now)

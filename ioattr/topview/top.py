@@ -2,7 +2,7 @@
 
 A `Snapshot` holds one interval's deltas (the session's `Interval`: io and
 pages rows, column-wise) and turns them, on demand, into the rows of one
-view: files, indexes, threads (or roles), queries or devices. Only the view
+view: files, indexes, threads (or roles), queries, devices or cgroups. Only the view
 on screen is computed, so switching views costs one aggregation of the
 interval already held, never a new drain.
 
@@ -137,17 +137,21 @@ VIEWS: dict[str, View] = {
                   IO_NUMERIC, "iops", "io"),
     "queries": View("q", "queries", "QUERY", None, QUERY_NUMERIC, "iops", "io"),
     "devices": View("d", "devices", "DEVICE", None, IO_NUMERIC, "iops", "io"),
+    # the processes' cgroups (a container, a systemd unit); PROCS: processes seen in each
+    "cgroups": View("c", "cgroups", "CGROUP", Column("procs", "PROCS", 5, kind="count"),
+                    IO_NUMERIC, "iops", "io"),
 }
-BY_CHOICES = ("file", "index", "thread", "role", "query", "device")
+BY_CHOICES = ("file", "index", "thread", "role", "query", "device", "cgroup")
 BY_TO_VIEW = {"file": "files", "index": "indexes", "thread": "threads", "role": "roles",
-              "query": "queries", "device": "devices"}
+              "query": "queries", "device": "devices", "cgroup": "cgroups"}
 
 
 def find_column(view: View, spec: str) -> Column | None:
     """A column of the view named by key or header, case-insensitively (p99, RMB/s, name...)."""
     s = spec.strip().lower()
     aliases = {"reads": "r", "writes": "w", "io": "iops", "ops": "iops", "pages": "pgs",
-               "file": NAME, "index": NAME, "thread": NAME, "query": NAME, "device": NAME, "role": NAME}
+               "file": NAME, "index": NAME, "thread": NAME, "query": NAME, "device": NAME, "role": NAME,
+               "cgroup": NAME}
     if view.name == "roles" and s == "role":
         s = NAME
     s = aliases.get(s, s)
@@ -305,6 +309,10 @@ class Snapshot:
         elif view.name == "devices":
             devices, devs = io["device"], io["dev"]  # type: ignore[index]
             keyfn = lambda i: devices[i] or devs[i]  # noqa: E731
+        elif view.name == "cgroups":
+            # recordings' io columns from before the cgroup column have none: every row unknown
+            cgroups = io.get("cgroup") or [None] * len(lay)  # type: ignore[union-attr]
+            keyfn = lambda i: cgroups[i]  # noqa: E731
         else:
             raise ValueError(view.name)
         ids: dict[object, int] = {}
@@ -361,6 +369,13 @@ class Snapshot:
                 if tids[i]:
                     seen[gid[j]].add(tids[i])
             extra = [str(len(s)) for s in seen]
+        elif view.name == "cgroups":
+            pids = io["pid"]  # type: ignore[index]
+            procs: list[set] = [set() for _ in range(n)]
+            for j, i in enumerate(sel):
+                if pids[i]:
+                    procs[gid[j]].add(pids[i])
+            extra = [str(len(s)) for s in procs]
 
         names = [self._io_name(view, lab) for lab in labels]
         execs = self._executions() if view.name == "queries" else {}
@@ -412,6 +427,8 @@ class Snapshot:
             return f"{thread or '?'}[{tid}]", None
         if view.name == "roles":
             return (str(label) if label else "[unknown]"), None
+        if view.name == "cgroups":
+            return (str(label) if label else "[unknown cgroup]"), None
         if view.name == "queries":
             if not label:
                 return "[no statement]", None

@@ -92,7 +92,7 @@ class TopApp:
         """Apply a key; returns 'quit', 'refresh' (drain now) or 'redraw' (or None: ignored)."""
         if key in ("Q", "esc", "eof", "\x03", "\x04"):
             return "quit"
-        views = {"f": "files", "i": "indexes", "q": "queries", "d": "devices"}
+        views = {"f": "files", "i": "indexes", "q": "queries", "d": "devices", "c": "cgroups"}
         if key in views:
             self.view = VIEWS[views[key]]
             return "redraw"

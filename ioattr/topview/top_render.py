@@ -21,9 +21,10 @@ from rich.text import Text
 from ioattr.topview.top import NAME, Column, Header, Row, Snapshot, View, sort_rows
 
 FOOTER_KEYS = (("f", "files"), ("i", "indexes"), ("t", "threads"), ("q", "queries"), ("d", "devices"),
-               ("<>", "sort"), ("r", "rev"), ("l", "layer"), ("Q", "quit"))
+               ("<>", "sort"), ("r", "rev"), ("l", "layer"), ("Q", "quit"),
+               ("c", "cgroups"))  # last: past 80 columns (the key works on any screen)
 VIEW_OF_KEY = {"f": ("files",), "i": ("indexes",), "t": ("threads", "roles"), "q": ("queries",),
-               "d": ("devices",)}
+               "d": ("devices",), "c": ("cgroups",)}
 MIN_WIDTH = 60
 
 

@@ -20,7 +20,7 @@ GEOMETRY = {"/a/data/ibdata1": (0, 16384), "/b/data/ibdata1": (0, 16384),
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> InnodbFileMap:
     monkeypatch.setattr(files, "open_files", lambda pid: SERVERS[pid])
-    monkeypatch.setattr(files, "datadir_files", lambda dirs: [])
+    monkeypatch.setattr(files, "datadir_files", lambda dirs, root="": [])
     monkeypatch.setattr(files, "read_page_geometry", lambda path: GEOMETRY.get(path))
     monkeypatch.setattr(files, "read_doublewrite_range", lambda path, size: (0, 0))
     reg = InnodbFileMap(None)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ioattr.collectors import abi, libbpf
 from ioattr.collectors.engine import EngineError
+from ioattr.collectors.namespaces import in_root, root_of
 from ioattr.collectors.targets import open_fds
 from ioattr.engines.innodb.pages import FIL_PAGE_TYPE_FSP_HDR
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
@@ -88,6 +89,9 @@ class PageFile:
     page_size: int
     dblwr: tuple[int, int] = (0, 0)
     encrypted: bool = False
+    # where the server's paths are reachable from here ("" or /proc/PID/root: a server in
+    # its own mount namespace, collectors/namespaces.py); path stays the server's own
+    root: str = ""
 
 
 def _no_readahead(f) -> None:
@@ -138,10 +142,11 @@ def read_doublewrite_range(path: str, page_size: int) -> tuple[int, int]:
     return min(block1, block2), max(block1, block2) + extent
 
 
-def datadir_files(directories: list[str], depth: int = 2) -> list[tuple[str, int, int]]:
+def datadir_files(directories: list[str], depth: int = 2, root: str = "") -> list[tuple[str, int, int]]:
     """(path, kernel dev, inode) of the page files under the server's directories,
     open or not yet: InnoDB opens tablespaces lazily, and their first reads must
-    already be classified."""
+    already be classified. root: where the server's paths are reachable from here (its
+    /proc/PID/root when it is in another mount namespace); the paths returned are the server's."""
     out = []
     seen: set[str] = set()
 
@@ -160,13 +165,14 @@ def datadir_files(directories: list[str], depth: int = 2) -> list[tuple[str, int
                         walk(e.path, level + 1)
                 elif e.is_file() and classify_path(e.path) in PAGE_FILE_CLASSES:
                     st = e.stat()
-                    out.append((e.path, abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
+                    out.append((e.path[len(root):], abi.kernel_dev_of_stat(st.st_dev), st.st_ino))
             except OSError:
                 continue
 
     for d in directories:
         if d:
-            walk(os.path.realpath(d), 0)
+            # a server's symlinks resolve in its own root: followed there, not in ours
+            walk(root + os.path.normpath(d) if root else os.path.realpath(d), 0)
     return out
 
 
@@ -240,10 +246,10 @@ class InnodbFileMap:
             self._dict_spaces = spaces
         return self._dict_spaces.get(os.path.realpath(path))
 
-    def _geometry(self, path: str) -> tuple[int, int] | None:
+    def _geometry(self, path: str, root: str = "") -> tuple[int, int] | None:
         """(space id, page size): page 0 on disk, else the server's dictionary."""
         p = path.removesuffix(" (deleted)")
-        return read_page_geometry(p) or self._dictionary_geometry(p)
+        return read_page_geometry(in_root(root, p)) or self._dictionary_geometry(p)
 
     def file_class_of(self, path: str | None) -> str | None:
         if path is None:
@@ -263,8 +269,9 @@ class InnodbFileMap:
         added = []
         self.pending = False
         self._dict_spaces = None  # the dictionary is read again (at most once) by this sync
+        root = root_of(pid)
         opened = open_files(pid)
-        candidates = opened + datadir_files(directories or [])
+        candidates = opened + datadir_files(directories or [], root=root)
         recheck = {(dev, ino) for _, dev, ino in opened}
         for path, dev, ino in candidates:
             known = self.files.get((dev, ino))
@@ -274,7 +281,7 @@ class InnodbFileMap:
             fc = classify_path(path)
             if fc not in PAGE_FILE_CLASSES:
                 continue
-            geo = self._geometry(path)
+            geo = self._geometry(path, root)
             if geo is None:
                 if known is not None:
                     self._forget(known)
@@ -284,9 +291,10 @@ class InnodbFileMap:
             if known is not None and known.space_id == space_id and known.page_size == page_size:
                 known.path = path  # renamed (ALTER TABLE's #sql-alter file becoming the table)
                 continue
-            dblwr = read_doublewrite_range(path, page_size) if fc == FC.SYSTEM_TABLESPACE else (0, 0)
+            dblwr = (read_doublewrite_range(in_root(root, path), page_size) if fc == FC.SYSTEM_TABLESPACE
+                     else (0, 0))
             pf = PageFile(path, dev, ino, fc, space_id, page_size, dblwr,
-                          encrypted=any(space_id in self.encrypted_spaces.get(k, ()) for k in (pid, None)))
+                          encrypted=any(space_id in self.encrypted_spaces.get(k, ()) for k in (pid, None)), root=root)
             self.files[(dev, ino)] = pf
             self._install(pf)
             added.append(pf)
@@ -301,7 +309,7 @@ class InnodbFileMap:
         """The registered file's page 0 (or, while that is not written, the server's
         dictionary) no longer says its space: the inode holds another tablespace now, or one
         whose page 0 is not written yet and that no dictionary lists."""
-        geo = self._geometry(pf.path)
+        geo = self._geometry(pf.path, pf.root)
         return geo is None or geo != (pf.space_id, pf.page_size)
 
     def _forget(self, pf: PageFile) -> None:
