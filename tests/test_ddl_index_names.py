@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers import Background, report_json
 
-ROWS = 300_000
+ROWS = 150_000
 
 
 def _wait_clean(db, timeout: float = 120) -> None:
