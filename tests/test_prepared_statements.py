@@ -81,6 +81,12 @@ def _check(rec: Path, execs: int, grew: dict) -> None:
     assert sum(mine.values()) == execs == EVENTS, (mine, execs)
     assert "[prepared before the recording]" not in counted and "[prepared statement, id not kept]" not in counted
     assert "stmt_execute" not in counted, counted
+    # report --by query gives each row its statement's executions, and IO per execution
+    by_query = report_json(rec, "--by", "query", "--layer", "syscall")["rows"]
+    reads = {r["query"]: r for r in by_query if r["op"] == "read" and r["query"] in mine}
+    assert {q: r["executions"] for q, r in reads.items()} == mine, by_query
+    for r in reads.values():
+        assert r["bytes_per_execution"] == round(r["bytes"] / r["executions"], 1), r
     # each statement's reads are its table's, to the byte
     rows = report_json(rec, "--by", "query,file", "--layer", "syscall")["rows"]
     for t in range(1, TABLES + 1):
@@ -96,3 +102,59 @@ def test_sysbench_defaults_each_execution_under_its_digest(server, tmp_path: Pat
     _check(rec, counters["Com_stmt_execute"], grew)
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["statement_sources"][str(server.pid)]["source"] == "wire", meta["statement_sources"]
+
+
+def test_thread_pool_with_fewer_threads_than_connections(server, tmp_path: Path) -> None:
+    """MariaDB's thread pool: 64 connections' statements on 2 OS threads, which read one
+    connection's execute and another's next: each execution still gets its own statement."""
+    server.extra_options.update({"thread_handling": "pool-of-threads", "thread_pool_size": "2"})
+    server._write_config()
+    try:
+        rec = tmp_path / "rec"
+        counters, grew = _record_run(server, rec, THREADS)
+        assert server.query("SELECT @@thread_handling, @@thread_pool_size") == [("pool-of-threads", 2)]
+    finally:
+        for k in ("thread_handling", "thread_pool_size"):
+            server.extra_options.pop(k)
+        server._write_config()
+    _check(rec, counters["Com_stmt_execute"], grew)
+    # the statements ran on the pool's threads (2 groups; a group adds a worker while its
+    # others wait for reads), each thread serving many connections
+    threads = {r["thread"] for r in report_json(rec, "--by", "query,thread")["rows"]
+               if (r["query"] or "").startswith("SELECT c FROM sbtest")}
+    assert 1 <= len(threads) <= THREADS // 4, threads
+
+
+def test_prepared_before_the_recording_counted_under_one_label(server, tmp_path: Path) -> None:
+    """A sysbench run that prepared its statements before the recording started: its
+    executions are counted under one label, with no text, none under another statement's."""
+    import time
+
+    rec = tmp_path / "rec"
+    run = subprocess.Popen(["sysbench", "oltp_point_select", "--db-driver=mysql", f"--mysql-socket={server.socket}",
+                            "--mysql-user=root", "--mysql-db=sbtest", f"--tables={TABLES}", f"--table-size={ROWS}",
+                            "--threads=4", "--time=60", "run"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # prepared: the first executions ran (every connection prepares before its first)
+        deadline = time.monotonic() + 30
+        while server.status("Com_stmt_execute") < 100 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.5")
+        try:
+            bg.wait_recording()
+            start = server.status("Com_stmt_execute")
+            while server.status("Com_stmt_execute") < start + 200 and time.monotonic() < deadline + 30:
+                time.sleep(0.05)
+        finally:
+            code, err = bg.stop()
+        assert code == 0, err
+    finally:
+        run.terminate()
+        run.wait(30)
+    counted = _statements(rec)
+    assert counted.get("[prepared before the recording]", 0) >= 200, counted
+    assert not any(q.startswith("SELECT c FROM sbtest") for q in counted), counted
+    assert "[prepared statement, id not kept]" not in counted, counted
+    rows = report_json(rec, "--by", "query")["rows"]
+    labelled = [r for r in rows if r["query"] == "[prepared before the recording]"]
+    assert labelled and all(r["executions"] == counted["[prepared before the recording]"] for r in labelled), rows
