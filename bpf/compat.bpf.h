@@ -36,6 +36,7 @@
 #define NR_creat 85
 #define NR_io_getevents 208
 #define NR_io_submit 209
+#define NR_sendto 44
 #define NR_recvfrom 45
 #define NR_openat 257
 #define NR_sync_file_range 277

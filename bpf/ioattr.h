@@ -61,7 +61,9 @@ enum ioattr_drop {
 	IOA_DROP_TRACKED_FULL = 3,  /* tracked_inodes had no room */
 	IOA_DROP_PAGES_FULL = 4,    /* page_stats had no room for a new key */
 	IOA_DROP_PAGES_CUT = 5,     /* an IO had more pages than one probe classifies */
-	IOA_DROP_SLOTS = 6,
+	IOA_DROP_PREPARED_LOST = 6, /* a prepared statement's execution whose id prep_stmts no longer
+	                             * held (evicted): labelled IOA_DIGEST_PREPARED_LOST */
+	IOA_DROP_SLOTS = 7,
 };
 
 /* Where in query processing a thread is (set by the stage uprobes). */
@@ -245,6 +247,10 @@ enum ioattr_event_type {
 
 #define IOATTR_QUERY_MAX 512
 #define IOA_DIGEST_INTERNAL 255 /* statements ioattr itself runs on the server */
+/* executions of prepared statements whose text is not known (bpf/mysql_wire.bpf.h): prepared
+ * before the recording started, or prepared during it but their id not kept (evicted) */
+#define IOA_DIGEST_PREPARED_BEFORE 253
+#define IOA_DIGEST_PREPARED_LOST 254
 /* A bit of the targets map's value (bpf/maps.bpf.h, tgid -> flags; 1 explicit, 2 followed at
  * fork): the process speaks the PostgreSQL wire protocol (a postmaster and its backends), so
  * bpf/stage.bpf.c's wire reader parses its recvfrom()s as PostgreSQL messages, not MySQL

@@ -129,6 +129,8 @@ struct task_io_state {
 	__u8 thd_stage;   /* and its stage (saves the name lookup while the thread stays in it) */
 	__u64 regs;       /* bpf/stage.bpf.c: the address of this thread's saved user registers
 	                   * (bpf_task_pt_regs(), which does not change while the thread lives) */
+	__u64 prep_digest; /* bpf/mysql_wire.bpf.h: the digest of the COM_STMT_PREPARE read last, */
+	__u64 prep_conn;   /* and its socket's inode while the server's answer is awaited (0: none) */
 };
 
 struct {

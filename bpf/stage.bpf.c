@@ -205,7 +205,8 @@ struct digest_ctx {
 	__u32 len;
 	__u8 quote;
 	__u8 prev;      /* last character that went into the hash */
-	__u8 pad[2];
+	__u8 extra;     /* statements after the first in the text (a multi-statement COM_QUERY) */
+	__u8 pad;
 	/* what digest_byte() must look at besides the byte itself, as one word: 0 (S_CODE, no
 	 * match under way) or S_SPACE alone is the fast path's case (digest_plain_byte) */
 	union {
@@ -214,8 +215,10 @@ struct digest_ctx {
 			__u8 escaped;
 			__u8 marker;  /* how much of "ioattr:phase=" matched so far; 13 = found */
 			__u8 local;   /* how much of "local" (any case) matched so far; 5 = found (LOAD DATA LOCAL) */
+			__u8 semi;    /* a ';' outside literals and comments, no code after it yet */
+			__u8 mode_pad[3];
 		};
-		__u32 mode;
+		__u64 mode;
 	};
 };
 
@@ -286,8 +289,9 @@ struct digest_ref {
 /* Bytes the slow path below only lowers and hashes when the state is S_CODE or S_SPACE and no
  * match is under way: not whitespace or other controls, quotes, digits, '/', '-', '#' (which may
  * start a literal, a comment or change state), 'i' (starts "ioattr:phase="), 'l'/'L' (start
- * "local"), DEL; every byte >= 0x80. One bit per byte value below 128. */
-#define PLAIN_LO 0xfc005f7200000000ULL /* 0x00-0x3f: ! $ % & ( ) * + , . : ; < = > ? */
+ * "local"), ';' (ends a statement of a multi-statement text), DEL; every byte >= 0x80. One bit
+ * per byte value below 128. */
+#define PLAIN_LO 0xf4005f7200000000ULL /* 0x00-0x3f: ! $ % & ( ) * + , . : < = > ? */
 #define PLAIN_HI 0x7fffedffffffefffULL /* 0x40-0x7f: @ A-Z but L, [ \ ] ^ _ ` a-z but i l, { | } ~ */
 
 /* The fast path of digest_byte(): most bytes of a statement are letters and punctuation
@@ -296,7 +300,7 @@ struct digest_ref {
  * the slow path would have: same hash, same state), 0 to leave it to the slow path. */
 static __always_inline int digest_plain_byte(struct digest_ctx *c, __u8 ch)
 {
-	__u32 mode = c->mode;
+	__u64 mode = c->mode;
 
 	if (mode > S_SPACE) /* another state, an escape to skip, or a match under way */
 		return 0;
@@ -385,6 +389,15 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 		c->state = S_SPACE;
 		return 0;
 	}
+	/* anything but spaces and ';' after a ';' is one more statement of the text, a comment
+	 * too: as MariaDB counts them in Questions ("SELECT 1; -- x" is two, "SELECT 1;;" one) */
+	if (c->semi && ch != ';') {
+		c->semi = 0;
+		if (c->extra < 255)
+			c->extra++;
+	}
+	if (ch == ';')
+		c->semi = 1;
 	if (ch == '/' && next == '*') {
 		c->state = S_COMMENT;
 		return 0;
@@ -519,6 +532,8 @@ static __always_inline int statement_start(struct task_io_state *st, __u64 pid_t
 	c->escaped = 0;
 	c->marker = 0;
 	c->local = 0;
+	c->semi = 0;
+	c->extra = 0;
 	struct digest_ref ref = { .c = c };
 
 	bpf_loop(((len < DIGEST_MAX ? len : DIGEST_MAX) + DIGEST_CHUNK - 1) / DIGEST_CHUNK, digest_step, &ref, 0);
@@ -667,26 +682,27 @@ struct {
 	__type(value, __u64);
 } wire_stmts SEC(".maps");
 
-static __always_inline void count_wire(__u32 tgid)
+/* n statements came in one packet (a multi-statement COM_QUERY has several) */
+static __always_inline void count_wire(__u32 tgid, __u64 n)
 {
 	__u32 slot = tgid & TARGET_SLOT_MASK;
 	struct wire_slot *w = bpf_map_lookup_elem(&wire_slots, &slot);
-	__u64 one = 1, *v, owner;
+	__u64 *v, owner;
 
 	if (w) {
 		owner = w->tgid;
 		if (!owner) /* unclaimed: claim it (0 back: ours; else whoever was first) */
 			owner = __sync_val_compare_and_swap(&w->tgid, 0, (__u64)tgid) ?: tgid;
 		if (owner == tgid) {
-			__sync_fetch_and_add(&w->count, 1);
+			__sync_fetch_and_add(&w->count, n);
 			return;
 		}
 	}
 	v = bpf_map_lookup_elem(&wire_stmts, &tgid);
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
 	else
-		bpf_map_update_elem(&wire_stmts, &tgid, &one, BPF_NOEXIST);
+		bpf_map_update_elem(&wire_stmts, &tgid, &n, BPF_NOEXIST);
 }
 #define WIRE_MAX_PACKET 0xffffff
 
@@ -718,6 +734,9 @@ static __always_inline __u64 wire_socket(struct task_struct *task, int fd)
 		return 0;
 	return id.ino;
 }
+
+/* prepared statements: COM_STMT_PREPARE's digest, kept per statement id */
+#include "mysql_wire.bpf.h"
 
 /*
  * PostgreSQL statements from the wire (frontend/backend protocol 3.0), in the same program:
@@ -1163,7 +1182,7 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 			 * that arrived: all of them but for a payload split across reads), in
 			 * one read into the digest scratch: a bpf_probe_read_user costs ~200 ns
 			 * whatever its size, and COM_QUERY's text is digested from there */
-			__u64 n = (__u64)ret < IOATTR_QUERY_MAX + 1 ? (__u64)ret : IOATTR_QUERY_MAX + 1;
+			__u64 n = (__u64)ret < IOATTR_QUERY_MAX + 1 ? (__u64)ret : IOATTR_QUERY_MAX + 1, conn = 0;
 			__u8 cmd;
 			int between;
 
@@ -1177,8 +1196,27 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 			}
 			cmd = c->wire_head[7];
 			st->wire_stmt = 1;
-			count_wire(pid_tgid >> 32);
-			between = statement_start(st, pid_tgid, cmd, NULL, (__u32)n - 1, c, 1);
+			prep_forget(st); /* a prepare's answer not seen before the next command: not awaited */
+			c->extra = 0;
+			if (cmd == COM_STMT_PREPARE || stmt_id_command(cmd)) {
+				/* the statement ids are the connection's: its socket's inode */
+				if (!st->wire_conn)
+					st->wire_conn = wire_socket(task, fd);
+				conn = st->wire_conn;
+			}
+			if (stmt_id_command(cmd)) {
+				prep_command(st, pid_tgid, cmd, (const __u8 *)c->t->b, (__u32)n - 1, conn);
+				between = 0;
+			} else {
+				/* a prepare's text is digested as a COM_QUERY's, but counted as the command */
+				between = statement_start(st, pid_tgid, cmd == COM_STMT_PREPARE ? COM_QUERY : cmd, NULL,
+							  (__u32)n - 1, c, cmd != COM_STMT_PREPARE);
+				if (cmd == COM_STMT_PREPARE) {
+					count_statement(pid_tgid >> 32, cmd);
+					prep_read(st, conn);
+				}
+			}
+			count_wire(pid_tgid >> 32, 1 + (cmd == COM_QUERY ? c->extra : 0));
 			/* between commands after this one? (a COM_QUERY: if all of it was read and
 			 * scanned; a 16 MB payload: its continuation's header comes next, sequence id 1) */
 			if (!(client_command_only(cmd) || (between && (__u64)ret == need)) ||
@@ -1246,6 +1284,49 @@ SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int ioattr_wire_sys(struct syscall_trace_exit *ctx)
 {
 	return wire_recv(ctx->ret, false);
+}
+
+/* A sendto's bytes, `ret` of them, went out: a server thread waiting for its answer to a
+ * COM_STMT_PREPARE (bpf/mysql_wire.bpf.h) reads the statement id from it. Every other send
+ * leaves at the first test. in_sock: as wire_recv's. */
+static __always_inline int wire_send(long ret, bool in_sock)
+{
+	struct task_io_state *st;
+	struct task_struct *task;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+	__u64 *waiting = bpf_map_lookup_elem(&prep_waiting, &zero);
+
+	if (!waiting || !*waiting || ret <= 0)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!is_target(task->tgid))
+		return 0;
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (!st || !st->prep_conn)
+		return 0;
+	if (st->regs && bpf_rdonly_cast)
+		regs = bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
+	else
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (in_sock && SYSCALL_NR(regs) != NR_sendto))
+		return 0;
+	prep_answer(st, wire_socket(task, (int)regs->di), regs->si, ret);
+	return 0;
+}
+
+/* the send side of the wire reader, at the same layer as ioattr_wire_recv (the loader loads
+ * the pair of the hook it picked: collectors/probes.py WIRE_CHOICE) */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(ioattr_wire_send, struct sock *sk, int ret, int flags)
+{
+	return wire_send(ret, true);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendto")
+int ioattr_wire_send_sys(struct syscall_trace_exit *ctx)
+{
+	return wire_send(ctx->ret, false);
 }
 
 /* Userspace's way to start a phase (ioattr mark, --phase-pattern): run with

@@ -57,9 +57,10 @@ class Drop(enum.IntEnum):
     TRACKED_FULL = 3
     PAGES_FULL = 4
     PAGES_CUT = 5
+    PREPARED_LOST = 6
 
 
-DROP_SLOTS = 6
+DROP_SLOTS = 7
 
 
 class Stage(enum.IntEnum):
@@ -152,6 +153,9 @@ EV_TASK = 2
 EV_EXEC = 3
 EV_QUERY = 4
 DIGEST_INTERNAL = 255
+# executions of prepared statements whose text is not known (bpf/mysql_wire.bpf.h)
+DIGEST_PREPARED_BEFORE = 253
+DIGEST_PREPARED_LOST = 254
 QUERY_MAX = 512
 # Phases (bpf/ioattr.h): keys carry the low 16 bits of the phase sequence number, which
 # starts at PHASE_FIRST; PHASE_NOW (0) is never a phase.

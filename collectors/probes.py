@@ -50,6 +50,8 @@ class HookChoice:
     comparisons and the fallback's tests). Each loaded copy would cost its verification time."""
     env: str
     programs: tuple[tuple[str, str, str], ...]  # (program, hook name for env, category:event)
+    # program -> the programs loaded with it (the same job's other side at the same layer)
+    companions: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def pick(self, present: set[str]) -> str | None:
         """The program to load among those the object has (`present`); None: none can be."""
@@ -77,7 +79,11 @@ class ProbeSet:
 # The stage set's statement reader (bpf/stage.bpf.c wire_recv) at the socket layer's raw
 # tracepoint, else at recvfrom's syscall tracepoint (kernels without sock_recv_length)
 WIRE_CHOICE = HookChoice("IOATTR_WIRE_HOOK", (("ioattr_wire_recv", "sock", "sock:sock_recv_length"),
-                                               ("ioattr_wire_sys", "syscall", "syscalls:sys_exit_recvfrom")))
+                                               ("ioattr_wire_sys", "syscall", "syscalls:sys_exit_recvfrom")),
+                         # the server's answers to COM_STMT_PREPARE (bpf/mysql_wire.bpf.h): a
+                         # kernel with sock_recv_length has sock_send_length (both came in 6.3)
+                         {"ioattr_wire_recv": ("ioattr_wire_send",),
+                          "ioattr_wire_sys": ("ioattr_wire_send_sys",)})
 
 
 # The block set's dirty-page program (bpf/block.bpf.c note_dirtier: writeback is charged to
@@ -338,6 +344,9 @@ class ProbeSession:
                 for name, _, _ in spec.choice.programs:
                     if name in progs:
                         progs[name].set_autoload(name == chosen)
+                    for other in spec.choice.companions.get(name, ()):
+                        if other in progs:
+                            progs[other].set_autoload(name == chosen)
                 if spec.choice is DIRTY_CHOICE:
                     self.dirtiers = chosen is not None
                     if not self.dirtiers:

@@ -146,6 +146,8 @@ class StageProbes:
         self.wire_attached = False
         self.wire_why = ""  # why the wire reader cannot be used, when it cannot
         self.wire_hook = ""  # where it is attached (category:event), once it is
+        # why prepared statements' executions can't be given their digests ("" when they can)
+        self.prepared_why = ""
         self._dispatch_at: dict[int, tuple[str, int]] = {}  # pid -> (binary, offset) for a later fallback
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
@@ -192,16 +194,26 @@ class StageProbes:
         if self.wire_attached or self.wire_why:
             return self.wire_why
         prog = self._wire_program()
-        kind, _, where = prog.section.partition("/")
-        hook = where.replace("/", ":") if kind == "tracepoint" else f"{kind}:{where}"
-        try:
-            if kind == "tracepoint":
-                self.session._attach_tracepoint(self.loaded, prog, *where.split("/", 1))
-            else:
-                self.loaded.obj.links.append(prog.attach())
-        except (libbpf.LibbpfError, OSError) as e:
-            self.wire_why = f"cannot attach {prog.name} to {hook}: {e}"
-            return self.wire_why
+        # its companion: the send side, which reads the statement ids of prepared statements
+        names = WIRE_CHOICE.companions.get(prog.name, ())
+        send = [p for p in self.loaded.obj.programs() if p.name in names and p.autoload]
+        hook = ""
+        for i, p in enumerate([prog] + send):
+            kind, _, where = p.section.partition("/")
+            at = where.replace("/", ":") if kind == "tracepoint" else f"{kind}:{where}"
+            hook = hook or at
+            try:
+                if kind == "tracepoint":
+                    self.session._attach_tracepoint(self.loaded, p, *where.split("/", 1))
+                else:
+                    self.loaded.obj.links.append(p.attach())
+            except (libbpf.LibbpfError, OSError) as e:
+                if i == 0:
+                    self.wire_why = f"cannot attach {p.name} to {at}: {e}"
+                    return self.wire_why
+                self.prepared_why = f"cannot attach {p.name} to {at}: {e}"
+        if not send:
+            self.prepared_why = f"no {' or '.join(names) or 'send program'} in stage.bpf.o"
         self.wire_attached = True
         self.wire_hook = hook
         return ""

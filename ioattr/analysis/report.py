@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ioattr.analysis.page_split import JOIN_KEY, split_key
 from ioattr.analysis.rec_state import recording_state
 from ioattr.errors import UsageError
-from ioattr.format.reader import Recording
+from ioattr.format.reader import DUCKDB_ERRORS, Recording
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for, stage_mode
 from ioattr.model.hist import latency_us
@@ -50,6 +50,8 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         rows = rows[: req.top]
     if "file" in dims:
         _file_objects(rec, rows)
+    if "query" in dims:
+        _executions(rec, dims, req, rows)
     out = {
         "recording": str(rec.path),
         "phases": rec.phases(),
@@ -87,6 +89,34 @@ def build_report(rec: Recording, req: ReportRequest) -> dict:
         # the insert benchmark's per-phase terms, next to the attributed rows
         out["summary"] = all_phase_summaries(rec)
     return out
+
+
+# dimensions the statements table has too: executions are counted in a row's scope of them
+EXECUTION_SCOPE = ("query", "phase", "process")
+
+
+def _executions(rec: Recording, dims: list[str], req: ReportRequest, rows: list[dict]) -> None:
+    """--by query: every row gets its statement's executions in the row's scope (the phase
+    asked for; its phase and process when grouped by them) -- a prepared statement's executions,
+    a text statement's runs -- and its IO per execution (count and bytes), as
+    pg_stat_statements gives calls beside blocks read. Null where the row has no statement or
+    the statement was never counted (ioattr's own, a PostgreSQL Parse's IO)."""
+    keys = [d for d in EXECUTION_SCOPE if d in dims]
+    # the io table's expressions, over the statements table (same columns)
+    expr = {d: DIMENSIONS[d].io_sql.replace("{t}", "statements") for d in keys}  # type: ignore[union-attr]
+    where, params = _where(req, None)
+    where.append("statements.digest IS NOT NULL")
+    sql = (f"SELECT {', '.join(f'{expr[d]} AS {d}' for d in keys)}, coalesce(sum(count), 0)::BIGINT "
+           f"FROM statements WHERE {' AND '.join(where)} GROUP BY ALL")
+    try:
+        got = {tuple(r[:-1]): int(r[-1]) for r in rec.query(sql, params)}
+    except DUCKDB_ERRORS:  # a statements table without these columns (damaged, foreign): not known
+        got = {}
+    for r in rows:
+        n = got.get(tuple(r.get(d) for d in keys)) if r.get("query") is not None else None
+        r["executions"] = n or None
+        r["count_per_execution"] = round(r["count"] / n, 4) if n else None
+        r["bytes_per_execution"] = round(r["bytes"] / n, 1) if n else None
 
 
 def _catalog(rec: Recording) -> dict[str, dict]:

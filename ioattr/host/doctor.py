@@ -574,9 +574,12 @@ def _statement_source_check(s) -> tuple[bool, str]:
     where = ("the socket layer's raw tracepoint" if stage.wire_hook.startswith("tp_btf:")
              else "the syscall tracepoint (this kernel has no sock:sock_recv_length, or "
                   "IOATTR_WIRE_HOOK=syscall)")
+    prepared = ("prepared statements' executions get their statement's text (the server's answers "
+                "read at the send side)" if not stage.prepared_why else
+                f"prepared statements' executions are counted without their text: {stage.prepared_why}")
     return True, (f"the wire: {stage.wire_hook} ({where}) reads each command packet (no trap per "
                   "statement); a server whose clients use TLS or compression gets the dispatch_command "
-                  "uprobe too")
+                  f"uprobe too; {prepared}")
 
 
 def _syscall_hook_check(hook: str | None, why: str, ls) -> tuple[bool, str]:

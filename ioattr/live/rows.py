@@ -29,6 +29,11 @@ PAGE_ENGINE = engines.page_engine()  # the engine whose page kinds the BPF class
 NATIVE_PAGE_CLASSES = frozenset(c for e in engines.ENGINES for c in e.page_file_classes)
 
 STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
+# digests below 256 that are labels, not command numbers (bpf/ioattr.h IOA_DIGEST_*)
+DIGEST_LABELS = {abi.DIGEST_INTERNAL: storage.INTERNAL_QUERY_LABEL,
+                 abi.DIGEST_PREPARED_BEFORE: storage.PREPARED_BEFORE_LABEL,
+                 abi.DIGEST_PREPARED_LOST: storage.PREPARED_LOST_LABEL}
+PREPARED_DIGESTS = frozenset((abi.DIGEST_PREPARED_BEFORE, abi.DIGEST_PREPARED_LOST))
 STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
 # inside a statement whose stage was not traced (--stages statement, the default): the digest
 # is known, the stage is not, so it is null (never a guess)
@@ -87,8 +92,9 @@ class Naming:
         return STAGE_NAMES.get(value)
 
     def query(self, digest: int) -> str | None:
-        if digest == abi.DIGEST_INTERNAL:
-            return storage.INTERNAL_QUERY_LABEL
+        label = DIGEST_LABELS.get(digest)
+        if label is not None:
+            return label
         return self.queries.get(digest) if digest else None
 
 
@@ -234,8 +240,11 @@ class StatementRows(TableRows):
             dg = int(dg)
             # digest 0: index estimates of a statement with no digest (not COM_QUERY, e.g. a
             # prepared statement's execution, counted under its command): command unknown
-            cmd = None if dg == 0 else abi.COMMANDS.get(dg, f"command_{dg}") if dg < 256 else "query"
-            q = n.query(dg) if dg >= 256 else None
+            if dg in PREPARED_DIGESTS:  # an execution of a prepared statement whose text is not known
+                cmd, q = "stmt_execute", n.query(dg)
+            else:
+                cmd = None if dg == 0 else abi.COMMANDS.get(dg, f"command_{dg}") if dg < 256 else "query"
+                q = n.query(dg) if dg >= 256 else None
             commands.append(cmd)
             queries.append(q)
             kinds.append(statement_kind(cmd, q))

@@ -46,7 +46,7 @@ NOT_A_TARGET = "[not a target: dirtied by another process or before the recordin
 # pages_cut is a classifier limit, and prog_skipped the kernel's (no map of ours).
 DROP_MAPS = {"stats_full": "io_stats", "inflight_full": "inflight", "events_full": "events",
              "tracked_full": "tracked_inodes", "pages_full": "page_stats", "pages_cut": "",
-             PROG_SKIPPED: ""}
+             "prepared_lost": "prep_stmts", PROG_SKIPPED: ""}
 DROP_WHAT = {
     "stats_full": "io_stats full: IO of new file/thread/query keys not counted",
     "inflight_full": "in-flight table full: async IO not timed or not counted",
@@ -54,6 +54,8 @@ DROP_WHAT = {
     "tracked_full": "tracked_inodes full: writeback of some targets' files not counted at the block layer",
     "pages_full": "page_stats full: InnoDB pages of new index/page-type keys not classified",
     "pages_cut": "IO with more pages than one probe classifies: pages past the limit not classified",
+    "prepared_lost": "prepared statements' executions whose statement id prep_stmts no longer held: "
+                     "counted and their IO kept under [prepared statement, id not kept], not their text",
     PROG_SKIPPED: "probe runs the kernel skipped (one fired inside a BPF program already running on its "
                   "CPU; bpftool: recursion_misses): their IO or events not counted",
 }

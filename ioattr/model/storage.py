@@ -44,6 +44,12 @@ INTERNAL_DIGEST = 255
 #: the query label their rows carry (ioattr/live/rows.py), for consumers of report rows, which
 #: have the label and not the digest
 INTERNAL_QUERY_LABEL = "[ioattr's own statements]"
+#: the labels of a prepared statement's execution whose text is not known (bpf/ioattr.h
+#: IOA_DIGEST_PREPARED_BEFORE, IOA_DIGEST_PREPARED_LOST): prepared before the recording
+#: started, or prepared during it but its statement id evicted from the BPF map (counted as
+#: drop reason prepared_lost)
+PREPARED_BEFORE_LABEL = "[prepared before the recording]"
+PREPARED_LOST_LABEL = "[prepared statement, id not kept]"
 
 
 def is_storage(layer: str | None, file_class: str | None, digest: int | None = None) -> bool:

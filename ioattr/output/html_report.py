@@ -606,6 +606,10 @@ def render_explanation(r: dict[str, Any]) -> str:
 
 # -- the page ----------------------------------------------------------------------------
 
+def _opt(v: Any, fmt: Any) -> str:
+    return "-" if v is None else fmt(v)
+
+
 def render_requested(report: dict[str, Any], by: list[str], request: dict[str, Any]) -> str:
     """The breakdown `ioattr report --by ...` asked for, as in its table/JSON forms."""
     dims = [d for d in dict.fromkeys(x.strip() for x in by if x.strip()) if d not in ("layer", "op")]
@@ -613,14 +617,19 @@ def render_requested(report: dict[str, Any], by: list[str], request: dict[str, A
     rows_in = report.get("rows") or []
     shown = rows_in[:REQUESTED_MAX_ROWS]
     unit = "pages" if report.get("unit") == "pages" else "ops"
+    # --by query: the statement's executions in the row's scope and the row's IO per execution
+    execs = any("executions" in r for r in rows_in)
     rows = [[r.get(d) for d in dims] + [r.get("layer"), r.get("op"), f"{r['count']:,}", fmt_bytes(r["bytes"]),
                                         fmt_us((r.get("latency_us") or {}).get("p50")),
-                                        fmt_us((r.get("latency_us") or {}).get("p99"))] for r in shown]
+                                        fmt_us((r.get("latency_us") or {}).get("p99"))]
+            + ([_opt(r.get("executions"), lambda v: f"{v:,}"), _opt(r.get("count_per_execution"), fmt_num),
+                _opt(r.get("bytes_per_execution"), fmt_bytes)] if execs else []) for r in shown]
     cut = f", the first {len(shown):,} shown (use --top or --format csv for all)" if len(shown) < len(rows_in) else ""
     out = [f'<p>By <strong>{esc(", ".join(dims + ["layer", "op"]))}</strong>'
            f'{(" — " + esc(", ".join(filters))) if filters else ""}; {len(rows_in):,} rows{esc(cut)}.</p>']
-    out.append(table(dims + ["layer", "op", unit, "bytes", "p50", "p99"], rows,
-                     numeric=[False] * (len(dims) + 2) + [True] * 4,
+    extra = ["executions", f"{unit}/execution", "bytes/execution"] if execs else []
+    out.append(table(dims + ["layer", "op", unit, "bytes", "p50", "p99"] + extra, rows,
+                     numeric=[False] * (len(dims) + 2) + [True] * (4 + len(extra)),
                      wrap=[i for i, d in enumerate(dims) if d in WRAP_DIMS]))
     if report.get("dropped"):
         out.append(f'<p class="notrec">{report["dropped"]:,} events were dropped (a BPF map was full).</p>')

@@ -42,6 +42,14 @@ def _fmt(v: object) -> str:
     return escape(str(v))  # "[journal]" is data, not rich markup
 
 
+def _int(v: object) -> str:
+    return "-" if v is None else f"{int(v):,}"  # type: ignore[call-overload]
+
+
+def _bytes(v: object) -> str:
+    return "-" if v is None else human_bytes(v)  # type: ignore[arg-type]
+
+
 def _rate(v: object) -> str:
     return "-" if v is None else f"{float(v):,.1f}"  # type: ignore[arg-type]
 
@@ -117,12 +125,17 @@ def render_table(report: dict, by: list[str], width: int | None = None) -> str:
         table.add_column(d.replace("_", " ") if d in sst else d, overflow="fold")
     # with page dimensions rows carry InnoDB pages next to the IO operations (count)
     pages = any("pages" in r for r in report["rows"])
-    for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs"):
+    # --by query: the statement's executions in the row's scope, and the row's IO per execution
+    execs = any("executions" in r for r in report["rows"])
+    for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs") + (
+            ("executions", "ops/exec", "bytes/exec") if execs else ()):
         table.add_column(c, justify="right")
     for r in report["rows"]:
+        per = [_int(r.get("executions")), fmt_sig(r.get("count_per_execution")),
+               _bytes(r.get("bytes_per_execution"))] if execs else []
         table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"] + sst],
                       f"{r['count']:,}", *([_pages_cell(r.get("pages"))] if pages else []), human_bytes(r["bytes"]),
-                      _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]))
+                      _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]), *per)
     buf = io.StringIO()
     summary_table = _summary_table(report.get("summary"))
     if width is None:

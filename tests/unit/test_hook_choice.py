@@ -64,3 +64,10 @@ def test_objects_built_before_the_socket_hook(kernel: set[str]) -> None:
 
 def test_the_stage_set_carries_the_choice() -> None:
     assert next(p for p in probes.PROBE_SETS if p.name == "stage").choice is WIRE_CHOICE
+
+
+def test_the_send_side_goes_with_its_receive_side() -> None:
+    """The programs that read COM_STMT_PREPARE_OK (bpf/mysql_wire.bpf.h) are loaded with the
+    receive program of the same layer: a kernel with one socket tracepoint has the other."""
+    assert WIRE_CHOICE.companions == {"ioattr_wire_recv": ("ioattr_wire_send",),
+                                      "ioattr_wire_sys": ("ioattr_wire_send_sys",)}

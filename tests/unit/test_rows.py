@@ -128,3 +128,15 @@ def test_statement_kind_and_page_flags() -> None:
     assert page_flags_label(abi.PAGE_F_MISMATCH) == "mismatch"
     assert page_flags_label(abi.PAGE_F_MISMATCH | abi.PAGE_F_UNREADABLE) == "unreadable"
     assert page_flags_label(abi.PAGE_F_ENCRYPTED | abi.PAGE_F_UNREADABLE) == "encrypted"
+
+
+def test_prepared_statement_labels(naming: Naming) -> None:
+    """Executions of prepared statements whose text is not known (bpf/ioattr.h
+    IOA_DIGEST_PREPARED_*) are stmt_execute rows under their label, in statements and io rows."""
+    keys = [np.array([(PID, 1, 0, d)], dtype=abi.STMT_KEY_DTYPE).tobytes()
+            for d in (abi.DIGEST_PREPARED_BEFORE, abi.DIGEST_PREPARED_LOST)]
+    vals = [np.array([(n, 0)], dtype=abi.STMT_VAL_DTYPE).tobytes() for n in (5, 2)]
+    cols = StatementRows(naming).columns(deltas(keys, vals, abi.STMT_KEY_DTYPE, abi.STMT_VAL_DTYPE), 0.0, 1.0, "q")
+    assert cols["command"] == ["stmt_execute", "stmt_execute"] and cols["kind"] == ["stmt_execute"] * 2
+    assert cols["query"] == ["[prepared before the recording]", "[prepared statement, id not kept]"]
+    assert naming.query(abi.DIGEST_PREPARED_LOST) == "[prepared statement, id not kept]"
