@@ -273,6 +273,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "change": _r(change),
         "gross_change": _r(gross),
         "share_basis": em.basis_label(gross, unit),
+        "direction": "decrease" if (gross or change) < 0 else ("increase" if (gross or change) > 0 else "none"),
         "significant": noise is None,
         "no_significant_change": noise,
         "contributors": out_rows,
