@@ -145,10 +145,21 @@ def z_score(base: SideCounts, target: SideCounts) -> float | None:
 
 @dataclass
 class PhaseCounts:
-    """A phase as a candidate side: its operations (None: not counted) and its storage IO."""
+    """A phase as a candidate side: its operations (None: not counted), its storage IO, and its
+    kind of work (phase_kind: "query" or "load"; None: unknown)."""
     name: str
     denominator: float | None
     ios: float
+    kind: str | None = None
+
+
+def phase_kind(queries: float | None, inserts: float | None) -> str | None:
+    """"load" when the phase inserted more rows than it ran queries (a bulk load, an insert-only
+    phase), "query" otherwise; None when neither was counted. Only phases of one kind are
+    compared by default: a load phase's reads per query are not a query phase's."""
+    if queries is None and inserts is None:
+        return None
+    return "load" if (inserts or 0) > (queries or 0) else "query"
 
 
 def usable(p: PhaseCounts, min_ops: float) -> bool:
@@ -166,25 +177,36 @@ def why_not(p: PhaseCounts, per: str) -> str:
 
 def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = None,
                   target: str | None = None) -> tuple[str, str, str] | None:
-    """Two comparable phases (both with the operations the metric divides by), and why.
+    """Two comparable phases, and why: both with at least MIN_OPS of the operations the metric
+    divides by (a phase with fewer is never picked: its per-operation figure is not a rate), and
+    of the same kind of work (phase_kind: query phases with query phases, never a load phase
+    against a query phase).
 
-    The earliest such phase is the baseline and the latest the target; a phase named by the
-    user is kept and the other side chosen around it. Phases with at least MIN_OPS operations
-    are preferred; then any with some. None when fewer than two phases qualify. Storage IO is
-    not required: a phase whose queries read nothing is a baseline of 0 reads per query."""
-    for min_ops in (MIN_OPS, 1):
-        ok = [p for p in phases if usable(p, min_ops)]
-        names = [p.name for p in ok]
-        b = baseline if baseline is not None else next((n for n in names if n != target), None)
-        t = target if target is not None else next((n for n in reversed(names) if n != b), None)
-        if b is None or t is None or b == t:
-            continue
-        skipped = [why_not(p, per) for p in phases if p.name not in names]
-        enough = f"at least {MIN_OPS} {plural(per)}" if min_ops == MIN_OPS else f"some {plural(per)}"
-        why = (f"phases picked: baseline {b} and target {t}, the "
-               f"{'first' if baseline is None else 'given'} and "
-               f"{'last' if target is None else 'given'} phases with {enough}")
-        if skipped:
-            why += "; skipped " + ", ".join(skipped)
-        return b, t, why
-    return None
+    The target is the last such phase, the baseline the first one of the target's kind; a phase
+    named by the user is kept and the other side chosen among the phases of its kind.
+    None when no two phases qualify. Storage IO is not required: a phase whose queries read
+    nothing is a baseline of 0 reads per query."""
+    ok = [p for p in phases if usable(p, MIN_OPS)]
+    by_name = {p.name: p for p in phases}
+    anchor = by_name.get(target) if target is not None else by_name.get(baseline) if baseline is not None else \
+        (ok[-1] if ok else None)
+    kind = anchor.kind if anchor is not None else None
+    # phases of unknown kind (nothing counted) are compared with any; the others only within one kind
+    same = [p.name for p in ok if kind is None or p.kind == kind]
+    names = [p.name for p in ok]
+    b = baseline if baseline is not None else next((n for n in same if n != target), None)
+    t = target if target is not None else next((n for n in reversed(same) if n != b), None)
+    if b is None or t is None or b == t:
+        return None
+    skipped = [why_not(p, per) for p in phases if p.name not in names]
+    other_kind = [p.name for p in ok if p.name not in same]
+    what = f"{kind} phases" if kind else "phases"
+    why = (f"phases picked: baseline {b} and target {t}, the "
+           f"{'first' if baseline is None else 'given'} and "
+           f"{'last' if target is None else 'given'} {what} with at least {MIN_OPS} {plural(per)}")
+    if skipped:
+        why += f"; skipped (fewer than {MIN_OPS} {plural(per)}) " + ", ".join(skipped)
+    if other_kind and kind:
+        why += f"; not compared with {kind} phases: " + ", ".join(
+            f"{n} ({by_name[n].kind})" for n in other_kind)
+    return b, t, why

@@ -92,12 +92,23 @@ def test_choose_phases_around_a_named_one_and_fallbacks() -> None:
     phases = [P("a", 100, 10), P("b", 100, 10), P("c", 5, 10)]
     assert em.choose_phases(phases, "query", target="b")[:2] == ("a", "b")
     assert em.choose_phases(phases, "query", baseline="b")[:2] == ("b", "a")
-    # fewer than two with 30 ops: any with some ops
-    b, t, why = em.choose_phases([P("a", 10, 10), P("b", 0, 10), P("c", 5, 10)], "insert")
-    assert (b, t) == ("a", "c") and "some inserts" in why
+    # fewer than two with 30 ops: none is picked (a phase of 10 inserts is not a baseline)
+    assert em.choose_phases([P("a", 10, 10), P("b", 0, 10), P("c", 5, 10)], "insert") is None
     assert em.choose_phases([P("a", 10, 10), P("b", None, 10)], "query") is None
     # a phase whose queries read nothing is a baseline (0 reads per query), not skipped
     assert em.choose_phases([P("a", 100, 0), P("b", 100, 50)], "query")[:2] == ("a", "b")
+
+
+def test_choose_phases_compares_one_kind_of_work() -> None:
+    """A load phase (more rows inserted than queries) is never the default baseline of a query
+    phase: the insert benchmark's l.i0 (1 query) and l.i1 (a big load with 40 SELECTs)."""
+    phases = [P("l.i0", 1, 500, "load"), P("l.i1", 40, 900, "load"), P("q100", 3000, 16, "query"),
+              P("q1000", 3100, 900, "query")]
+    b, t, why = em.choose_phases(phases, "query")
+    assert (b, t) == ("q100", "q1000")
+    assert "query phases" in why and "l.i0: 1 query" in why and "l.i1 (load)" in why
+    assert em.phase_kind(40, 100000) == "load" and em.phase_kind(3000, 100) == "query"
+    assert em.phase_kind(None, None) is None
 
 
 class _Rec:
