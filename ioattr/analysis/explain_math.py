@@ -31,6 +31,7 @@ MIN_IOS = 100
 MIN_RELATIVE = 0.05
 MIN_SECONDS = 1.0
 Z_MIN = 3.0
+LOAD_ROWS_PER_QUERY = 10
 
 
 def plural(per: str, n: float | None = None) -> str:
@@ -154,12 +155,13 @@ class PhaseCounts:
 
 
 def phase_kind(queries: float | None, inserts: float | None) -> str | None:
-    """"load" when the phase inserted more rows than it ran queries (a bulk load, an insert-only
-    phase), "query" otherwise; None when neither was counted. Only phases of one kind are
+    """"load" when the phase inserted at least LOAD_ROWS_PER_QUERY rows per query it ran (a bulk
+    load, an insert-only phase), "query" otherwise (the insert benchmark's q phases insert about
+    as many rows as they run queries); None when neither was counted. Only phases of one kind are
     compared by default: a load phase's reads per query are not a query phase's."""
     if queries is None and inserts is None:
         return None
-    return "load" if (inserts or 0) > (queries or 0) else "query"
+    return "load" if (inserts or 0) >= LOAD_ROWS_PER_QUERY * max(queries or 0, 1) else "query"
 
 
 def usable(p: PhaseCounts, min_ops: float) -> bool:
@@ -178,7 +180,8 @@ def why_not(p: PhaseCounts, per: str) -> str:
 def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = None,
                   target: str | None = None) -> tuple[str, str, str] | None:
     """Two comparable phases, and why: both with at least MIN_OPS of the operations the metric
-    divides by (a phase with fewer is never picked: its per-operation figure is not a rate), and
+    divides by (a phase with fewer is never the baseline: its per-operation figure is not a
+    rate; it is the target only when no other qualifies, and the change is then noise), and
     of the same kind of work (phase_kind: query phases with query phases, never a load phase
     against a query phase).
 
@@ -196,6 +199,14 @@ def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = No
     names = [p.name for p in ok]
     b = baseline if baseline is not None else next((n for n in same if n != target), None)
     t = target if target is not None else next((n for n in reversed(same) if n != b), None)
+    if t is None and b is not None:
+        # the target may have fewer (the change is then called noise, with the count); the
+        # baseline never does
+        after = [p for p in phases[[p.name for p in phases].index(b) + 1:]] if b in by_name else []
+        t = next((p.name for p in reversed(after) if usable(p, 1) and (kind is None or p.kind in (kind, None))),
+                 None)
+        if t is not None:
+            names.append(t)
     if b is None or t is None or b == t:
         return None
     skipped = [why_not(p, per) for p in phases if p.name not in names]

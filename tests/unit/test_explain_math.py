@@ -108,6 +108,11 @@ def test_choose_phases_compares_one_kind_of_work() -> None:
     assert (b, t) == ("q100", "q1000")
     assert "query phases" in why and "l.i0: 1 query" in why and "l.i1 (load)" in why
     assert em.phase_kind(40, 100000) == "load" and em.phase_kind(3000, 100) == "query"
+    assert em.phase_kind(3188, 3000) == "query"  # a q1000 phase on a large table: ~1 row per query
+    # the target may have fewer than 30 when nothing else qualifies (then noise); never the baseline
+    assert em.choose_phases([P("main", 300, 10, "query"), P("scan", 2, 900, "query")], "query")[:2] == \
+        ("main", "scan")
+    assert em.choose_phases([P("main", 2, 10, "query"), P("scan", 300, 900, "query")], "query") is None
     assert em.phase_kind(None, None) is None
 
 
