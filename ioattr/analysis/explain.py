@@ -257,7 +257,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
                          "share_of_change": _r(em.share(pt - pb, gross) or 0.0)})
 
     counts = [em.SideCounts(s.phase, s.ops, s.stats.reads if m.op == "read" else s.stats.writes,
-                            s.stats.seconds) for s in (base, targ)]
+                            s.stats.seconds, _intervals(s.rec, s.phase, m)) for s in (base, targ)]
     noise = em.noise_reason(counts[0], counts[1], vb, vt, metric=name, per=m.per, per_second=unit == "second")
     settings = {"baseline": server_settings(rec), "target": server_settings(other)}
     ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change,
@@ -299,6 +299,23 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "notes": notes,
         "warnings": warnings,
     }
+
+
+def _intervals(rec: Recording, phase: str, m: Metric) -> tuple[tuple[float, float], ...]:
+    """The phase's per-interval (engine reads, queries) from the counter snapshots the recorder
+    takes every interval (storage.ENGINE_READS and storage.QUERIES of the connected server), for
+    reads per query: the phase's own variation (explain_math.noise_reason); () for the other
+    metrics and without those counters."""
+    if m.op != "read" or m.per != "query" or not rec.has_table("counters"):
+        return ()
+    (src_n, num), (src_d, den) = (storage.ENGINE_READS.split(":", 1), storage.QUERIES.split(":", 1))
+    rows = rec.query("SELECT ts, name, max(value) FROM counters WHERE phase = ? AND ((source = ? AND name = ?) "
+                     "OR (source = ? AND name = ?)) GROUP BY ts, name ORDER BY ts", [phase, src_n, num, src_d, den])
+    snaps: dict[float, dict[str, float]] = {}
+    for ts, name, v in rows:
+        snaps.setdefault(float(ts), {})[name] = float(v)
+    pts = [(v[num], v[den]) for _, v in sorted(snaps.items()) if num in v and den in v]
+    return tuple((n1 - n0, d1 - d0) for (n0, d0), (n1, d1) in zip(pts, pts[1:]) if n1 >= n0 and d1 >= d0)
 
 
 def _ops_out(s: Side) -> float | None:

@@ -18,6 +18,12 @@ Noise. A change is "no significant change" (and no cause is supported by it) whe
   - the relative change is below MIN_RELATIVE of the larger value;
   - the change is within Z_MIN standard deviations of counting noise (IO counts are taken as
     Poisson: var(n/d) = n/d^2);
+  - for reads per query, the change is within Z_MIN standard errors of the phases' own
+    variation: the engine's per-interval storage reads per query (SideCounts.intervals, from the counter
+    snapshots the recorder takes every interval), the standard error of each phase's ratio
+    estimated from its intervals' spread (interval_se). InnoDB's miss rate moves with the
+    throughput (innodb_old_blocks_time is in milliseconds), so two halves of one steady run
+    differ by more than counting noise; their intervals show by how much.
   - for a per-second metric, a phase is shorter than MIN_SECONDS (a per-operation metric
     takes its significance from the counts, not from the duration).
 """
@@ -105,6 +111,7 @@ class SideCounts:
     denominator: float | None    # queries / inserts (None: not counted; 0: none happened)
     ios: float                   # storage IO operations in the metric's direction (reads or writes)
     seconds: float
+    intervals: tuple[tuple[float, float], ...] = ()   # per interval: (engine IOs, operations)
 
 
 def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, metric: str,
@@ -129,7 +136,28 @@ def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, 
     z = z_score(base, target)
     if z is not None and z < Z_MIN:
         return f"{head}; within counting noise ({z:.1f} standard deviations, fewer than {Z_MIN:g})"
+    if not per_second:
+        se = [interval_se(s.intervals) for s in (base, target)]
+        if se[0] is not None and se[1] is not None and (se[0] or se[1]):
+            zi = abs(vt - vb) / math.sqrt(se[0] ** 2 + se[1] ** 2)
+            if zi < Z_MIN:
+                return (f"{head}; within the phases' own variation ({zi:.1f} standard errors of their "
+                        f"intervals, fewer than {Z_MIN:g}: +-{se[0]:.3g} and +-{se[1]:.3g} per {per})")
     return None
+
+
+def interval_se(intervals: tuple[tuple[float, float], ...]) -> float | None:
+    """The standard error of a phase's ratio sum(n)/sum(d) from its intervals' spread (the
+    ratio estimator's: sum(d_i^2 (r_i - r)^2) / sum(d)^2 * k/(k-1)); None with fewer than two
+    intervals with operations."""
+    rows = [(n, d) for n, d in intervals if d > 0]
+    if len(rows) < 2:
+        return None
+    total = sum(d for _, d in rows)
+    r = sum(n for n, _ in rows) / total
+    k = len(rows)
+    var = sum((n - r * d) ** 2 for n, d in rows) / total ** 2 * k / (k - 1)
+    return math.sqrt(var)
 
 
 def z_score(base: SideCounts, target: SideCounts) -> float | None:
