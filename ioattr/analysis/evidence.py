@@ -57,6 +57,16 @@ class Evidence:
         """A server setting as recorded (None when not recorded)."""
         return (self.settings_target if side == "target" else self.settings_base).get(name)
 
+    def mirrored(self) -> "Evidence":
+        """The same comparison read the other way: target as baseline, baseline as target.
+
+        A decrease from A to B is the increase from B to A, so every finding, written for an
+        increase, tests the mirror of its mechanism on this (ioattr.analysis.direction)."""
+        return Evidence(metric=self.metric, base=self.target, target=self.base,
+                        base_contrib=self.target_contrib, target_contrib=self.base_contrib,
+                        change=-self.change, gross=-self.gross, settings_base=self.settings_target,
+                        settings_target=self.settings_base)
+
     @property
     def connected(self) -> bool:
         """Whether the recorder was connected to the target's server (it recorded its settings)."""
@@ -101,11 +111,25 @@ class Evidence:
         return self.metric.op == "read"
 
 
-def finding(id_: str, title: str, verdict: str, summary: str, **numbers: Any) -> dict[str, Any]:
-    """One finding as explain prints it: its numbers (floats rounded) and a one-line summary."""
+def finding(id_: str, title: str, verdict: str, summary: str, *, moves: str | None = None,
+            mirror: str | None = None, **numbers: Any) -> dict[str, Any]:
+    """One finding as explain prints it: its numbers (floats rounded) and a one-line summary.
+
+    moves: the IO its mechanism makes ("read" or "write"; None: the metric's own), so that a
+    write mechanism is never the cause of a change in reads unless its share ties it
+    (ioattr.analysis.direction). mirror: its title for a decrease (the mechanism undone, e.g.
+    "the working set now fits"); without one, "Less of: TITLE".
+    Evidence keys the verdict reads: holds_in_both (the condition is present on both sides, so
+    a refuted finding says "holds in both; not the cause"), setting_changed (the setting that
+    governs the mechanism differs between the sides: a supported finding then ranks first)."""
     ev = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in numbers.items()}
     ev["summary"] = summary
-    return {"id": id_, "title": title, "verdict": verdict, "evidence": ev}
+    out: dict[str, Any] = {"id": id_, "title": title, "verdict": verdict, "evidence": ev}
+    if moves is not None:
+        out["moves"] = moves
+    if mirror is not None:
+        out["mirror_title"] = mirror
+    return out
 
 
 def by_share(share: float | None, *, evidence_present: bool = True) -> str:

@@ -106,7 +106,8 @@ def _phase_counts(rec: Recording, metric: Metric) -> list[em.PhaseCounts]:
     out = []
     for name in rec.phase_names():
         st = phase_stats(rec, name)
-        out.append(em.PhaseCounts(name, _ops(st, metric), st.reads if metric.op == "read" else st.writes))
+        out.append(em.PhaseCounts(name, _ops(st, metric), st.reads if metric.op == "read" else st.writes,
+                                  em.phase_kind(st.queries, st.inserts)))
     return out
 
 
@@ -125,16 +126,26 @@ def _pick_one(rec: Recording, metric: Metric, baseline: str | None, target: str 
         # no operation counts at all (no server connection): first and last phase, per second
         return pick_phase(rec, baseline, 0), pick_phase(rec, target, -1), None
     have = "; ".join(em.why_not(p, metric.per) for p in counts)
-    raise UsageError(f"{rec.path}: no two phases with {em.plural(metric.per)} to compare for {metric.name} ({have}); "
+    raise UsageError(f"{rec.path}: no two comparable phases (of one kind of work, each with at least {em.MIN_OPS} "
+                     f"{em.plural(metric.per)}) to compare for {metric.name} ({have}); "
                      f"name them with --baseline/--target, or choose another --metric")
 
 
-def _last_comparable(rec: Recording, metric: Metric, prefer: str | None = None) -> str:
+def _last_comparable(rec: Recording, metric: Metric, prefer: str | None = None,
+                     kind: str | None = None) -> tuple[str, str | None]:
+    """A recording's phase to compare run against run, and its kind of work (em.phase_kind):
+    `prefer` when it has at least MIN_OPS operations and is of `kind`, else the last such phase
+    of `kind`, else the last with MIN_OPS, else the last phase (then said to be noise)."""
     counts = _phase_counts(rec, metric)
-    names = [p.name for p in counts if em.usable(p, em.MIN_OPS)] or [p.name for p in counts if em.usable(p, 1)]
-    if prefer is not None and prefer in names:
-        return prefer
-    return names[-1] if names else rec.phase_names()[-1]
+    ok = [p for p in counts if em.usable(p, em.MIN_OPS)]
+    same = [p for p in ok if kind is None or p.kind == kind] or ok
+    for p in same:
+        if p.name == prefer:
+            return p.name, p.kind
+    if same:
+        return same[-1].name, same[-1].kind
+    last = rec.phase_names()[-1]
+    return last, next((p.kind for p in counts if p.name == last), None)
 
 
 def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str]]:
@@ -189,15 +200,20 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         if why:
             notes.append(why)
     else:
-        b_name = pick_phase(rec, baseline, -1) if baseline is not None else _last_comparable(rec, m)
+        if baseline is not None:
+            b_name = pick_phase(rec, baseline, -1)
+            kind = next((p.kind for p in _phase_counts(rec, m) if p.name == b_name), None)
+        else:
+            b_name, kind = _last_comparable(rec, m)
         if target is not None:
             t_name = pick_phase(other, target, -1)
         else:
-            t_name = _last_comparable(other, m, prefer=b_name)
+            t_name, _ = _last_comparable(other, m, prefer=b_name, kind=kind)
         if baseline is None or target is None:
+            enough = f"at least {em.MIN_OPS} {em.plural(m.per)}"
             notes.append(f"phases picked: baseline {b_name} of {rec.path}, target {t_name} of {other.path} "
-                         f"(the same name when both have it with {em.plural(m.per)}, else each one's last phase with "
-                         f"{em.plural(m.per)})")
+                         f"(the same name when both have it with {enough}, else each one's last "
+                         + (f"{kind} " if kind else "") + f"phase with {enough})")
     base = _side(rec, b_name, m)
     targ = _side(other, t_name, m)
     unit = m.per
@@ -241,7 +257,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
                          "share_of_change": _r(em.share(pt - pb, gross) or 0.0)})
 
     counts = [em.SideCounts(s.phase, s.ops, s.stats.reads if m.op == "read" else s.stats.writes,
-                            s.stats.seconds) for s in (base, targ)]
+                            s.stats.seconds, _intervals(s.rec, s.phase, m)) for s in (base, targ)]
     noise = em.noise_reason(counts[0], counts[1], vb, vt, metric=name, per=m.per, per_second=unit == "second")
     settings = {"baseline": server_settings(rec), "target": server_settings(other)}
     ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change,
@@ -273,6 +289,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "change": _r(change),
         "gross_change": _r(gross),
         "share_basis": em.basis_label(gross, unit),
+        "direction": "decrease" if (gross or change) < 0 else ("increase" if (gross or change) > 0 else "none"),
         "significant": noise is None,
         "no_significant_change": noise,
         "contributors": out_rows,
@@ -282,6 +299,23 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "notes": notes,
         "warnings": warnings,
     }
+
+
+def _intervals(rec: Recording, phase: str, m: Metric) -> tuple[tuple[float, float], ...]:
+    """The phase's per-interval (engine reads, queries) from the counter snapshots the recorder
+    takes every interval (storage.ENGINE_READS and storage.QUERIES of the connected server), for
+    reads per query: the phase's own variation (explain_math.noise_reason); () for the other
+    metrics and without those counters."""
+    if m.op != "read" or m.per != "query" or not rec.has_table("counters"):
+        return ()
+    (src_n, num), (src_d, den) = (storage.ENGINE_READS.split(":", 1), storage.QUERIES.split(":", 1))
+    rows = rec.query("SELECT ts, name, max(value) FROM counters WHERE phase = ? AND ((source = ? AND name = ?) "
+                     "OR (source = ? AND name = ?)) GROUP BY ts, name ORDER BY ts", [phase, src_n, num, src_d, den])
+    snaps: dict[float, dict[str, float]] = {}
+    for ts, name, v in rows:
+        snaps.setdefault(float(ts), {})[name] = float(v)
+    pts = [(v[num], v[den]) for _, v in sorted(snaps.items()) if num in v and den in v]
+    return tuple((n1 - n0, d1 - d0) for (n0, d0), (n1, d1) in zip(pts, pts[1:]) if n1 >= n0 and d1 >= d0)
 
 
 def _ops_out(s: Side) -> float | None:

@@ -18,6 +18,12 @@ Noise. A change is "no significant change" (and no cause is supported by it) whe
   - the relative change is below MIN_RELATIVE of the larger value;
   - the change is within Z_MIN standard deviations of counting noise (IO counts are taken as
     Poisson: var(n/d) = n/d^2);
+  - for reads per query, the change is within Z_MIN standard errors of the phases' own
+    variation: the engine's per-interval storage reads per query (SideCounts.intervals, from the counter
+    snapshots the recorder takes every interval), the standard error of each phase's ratio
+    estimated from its intervals' spread (interval_se). InnoDB's miss rate moves with the
+    throughput (innodb_old_blocks_time is in milliseconds), so two halves of one steady run
+    differ by more than counting noise; their intervals show by how much.
   - for a per-second metric, a phase is shorter than MIN_SECONDS (a per-operation metric
     takes its significance from the counts, not from the duration).
 """
@@ -31,6 +37,7 @@ MIN_IOS = 100
 MIN_RELATIVE = 0.05
 MIN_SECONDS = 1.0
 Z_MIN = 3.0
+LOAD_ROWS_PER_QUERY = 10
 
 
 def plural(per: str, n: float | None = None) -> str:
@@ -104,6 +111,7 @@ class SideCounts:
     denominator: float | None    # queries / inserts (None: not counted; 0: none happened)
     ios: float                   # storage IO operations in the metric's direction (reads or writes)
     seconds: float
+    intervals: tuple[tuple[float, float], ...] = ()   # per interval: (engine IOs, operations)
 
 
 def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, metric: str,
@@ -128,7 +136,28 @@ def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, 
     z = z_score(base, target)
     if z is not None and z < Z_MIN:
         return f"{head}; within counting noise ({z:.1f} standard deviations, fewer than {Z_MIN:g})"
+    if not per_second:
+        se = [interval_se(s.intervals) for s in (base, target)]
+        if se[0] is not None and se[1] is not None and (se[0] or se[1]):
+            zi = abs(vt - vb) / math.sqrt(se[0] ** 2 + se[1] ** 2)
+            if zi < Z_MIN:
+                return (f"{head}; within the phases' own variation ({zi:.1f} standard errors of their "
+                        f"intervals, fewer than {Z_MIN:g}: +-{se[0]:.3g} and +-{se[1]:.3g} per {per})")
     return None
+
+
+def interval_se(intervals: tuple[tuple[float, float], ...]) -> float | None:
+    """The standard error of a phase's ratio sum(n)/sum(d) from its intervals' spread (the
+    ratio estimator's: sum(d_i^2 (r_i - r)^2) / sum(d)^2 * k/(k-1)); None with fewer than two
+    intervals with operations."""
+    rows = [(n, d) for n, d in intervals if d > 0]
+    if len(rows) < 2:
+        return None
+    total = sum(d for _, d in rows)
+    r = sum(n for n, _ in rows) / total
+    k = len(rows)
+    var = sum((n - r * d) ** 2 for n, d in rows) / total ** 2 * k / (k - 1)
+    return math.sqrt(var)
 
 
 def z_score(base: SideCounts, target: SideCounts) -> float | None:
@@ -145,10 +174,22 @@ def z_score(base: SideCounts, target: SideCounts) -> float | None:
 
 @dataclass
 class PhaseCounts:
-    """A phase as a candidate side: its operations (None: not counted) and its storage IO."""
+    """A phase as a candidate side: its operations (None: not counted), its storage IO, and its
+    kind of work (phase_kind: "query" or "load"; None: unknown)."""
     name: str
     denominator: float | None
     ios: float
+    kind: str | None = None
+
+
+def phase_kind(queries: float | None, inserts: float | None) -> str | None:
+    """"load" when the phase inserted at least LOAD_ROWS_PER_QUERY rows per query it ran (a bulk
+    load, an insert-only phase), "query" otherwise (the insert benchmark's q phases insert about
+    as many rows as they run queries); None when neither was counted. Only phases of one kind are
+    compared by default: a load phase's reads per query are not a query phase's."""
+    if queries is None and inserts is None:
+        return None
+    return "load" if (inserts or 0) >= LOAD_ROWS_PER_QUERY * max(queries or 0, 1) else "query"
 
 
 def usable(p: PhaseCounts, min_ops: float) -> bool:
@@ -166,25 +207,45 @@ def why_not(p: PhaseCounts, per: str) -> str:
 
 def choose_phases(phases: list[PhaseCounts], per: str, baseline: str | None = None,
                   target: str | None = None) -> tuple[str, str, str] | None:
-    """Two comparable phases (both with the operations the metric divides by), and why.
+    """Two comparable phases, and why: both with at least MIN_OPS of the operations the metric
+    divides by (a phase with fewer is never the baseline: its per-operation figure is not a
+    rate; it is the target only when no other qualifies, and the change is then noise), and
+    of the same kind of work (phase_kind: query phases with query phases, never a load phase
+    against a query phase).
 
-    The earliest such phase is the baseline and the latest the target; a phase named by the
-    user is kept and the other side chosen around it. Phases with at least MIN_OPS operations
-    are preferred; then any with some. None when fewer than two phases qualify. Storage IO is
-    not required: a phase whose queries read nothing is a baseline of 0 reads per query."""
-    for min_ops in (MIN_OPS, 1):
-        ok = [p for p in phases if usable(p, min_ops)]
-        names = [p.name for p in ok]
-        b = baseline if baseline is not None else next((n for n in names if n != target), None)
-        t = target if target is not None else next((n for n in reversed(names) if n != b), None)
-        if b is None or t is None or b == t:
-            continue
-        skipped = [why_not(p, per) for p in phases if p.name not in names]
-        enough = f"at least {MIN_OPS} {plural(per)}" if min_ops == MIN_OPS else f"some {plural(per)}"
-        why = (f"phases picked: baseline {b} and target {t}, the "
-               f"{'first' if baseline is None else 'given'} and "
-               f"{'last' if target is None else 'given'} phases with {enough}")
-        if skipped:
-            why += "; skipped " + ", ".join(skipped)
-        return b, t, why
-    return None
+    The target is the last such phase, the baseline the first one of the target's kind; a phase
+    named by the user is kept and the other side chosen among the phases of its kind.
+    None when no two phases qualify. Storage IO is not required: a phase whose queries read
+    nothing is a baseline of 0 reads per query."""
+    ok = [p for p in phases if usable(p, MIN_OPS)]
+    by_name = {p.name: p for p in phases}
+    anchor = by_name.get(target) if target is not None else by_name.get(baseline) if baseline is not None else \
+        (ok[-1] if ok else None)
+    kind = anchor.kind if anchor is not None else None
+    # phases of unknown kind (nothing counted) are compared with any; the others only within one kind
+    same = [p.name for p in ok if kind is None or p.kind == kind]
+    names = [p.name for p in ok]
+    b = baseline if baseline is not None else next((n for n in same if n != target), None)
+    t = target if target is not None else next((n for n in reversed(same) if n != b), None)
+    if t is None and b is not None:
+        # the target may have fewer (the change is then called noise, with the count); the
+        # baseline never does
+        after = [p for p in phases[[p.name for p in phases].index(b) + 1:]] if b in by_name else []
+        t = next((p.name for p in reversed(after) if usable(p, 1) and (kind is None or p.kind in (kind, None))),
+                 None)
+        if t is not None:
+            names.append(t)
+    if b is None or t is None or b == t:
+        return None
+    skipped = [why_not(p, per) for p in phases if p.name not in names]
+    other_kind = [p.name for p in ok if p.name not in same]
+    what = f"{kind} phases" if kind else "phases"
+    why = (f"phases picked: baseline {b} and target {t}, the "
+           f"{'first' if baseline is None else 'given'} and "
+           f"{'last' if target is None else 'given'} {what} with at least {MIN_OPS} {plural(per)}")
+    if skipped:
+        why += f"; skipped (fewer than {MIN_OPS} {plural(per)}) " + ", ".join(skipped)
+    if other_kind and kind:
+        why += f"; not compared with {kind} phases: " + ", ".join(
+            f"{n} ({by_name[n].kind})" for n in other_kind)
+    return b, t, why

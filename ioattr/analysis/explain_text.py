@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ioattr.analysis.direction import HOLDS_IN_BOTH, words
 from ioattr.analysis.explain_math import plural
 from ioattr.engines import registry
 from ioattr.engines.base import AdviceField
@@ -75,6 +76,9 @@ def advice(f: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[st
         return {"mechanism": None, "next_step": None}
     fields = _fields(f, settings or {})
     mechanism, step = entry
+    if f.get("mirrored"):
+        # a decrease: the mechanism undone explains it, and there is nothing to fix
+        return {"mechanism": "the reverse of: " + mechanism.format_map(fields), "next_step": None}
     return {"mechanism": mechanism.format_map(fields), "next_step": step.format_map(fields)}
 
 
@@ -121,6 +125,9 @@ def render_text(r: dict[str, Any]) -> str:
     lines += _engine_lines(t)
     if r.get("no_significant_change"):
         lines.append(f"  {r['no_significant_change']}")
+    elif r.get("direction") == "decrease":
+        lines.append("  a decrease: each finding tests the reverse of its mechanism (its numbers read "
+                     "target -> baseline)")
     lines.append("")
     basis = r.get("share_basis") or "share of the change"
     lines.append(f"What changed, by contributor (per op, baseline -> target, {basis}):")
@@ -130,7 +137,8 @@ def render_text(r: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Findings (most explained first):")
     for f in r["findings"]:
-        lines.append(f"  [{VERDICT_MARK[f['verdict']]}] {f['title']}")
+        mark = HOLDS_IN_BOTH if words(f) == HOLDS_IN_BOTH else VERDICT_MARK[f["verdict"]]
+        lines.append(f"  [{mark}] {f['title']}")
         lines.append(f"      {f['evidence'].get('summary', '')}")
         if f["verdict"] == "supported":
             tip = f if "next_step" in f else {**f, **advice(f)}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ioattr.analysis import direction
+from ioattr.analysis.direction import explained_share
 from ioattr.analysis.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
                                       pct)
 from ioattr.engines import registry
@@ -92,6 +94,7 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
                      + (" (no limit: every equality range is dived)" if limit == 0 else
                         f" (IN lists of {limit}+ values use index statistics instead of dives)"))
     return finding("optimizer_reads", title, by_share(share), "; ".join(parts),
+              mirror="Fewer reads while queries are optimized (index dives)",
               share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
               stages=", ".join(stages), indexes=", ".join(n for n, _ in indexes) or None,
               estimates_baseline=b["estimates"], estimates_target=t["estimates"],
@@ -135,6 +138,7 @@ def write_statement_reads(e: Evidence) -> dict[str, Any]:
                      + (": every insert reads the secondary-index leaves it changes" if str(buffering).lower()
                         == "none" else ""))
     return finding("write_statement_reads", title, by_share(share), "; ".join(parts),
+              mirror="Fewer reads by inserts, updates and deletes maintaining indexes",
               share_of_change=share, secondary_index_share=sec_share, indexes=", ".join(indexes) or None,
               baseline_per_op=e.per_op("base", pred), target_per_op=e.per_op("target", pred),
               inserts_per_query_baseline=ipq_b, inserts_per_query_target=ipq_t,
@@ -162,7 +166,7 @@ def random_access(e: Evidence) -> dict[str, Any]:
         verdict = "inconclusive"
     return finding("random_access", title, verdict,
               f"pages read ahead asynchronously: {pct(fb)} -> {pct(ft)} of page reads",
-              async_fraction_baseline=fb, async_fraction_target=ft)
+              mirror="Random access became sequential (read-ahead regained)", async_fraction_baseline=fb, async_fraction_target=ft)
 
 
 def async_read_fraction(side: Any) -> float | None:
@@ -182,36 +186,36 @@ FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = tuple(
 )
 
 
-def explained_share(f: dict[str, Any]) -> float | None:
-    """The share of the change a finding accounts for, as its evidence says (None: not a share)."""
-    ev = f.get("evidence") or {}
-    for k in ("share_of_change", "primary_share"):
-        if isinstance(ev.get(k), (int, float)):
-            return float(ev[k])
-    return None
-
-
 def run_findings(e: Evidence, noise: str | None = None) -> list[dict[str, Any]]:
-    """Every finding, ranked: by verdict, then by the share of the change each explains.
+    """Every finding, judged for the change's direction (ioattr.analysis.direction: a decrease
+    is tested as the mirror of each mechanism) and ranked: by verdict, a supported finding whose
+    governing setting differs between the sides first, then by the share of the change.
 
     noise: why the change is within noise (explain_math.noise_reason); then no finding is
     supported or refuted by it: each is inconclusive with that reason (not_applicable stays)."""
+    decrease = (e.gross or e.change) < 0
+    judged = e.mirrored() if decrease else e
     out = []
     for f in FINDINGS:
         try:
-            out.append(f(e))
+            out.append(f(judged))
         except Exception as ex:  # a finding that can't be computed is inconclusive, never a crash
             out.append({"id": f.__name__, "title": f.__name__.replace("_", " "), "verdict": "inconclusive",
                         "evidence": {"summary": f"could not be computed: {type(ex).__name__}: {ex}"}})
+    for f in out:
+        direction.judge(f, e.metric.op, decrease)
     if noise:
         for f in out:
-            if f["verdict"] != "not_applicable":
+            # a condition present on both sides stays "holds in both; not the cause": true either way
+            if f["verdict"] != "not_applicable" and direction.words(f) != direction.HOLDS_IN_BOTH:
                 f["verdict"] = "inconclusive"
                 f["evidence"]["summary"] = f"{noise} ({f['evidence'].get('summary', '')})"
+                f["verdict_words"] = direction.words(f)
     order = {"supported": 0, "inconclusive": 1, "refuted": 2, "not_applicable": 3}
 
     def rank(x: dict[str, Any]) -> tuple:
         sh = explained_share(x)
-        return order[x["verdict"]], sh is None, -(sh or 0.0)
+        root = x["verdict"] == "supported" and bool(x["evidence"].get("setting_changed"))
+        return order[x["verdict"]], not root, sh is None, -(sh or 0.0)
 
     return sorted(out, key=rank)

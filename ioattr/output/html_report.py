@@ -33,6 +33,7 @@ from ioattr.output.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, R
                                     fmt_num, fmt_seconds, fmt_us, share_bar, table)
 from ioattr.analysis.phase_stats import PhaseStats, bulk_line, phase_stats, sizes_line
 from ioattr.analysis.report import ReportRequest, build_report
+from ioattr.analysis.direction import HOLDS_IN_BOTH, words
 from ioattr.engines import registry
 from ioattr.format.reader import Recording
 from ioattr.model import storage
@@ -582,6 +583,8 @@ def render_explanation(r: dict[str, Any]) -> str:
     for f in findings:
         verdict = f.get("verdict")
         label, cls = VERDICTS.get(verdict, (str(verdict).upper(), "v-na"))
+        if words(f) == HOLDS_IN_BOTH:  # the text output's words (ioattr/analysis/direction.py)
+            label = HOLDS_IN_BOTH.upper()
         ev = f.get("evidence") or {}
         nums = [(k, v) for k, v in ev.items() if k != "summary"]
         ev_html = ""

@@ -92,12 +92,28 @@ def test_choose_phases_around_a_named_one_and_fallbacks() -> None:
     phases = [P("a", 100, 10), P("b", 100, 10), P("c", 5, 10)]
     assert em.choose_phases(phases, "query", target="b")[:2] == ("a", "b")
     assert em.choose_phases(phases, "query", baseline="b")[:2] == ("b", "a")
-    # fewer than two with 30 ops: any with some ops
-    b, t, why = em.choose_phases([P("a", 10, 10), P("b", 0, 10), P("c", 5, 10)], "insert")
-    assert (b, t) == ("a", "c") and "some inserts" in why
+    # fewer than two with 30 ops: none is picked (a phase of 10 inserts is not a baseline)
+    assert em.choose_phases([P("a", 10, 10), P("b", 0, 10), P("c", 5, 10)], "insert") is None
     assert em.choose_phases([P("a", 10, 10), P("b", None, 10)], "query") is None
     # a phase whose queries read nothing is a baseline (0 reads per query), not skipped
     assert em.choose_phases([P("a", 100, 0), P("b", 100, 50)], "query")[:2] == ("a", "b")
+
+
+def test_choose_phases_compares_one_kind_of_work() -> None:
+    """A load phase (more rows inserted than queries) is never the default baseline of a query
+    phase: the insert benchmark's l.i0 (1 query) and l.i1 (a big load with 40 SELECTs)."""
+    phases = [P("l.i0", 1, 500, "load"), P("l.i1", 40, 900, "load"), P("q100", 3000, 16, "query"),
+              P("q1000", 3100, 900, "query")]
+    b, t, why = em.choose_phases(phases, "query")
+    assert (b, t) == ("q100", "q1000")
+    assert "query phases" in why and "l.i0: 1 query" in why and "l.i1 (load)" in why
+    assert em.phase_kind(40, 100000) == "load" and em.phase_kind(3000, 100) == "query"
+    assert em.phase_kind(3188, 3000) == "query"  # a q1000 phase on a large table: ~1 row per query
+    # the target may have fewer than 30 when nothing else qualifies (then noise); never the baseline
+    assert em.choose_phases([P("main", 300, 10, "query"), P("scan", 2, 900, "query")], "query")[:2] == \
+        ("main", "scan")
+    assert em.choose_phases([P("main", 2, 10, "query"), P("scan", 300, 900, "query")], "query") is None
+    assert em.phase_kind(None, None) is None
 
 
 class _Rec:
@@ -172,3 +188,21 @@ def test_z_score_is_poisson_counting_noise() -> None:
 def test_plural() -> None:
     assert [em.plural("query"), em.plural("query", 1), em.plural("insert"), em.plural("insert", 2)] == [
         "queries", "query", "inserts", "inserts"]
+
+
+def test_noise_takes_the_phases_own_interval_variation() -> None:
+    """Counting noise alone calls 0.039 -> 0.045 (4,000+ reads a side) a change; the second
+    phase's intervals (0.039 ... 0.075, as measured on one steady run) say it is within its own
+    variation. Steady intervals keep the same change significant."""
+    a = ((1880, 47331), (2223, 55468), (2238, 57699), (331, 9554))
+    b = ((519, 13244), (2138, 49574), (1060, 24114), (611, 8144))
+    va, vb = sum(n for n, _ in a) / sum(d for _, d in a), sum(n for n, _ in b) / sum(d for _, d in b)
+    base = em.SideCounts("a", sum(d for _, d in a), sum(n for n, _ in a), 3.2, a)
+    target = em.SideCounts("b", sum(d for _, d in b), sum(n for n, _ in b), 3.6, b)
+    why = em.noise_reason(base, target, va, vb, metric="m", per="query", per_second=False)
+    assert why is not None and "own variation" in why
+    steady = tuple((round(0.0455 * d), d) for _, d in b)
+    target = em.SideCounts("b", sum(d for _, d in steady), sum(n for n, _ in steady), 3.6, steady)
+    vs = sum(n for n, _ in steady) / sum(d for _, d in steady)
+    assert em.noise_reason(base, target, va, vs, metric="m", per="query", per_second=False) is None
+    assert em.interval_se(((5, 100),)) is None

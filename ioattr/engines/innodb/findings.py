@@ -32,6 +32,7 @@ def clustered_lookups(e: Evidence) -> dict[str, Any]:
               + ("" if e.has_stages else " (per statement; stage not traced: --stages statement)")
               + (f"; rows of {', '.join(sorted(p[:-len('.PRIMARY')] for p in through))} were fetched through "
                  "secondary indexes (performance_schema), so their PRIMARY reads count too" if through else ""),
+              mirror="Fewer clustered-index reads by secondary-index queries",
               share_of_change=share, baseline_per_op=e.per_op("base", pred),
               target_per_op=e.per_op("target", pred), top_query=top,
               reached_through_secondary=", ".join(sorted(through)) or None)
@@ -243,6 +244,11 @@ def working_set(e: Evidence) -> dict[str, Any]:
         verdict = "refuted"
     else:
         verdict = "inconclusive"
+    # pages miss on both sides: the working set is larger than the pool in both (not a change)
+    holds = min(rb, rt) >= 0.001
+    pool_base = e.setting("innodb_buffer_pool_size", "base")
+    changed = (f"innodb_buffer_pool_size {_mib_text(pool_base)} -> {_mib_text(pool)}"
+               if isinstance(pool, int) and isinstance(pool_base, int) and pool != pool_base else None)
     tables, data = _tables_read(e)
     parts = [f"miss rate (Innodb_buffer_pool_reads / read requests) {rb:.5f} -> {rt:.5f} ({how}) in {pool_text}"
              + (f", {evicted_per_op:.3g} pages evicted per {e.target.unit}" if evicted_per_op is not None else "")]
@@ -254,11 +260,18 @@ def working_set(e: Evidence) -> dict[str, Any]:
         parts.append("the condition that turns the mechanisms found (index dives, read before write, clustered "
                      f"lookups) into storage reads; beyond them, the statements' own execution misses are "
                      f"{pct(share)} of the gross change" + (f" ({', '.join(top)})" if top else ""))
+    if changed:
+        parts.insert(0, changed)
     return finding("working_set", title, verdict, "; ".join(parts),
-              share_of_change=share, indexes=", ".join(top) or None,
+              mirror="Working set now fits the buffer pool (miss rate fell)",
+              holds_in_both=holds, setting_changed=changed, share_of_change=share, indexes=", ".join(top) or None,
               miss_rate_baseline=rb, miss_rate_target=rt, ratio=ratio if ratio != float("inf") else None,
               evicted_per_op_target=evicted_per_op, tables_read=", ".join(tables) or None, data_bytes=data,
               pages_made_young=young, pages_made_not_young=not_young, innodb_buffer_pool_size=pool)
+
+
+def _mib_text(v: Any) -> str:
+    return f"{v / 2**20:.0f} MiB" if isinstance(v, (int, float)) else "unknown"
 
 
 def log_rereads(e: Evidence) -> dict[str, Any]:
@@ -330,28 +343,51 @@ def write_amplification(e: Evidence) -> dict[str, Any]:
     verdict = "supported" if (share or 0) >= SUPPORT_SHARE or frac >= 0.3 else by_share(share)
     return finding("write_amplification", title, verdict,
               f"doublewrite and binlog writes are {pct(frac)} of the target's writes and "
-              f"{pct(share)} of the gross change", share_of_change=share, fraction_of_target=frac,
+              f"{pct(share)} of the gross change", moves="write",
+              mirror="Less doublewrite and binlog write amplification", share_of_change=share, fraction_of_target=frac,
               innodb_doublewrite=e.setting("innodb_doublewrite"), log_bin=e.setting("log_bin"))
 
 
-def flush_storms(e: Evidence) -> dict[str, Any]:
-    title = "Checkpoint and flush storms"
-    age = e.target.stats.counters.get("innodb_status_max:checkpoint_age")
-    cap = e.target.stats.counters.get("status_last:Innodb_checkpoint_max_age")
+def _checkpoint_fraction(e: Evidence, side: str) -> tuple[float | None, float | None]:
+    """(the phase's highest checkpoint age, the redo capacity) of one side, as recorded."""
+    s = e.base if side == "base" else e.target
+    age = s.stats.counters.get("innodb_status_max:checkpoint_age")
+    cap = s.stats.counters.get("status_last:Innodb_checkpoint_max_age")
     if not cap:  # the redo capacity the server was started with
-        size = e.setting("innodb_redo_log_capacity") or e.setting("innodb_log_file_size")
-        files = e.setting("innodb_log_files_in_group") if not e.setting("innodb_redo_log_capacity") else 1
+        size = e.setting("innodb_redo_log_capacity", side) or e.setting("innodb_log_file_size", side)
+        files = e.setting("innodb_log_files_in_group", side) if not e.setting("innodb_redo_log_capacity", side) else 1
         cap = size * (files if isinstance(files, int) and files > 0 else 1) if isinstance(size, int) else None
+    return age, cap
+
+
+def flush_storms(e: Evidence) -> dict[str, Any]:
+    """A write mechanism: the checkpoint age nearing the redo capacity makes the page cleaner
+    flush in bursts. Supported only when it got there in the target and not in the baseline."""
+    title = "Checkpoint and flush storms"
+    mirror = "Checkpoint and flush storms eased"
+    age, cap = _checkpoint_fraction(e, "target")
+    age_b, cap_b = _checkpoint_fraction(e, "base")
     bg = e.share(lambda k: k[I_ROLE] in ("page_cleaner",))
     if age is None or not cap:
         why = ("checkpoint age not reported by the server" if e.connected
                else "recorded without a server connection: checkpoint age and redo capacity unknown")
-        return finding("flush_storms", title, "inconclusive", why, page_cleaner_share=bg, log_capacity=cap)
+        return finding("flush_storms", title, "inconclusive", why, moves="write", mirror=mirror,
+                       page_cleaner_share=bg, log_capacity=cap)
     frac = age / cap
-    verdict = "supported" if frac >= 0.75 else ("refuted" if frac < 0.25 else "inconclusive")
+    frac_b = age_b / cap_b if age_b is not None and cap_b else None
+    holds = frac >= 0.75 and frac_b is not None and frac_b >= 0.75
+    if frac < 0.25 or holds:
+        verdict = "refuted"
+    elif frac >= 0.75 and (frac_b is None or frac_b < 0.5):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    base_text = f" ({pct(frac_b)} in the baseline phase)" if frac_b is not None else ""
     return finding("flush_storms", title, verdict,
-              f"the checkpoint age reached {pct(frac)} of the redo capacity in the target phase",
-              checkpoint_age_max=age, log_capacity=cap, fraction=frac, page_cleaner_share=bg)
+              f"the checkpoint age reached {pct(frac)} of the redo capacity in the target phase{base_text}",
+              moves="write", mirror=mirror, holds_in_both=holds,
+              checkpoint_age_max=age, checkpoint_age_max_baseline=age_b, log_capacity=cap, fraction=frac,
+              fraction_baseline=frac_b, page_cleaner_share=bg)
 
 
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (

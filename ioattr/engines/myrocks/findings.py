@@ -101,7 +101,11 @@ def index_filter_misses(e: Evidence) -> dict[str, Any]:
     if isinstance(cache, int):
         parts.append(f"rocksdb_block_cache_size={cache / 2**20:.3g} MiB, cache_index_and_filter_blocks="
                      f"{e.setting('rocksdb_cache_index_and_filter_blocks')}")
+    cache_b = e.setting("rocksdb_block_cache_size", "base")
+    changed = (f"rocksdb_block_cache_size {cache_b / 2**20:.3g} MiB -> {cache / 2**20:.3g} MiB"
+               if isinstance(cache, int) and isinstance(cache_b, int) and cache != cache_b else None)
     return finding("index_filter_misses", title, verdict, "; ".join(parts),
+                   mirror="Index and filter blocks now fit the block cache (MyRocks)", setting_changed=changed,
                    share_of_change=share, sst_share=sst_share, index_filter_fraction=frac,
                    index_filter_misses_per_op_baseline=if_b, index_filter_misses_per_op_target=if_t,
                    block_cache_misses_per_op_baseline=all_b, block_cache_misses_per_op_target=all_t,
