@@ -47,7 +47,10 @@ def summary(path: Path) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "script", epilog=examples(
+    p = command_parser(sub, "script",
+        description="Run one of the bpftrace scripts shipped with ioattr by name, for an ad-hoc question "
+                    "(tracepoints only); without NAME, list them.",
+        epilog=examples(
         "ioattr script                      # list the scripts",
         "ioattr script io_latency           # pread/pwrite/fsync latency of mariadbd/mysqld",
         "ioattr script io_latency 1234      # of pid 1234 (the script's own arguments follow NAME)",
