@@ -104,5 +104,5 @@ def run(args: argparse.Namespace) -> int:
         text = render_html(rec, explanation=result, against=other)
     else:
         text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result)
-    write_output(text, args.output)
+    write_output(text, args.output, "explain")
     return 0

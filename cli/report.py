@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
         text = render_table(report, args.by.split(","))
-    write_output(text, args.output)
+    write_output(text, args.output, "report")
     return 0
 
 

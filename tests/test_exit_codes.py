@@ -383,3 +383,26 @@ def test_compact_merges_chunks_and_keeps_the_numbers(paths, tmp_path: Path) -> N
     # again: nothing to do, same numbers
     ioattr("compact", str(rec), check=True)
     assert report_json(rec, "--by", "file,phase")["rows"] == before["rows"]
+
+
+# -- -o: where the output went ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("command, args", [
+    ("report", ["{rec}", "--by", "phase", "-o", "{out}"]),
+    ("report", ["{rec}", "--format", "html", "-o", "{out}"]),
+    ("explain", ["{rec}", "-o", "{out}"]),
+    ("compare", ["{rec}", "{rec}", "-o", "{out}"]),
+    ("compare", ["{rec}", "{rec}", "--html", "{out}"]),
+], ids=["report", "report-html", "explain", "compare", "compare-html"])
+def test_output_file_is_said_in_one_line(paths, tmp_path: Path, command: str, args: list[str]) -> None:
+    """A successful -o (or compare --html) says where it wrote, in one line on stderr; nothing on
+    stdout except what compare prints besides its --html page."""
+    out = tmp_path / "out.file"
+    r = ioattr(command, *_fill(args, {**paths, "out": str(out)}), timeout=60)
+    assert r.returncode == 0, r.stderr
+    size = out.stat().st_size
+    assert size > 100
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"ioattr {command}: wrote {out} ("), r.stderr
+    if "-o" in args:
+        assert r.stdout == ""
