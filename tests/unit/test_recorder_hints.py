@@ -23,3 +23,4 @@ def test_no_hint_where_it_is_not_relevant() -> None:
     assert phase_tail_hint("main", END - 60, END, 1.0, wrapped=False, stop_reason="ioattr mark --stop") is None
     # no statement seen (no server probes, or no server): nothing says the tail was idle
     assert phase_tail_hint("main", None, END, 1.0, wrapped=False, stop_reason="SIGINT") is None
+
