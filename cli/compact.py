@@ -9,7 +9,7 @@ import errno
 import sys
 import time
 
-from ioattr.cli.definition import command_parser
+from ioattr.cli.definition import command_parser, examples
 from ioattr.errors import RuntimeFailure
 
 
@@ -18,8 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Merge a recording's small chunks into larger segments, as the recorder "
                                    "does while it records; for a crashed or copied recording. Counts, bytes "
                                    "and histograms stay exact; the time resolution inside a segment becomes "
-                                   "60 s. Safe while the recording is being written.")
-    p.add_argument("recording")
+                                   "60 s. Safe while the recording is being written.",
+                       epilog=examples("ioattr compact run1", "ioattr compact --wait run1   # after a compaction already running"))
+    p.add_argument("recording", help="the recording directory")
     p.add_argument("--wait", action="store_true", help="wait for a compaction already running instead of failing")
 
 

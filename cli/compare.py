@@ -74,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         from ioattr.output.compare_html import render_compare_html
 
-        write_output(render_compare_html(result), args.html)
-    write_output(text, args.output)
+        write_output(render_compare_html(result), args.html, "compare")
+    write_output(text, args.output, "compare")
     return 0

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ioattr.analysis.explain import METRICS, explain
-from ioattr.cli.definition import command_parser
+from ioattr.cli.definition import command_parser, examples
 from ioattr.analysis.explain_text import render_text
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
@@ -19,9 +19,16 @@ FORMATS = ("text", "json", "html")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = command_parser(sub, "explain",
-        description="Like diff: RECORDING is the baseline, --against REC2 the target (the run whose IO "
+        description="Why did reads (or another --metric) per operation change? Ranks what contributed "
+                    "(file, index, stage, role...) and checks the known mechanisms (buffer pool too small, "
+                    "change-buffer merges, flush storms...) against the evidence. "
+                    "Like diff: RECORDING is the baseline, --against REC2 the target (the run whose IO "
                     "changed). Shares are of the gross change (the sum of the contributors' increases, or "
-                    "decreases); a change within noise is said as 'no significant change'.")
+                    "decreases); a change within noise is said as 'no significant change'.",
+        epilog=examples("ioattr explain run1                           # its first phase vs its last",
+                        "ioattr explain run1 --baseline warmup --target q100",
+                        "ioattr explain bp256m --against bp64m         # two runs, same phase names",
+                        "ioattr explain run1 --format html -o why.html"))
     p.add_argument("recording", help="the baseline recording")
     p.add_argument("--baseline", help="baseline phase (default: the first phase with the operations the metric "
                                       "divides by; with --against: the last such phase)")
@@ -97,5 +104,5 @@ def run(args: argparse.Namespace) -> int:
         text = render_html(rec, explanation=result, against=other)
     else:
         text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result)
-    write_output(text, args.output)
+    write_output(text, args.output, "explain")
     return 0

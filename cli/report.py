@@ -7,7 +7,7 @@ import io
 import json
 
 from ioattr.analysis.report import LAYERS, ReportRequest, build_report
-from ioattr.cli.definition import command_parser
+from ioattr.cli.definition import command_parser, examples
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model.dimensions import DIMENSIONS
@@ -17,8 +17,16 @@ FORMATS = ("table", "json", "csv", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "report")
-    p.add_argument("recording")
+    p = command_parser(sub, "report",
+        description="Break a recording down: one row per value of the --by dimensions, layer and op, with "
+                    "count, bytes and latency p50/p99. Works on a recording still being written, or copied "
+                    "from another machine.",
+        epilog=examples("ioattr report run1                          # by file",
+                        "ioattr report run1 --by phase,file_class    # what each benchmark phase did",
+                        "ioattr report run1 --by index,level --phase load --layer syscall --top 10",
+                        "ioattr report run1 --format json | jq '.rows[0]'",
+                        "ioattr report run1 --format html -o run1.html"))
+    p.add_argument("recording", help="the recording directory (ioattr record -o)")
     p.add_argument("--by", default="file", help="dimensions, comma-separated: " + ",".join(DIMENSIONS))
     p.add_argument("--phase", help="only this phase")
     p.add_argument("--layer", help="only this layer: " + "|".join(LAYERS))
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
         text = render_table(report, args.by.split(","))
-    write_output(text, args.output)
+    write_output(text, args.output, "report")
     return 0
 
 

@@ -3,14 +3,19 @@
 The scripts (bpf/*.bt) answer one ad-hoc question each with tracepoints only, the way bcc's
 tools do; this finds them wherever ioattr is installed, so a user types `ioattr script
 io_latency` instead of a path into the package. Without NAME it lists them with the first
-line of each script's own header. The script replaces this process (exec), so Ctrl-C and
-bpftrace's exit status reach the user unchanged.
+line of each script's own header. bpftrace's stdout, Ctrl-C and exit status reach the user
+unchanged; its stderr passes through a filter that drops the one line that is noise on this
+kernel (see harmless_bpftrace_line), so ioattr stays in between (a SIGINT or SIGTERM sent to
+it goes on to bpftrace). Where nothing would be filtered, bpftrace replaces this process (exec).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,8 +51,57 @@ def summary(path: Path) -> str:
     return " ".join(words)
 
 
+# bpftrace (0.17 here) raises RLIMIT_MEMLOCK at start and prints this when it cannot (a
+# container without CAP_SYS_RESOURCE); since Linux 5.11 BPF memory is charged to the memory
+# cgroup and the limit does not apply, so the line warns of nothing
+RLIMIT_LINE = "couldn't set RLIMIT_MEMLOCK"
+MEMCG_ACCOUNTING = (5, 11)
+
+
+def kernel_version(release: str | None = None) -> tuple[int, int]:
+    """(major, minor) of the running kernel (or of `release`, uname -r's form)."""
+    m = re.match(r"(\d+)\.(\d+)", release if release is not None else os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def harmless_bpftrace_line(line: str, kernel: tuple[int, int]) -> bool:
+    """Whether a line of bpftrace's stderr is noise here: the RLIMIT_MEMLOCK error on a kernel
+    that charges BPF memory to the memory cgroup (the limit is not used)."""
+    return RLIMIT_LINE in line and kernel >= MEMCG_ACCOUNTING
+
+
+def run_filtered(bpftrace: str, argv: list[str]) -> int:
+    """bpftrace as a child, its stderr without the harmless lines; its exit status (128+N for a
+    signal, like a shell). A SIGINT/SIGTERM/SIGHUP sent to ioattr goes on to bpftrace, which
+    prints its maps and exits (Ctrl-C in a terminal reaches both: bpftrace takes it once)."""
+    kernel = kernel_version()
+    proc = subprocess.Popen(argv, executable=bpftrace, stderr=subprocess.PIPE)
+
+    def forward(signum: int, _frame: object) -> None:
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert proc.stderr is not None
+        for raw in iter(proc.stderr.readline, b""):
+            if not harmless_bpftrace_line(raw.decode(errors="replace"), kernel):
+                sys.stderr.buffer.write(raw)
+                sys.stderr.flush()
+        code = proc.wait()
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+    return 128 - code if code < 0 else code
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "script", epilog=examples(
+    p = command_parser(sub, "script",
+        description="Run one of the bpftrace scripts shipped with ioattr by name, for an ad-hoc question "
+                    "(tracepoints only); without NAME, list them.",
+        epilog=examples(
         "ioattr script                      # list the scripts",
         "ioattr script io_latency           # pread/pwrite/fsync latency of mariadbd/mysqld",
         "ioattr script io_latency 1234      # of pid 1234 (the script's own arguments follow NAME)",
@@ -77,5 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if not bpftrace:
         raise HostError("bpftrace is not installed (apt install bpftrace)")
     sys.stdout.flush()
-    os.execv(bpftrace, argv)
+    if kernel_version() >= MEMCG_ACCOUNTING:
+        return run_filtered(bpftrace, argv)
+    os.execv(bpftrace, argv)  # an older kernel: nothing to filter, every line may matter
     return 1  # not reached: exec replaced this process

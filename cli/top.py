@@ -14,8 +14,9 @@ from ioattr.topview.top_live import TopApp, TopOptions
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = command_parser(sub, "top",
         description="A live view of the attributed IO, refreshed every interval. Keys: f files, "
-                    "i indexes, t threads (again: roles), q queries, d devices, c cgroups, < > change the sort "
-                    "column, r reverse, l layer (syscall/block/pagecache), space refresh now, Q quit.",
+                    "i indexes, t threads (again: roles), s queries (statements), d devices, c cgroups, "
+                    "< > change the sort column, r reverse, l layer (syscall/block/pagecache), space "
+                    "refresh now, ? all keys, q quit (as in top(1)). IO/s = R/s + W/s (fsyncs/s: the header).",
         epilog=examples("ioattr top                    # every mysqld/mariadbd, files view, every second",
                         "ioattr top 5                  # refresh every 5 s (like top -d 5)",
                         "ioattr top -b 1 10 --by index # 10 plain-text snapshots, one a second",

@@ -166,9 +166,11 @@ class _Server:
 class CounterCollector:
     """Takes counter snapshots of the traced servers, their processes and the host."""
 
-    def __init__(self, note: Callable[[str], None] | None = None, *, ps_every: int = 5,
+    def __init__(self, note: Callable[[str, str], None] | None = None, *, ps_every: int = 5,
                  max_procs: int = MAX_PROCS, proc_root: str = "/proc") -> None:
-        self.note_fn = note or (lambda text: None)
+        # note(text, detail): text is one short line for the terminal, detail ("" or more) is
+        # for the recording's notes only
+        self.note_fn = note or (lambda text, detail: None)
         self.ps_every = max(1, int(ps_every))
         self.max_procs = max_procs
         self.host = HostCounters(proc_root)
@@ -231,12 +233,12 @@ class CounterCollector:
         return self.collect(session.counter_servers(), list(session.tracker.current), session.phase, force=force)
 
     # -- one server ------------------------------------------------------------------
-    def _note_once(self, key: tuple, text: str) -> None:
+    def _note_once(self, key: tuple, text: str, detail: str = "") -> None:
         if key in self._noted:
             return
         self._noted.add(key)
         try:
-            self.note_fn(text)
+            self.note_fn(text, detail)
         except Exception:
             pass
 
@@ -272,8 +274,8 @@ class CounterCollector:
             st.flavor = getattr(eng, "flavor", "mariadb")
             if native:
                 for src in st.sources:
-                    src.first_sight(eng, None, lambda key, text: self._note_once(
-                        (pid, *key), f"counters: server {pid}: {text}"))
+                    src.first_sight(eng, None, lambda key, text, detail="": self._note_once(
+                        (pid, *key), f"counters: server {pid}: {text}", detail))
             else:
                 self._first_sight(st, eng)
         rows: list[Row] = []
@@ -339,8 +341,8 @@ class CounterCollector:
                                                 "no ps_file/ps_table counters (per-file and per-table "
                                                 "IO summaries)")
         for src in st.sources:
-            def note(key: tuple, text: str) -> None:
-                self._note_once((st.pid, *key), f"counters: server {st.pid}: {text}")
+            def note(key: tuple, text: str, detail: str = "") -> None:
+                self._note_once((st.pid, *key), f"counters: server {st.pid}: {text}", detail)
             src.first_sight(eng, self.settings[str(st.pid)] if values else None, note)
 
     # -- the sources -------------------------------------------------------------------

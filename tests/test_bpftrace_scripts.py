@@ -609,3 +609,46 @@ def test_pagecache_by_inode_insertions(tmp_path: Path) -> None:
     assert added.get(key, 0) >= 50 * 4, out
     assert added.get(key, 0) <= 256 * 4 + 64, out  # the file is 1 MiB (+ a little slack)
     assert all(k[0] == wl.comm for k in added), added
+
+
+PREADER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("ready", flush=True)
+for line in sys.stdin:
+    for _ in range(int(line)):
+        os.pread(fd, 4096, 0)
+    print("done", flush=True)
+"""
+
+
+def test_ioattr_script_as_typed_filters_rlimit_noise_and_forwards_sigint(tmp_path: Path) -> None:
+    """`ioattr script io_latency PID`, as a user types it: bpftrace's harmless RLIMIT_MEMLOCK line
+    (printed here, where CAP_SYS_RESOURCE is missing) is not shown, a SIGINT sent to ioattr reaches
+    bpftrace, which prints its maps: exactly the 7 pread64 calls the target made."""
+    from tests.helpers import IOATTR, Prompted
+
+    need_root()
+    need_tool("bpftrace")
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * 4096)
+    with Prompted("-c", PREADER, str(data)) as target:
+        proc = subprocess.Popen([IOATTR, "script", "io_latency", str(target.pid)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert proc.stdout is not None
+            seen = ""
+            deadline = time.monotonic() + START_TIMEOUT
+            while "Tracing " not in seen and time.monotonic() < deadline:
+                seen += proc.stdout.readline()
+            assert "Tracing " in seen, seen
+            target.step("7")
+            proc.send_signal(signal.SIGINT)  # to ioattr only, not its process group
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, err
+    assert "RLIMIT_MEMLOCK" not in err and "Traceback" not in err, err
+    assert stats_maps(out, "pread64_bytes") == {(): [7, 7 * PAGE]}, out

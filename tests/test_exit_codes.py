@@ -383,3 +383,44 @@ def test_compact_merges_chunks_and_keeps_the_numbers(paths, tmp_path: Path) -> N
     # again: nothing to do, same numbers
     ioattr("compact", str(rec), check=True)
     assert report_json(rec, "--by", "file,phase")["rows"] == before["rows"]
+
+
+# -- -o: where the output went ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("command, args", [
+    ("report", ["{rec}", "--by", "phase", "-o", "{out}"]),
+    ("report", ["{rec}", "--format", "html", "-o", "{out}"]),
+    ("explain", ["{rec}", "-o", "{out}"]),
+    ("compare", ["{rec}", "{rec}", "-o", "{out}"]),
+    ("compare", ["{rec}", "{rec}", "--html", "{out}"]),
+], ids=["report", "report-html", "explain", "compare", "compare-html"])
+def test_output_file_is_said_in_one_line(paths, tmp_path: Path, command: str, args: list[str]) -> None:
+    """A successful -o (or compare --html) says where it wrote, in one line on stderr; nothing on
+    stdout except what compare prints besides its --html page."""
+    out = tmp_path / "out.file"
+    r = ioattr(command, *_fill(args, {**paths, "out": str(out)}), timeout=60)
+    assert r.returncode == 0, r.stderr
+    size = out.stat().st_size
+    assert size > 100
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"ioattr {command}: wrote {out} ("), r.stderr
+    if "-o" in args:
+        assert r.stdout == ""
+
+
+@pytest.mark.parametrize("command, args", [
+    ("record", ["-p", "1", "-o", "{tmp}/r-nocaps"]),
+    ("top", ["--batch", "-p", "1", "-n", "1"]),
+    ("exporter", ["-p", "1", "--listen", "127.0.0.1:0"]),
+])
+def test_missing_capabilities_are_named(paths, command: str, args: list[str]) -> None:
+    """Root without CAP_BPF/CAP_PERFMON (a container, setpriv): one line naming what is missing and
+    how to get it, before any BPF object is tried (not libbpf's 'Operation not permitted')."""
+    need(shutil.which("setpriv") is not None, "setpriv (util-linux) is missing")
+    r = subprocess.run(["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", IOATTR, command,
+                        *_fill(args, paths)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    line = assert_one_line(r, command)
+    assert line == (f"ioattr {command}: missing capabilities CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) to load "
+                    "BPF programs (root, but without them): start ioattr with them (a container: --cap-add BPF "
+                    "--cap-add PERFMON, or --privileged)"), line
+    assert not Path(paths["tmp"], "r-nocaps").exists()

@@ -363,3 +363,34 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
     assert samples(text, "ioattr_targets")[0][1] == 1
     assert samples(text, "process_cpu_seconds_total")
     assert_no_leftover_programs()
+
+
+def test_scrapers_hanging_up_leave_no_traceback() -> None:
+    """A scraper that hangs up (Prometheus stopped mid-scrape, a scrape timeout) is the exporter's
+    everyday life: no traceback on stderr, and the next scrape is served. Hang-ups are made with
+    a TCP reset (SO_LINGER 0), mid-request and after the first bytes of the response."""
+    import struct
+    import time
+
+    need_root()
+    sleeper = subprocess.Popen(["sleep", "300"])
+    exp = Background("exporter", "--pid", str(sleeper.pid), "--listen", "127.0.0.1:0", "--interval", "0.3",
+                     "--no-probe-stats")
+    try:
+        port = exporter_port(exp)
+        for request, read in ((b"GET /metrics HTTP/1.1\r\nHost: x\r\n", 0),
+                              (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 16)) * 5:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(request)
+            if read:
+                assert s.recv(read)  # the response has begun
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # RST
+        time.sleep(0.5)  # the handler threads meet the resets
+        assert "ioattr_targets 1" in scrape(port)
+    finally:
+        code, err = exp.stop()
+        sleeper.kill()
+        sleeper.wait()
+    assert code == 0, err
+    assert "Traceback" not in err and "Error" not in err and "error" not in err, err

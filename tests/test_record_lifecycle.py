@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,8 +66,14 @@ def test_signal_stops_cleanly_and_keeps_everything(writer: Writer, tmp_path: Pat
         code, err = bg.stop(sig)
     assert code == 0, err
     assert "Traceback" not in err
+    # -p of a process that is no database server: said in one line, with what is still traced
+    said = [ln for ln in err.splitlines() if "not a database server" in ln]
+    comm = Path(f"/proc/{writer.pid}/comm").read_text().strip()
+    assert said == [f"ioattr: pid {writer.pid} ({comm}) is not a database server ioattr can name: only its "
+                    "own file IO is traced (no index, page, query or role names)"], err
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["ended"]
+    assert meta["servers"] == [] and any("not a database server" in n["text"] for n in meta["notes"])
     # the final drain keeps every write the recorder saw: all 50, not one more
     assert _writes(rec, writer.target) == (50, 50 * 4096)
     assert_no_ioattr_programs()
@@ -191,3 +198,52 @@ def test_failing_command_exit_status_is_reported(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "status 3" in r.stderr
     assert json.loads((rec / "meta.json").read_text())["status"] == "complete"
+
+
+def test_server_start_lines_mark_command_and_idle_tail(mariadb_factory, tmp_path: Path) -> None:
+    """`record -p SERVER` on a server whose INNODB_METRICS modules are off: the note that they were
+    switched on is one line (the undo SQL in meta.json), the start line's `ioattr mark` command
+    works as printed (from another directory, with a second recording running), no
+    non-server warning, and a phase left running idle after the last statement gets the one
+    line that suggests `record -- CMD`."""
+    import re
+    import shlex
+
+    from tests.helpers import IOATTR
+
+    db = mariadb_factory()
+    rec, other = tmp_path / "rec", tmp_path / "other"
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3")
+    bystander = None
+    try:
+        bg.wait_recording()  # it switched the modules on: the second recorder finds them on
+        bystander = Background("record", "-o", str(other), "--pid", str(db.pid), "--interval", "0.3")
+        bystander.wait_recording()
+        start = next(ln for ln in bg.stderr_lines if "recording " in ln)
+        m = re.search(r"; phases: (ioattr mark --recording \S+) NAME\)$", start.rstrip())
+        assert m, start
+        argv = shlex.split(m.group(1))
+        r = subprocess.run([IOATTR, *argv[1:], "q1"], capture_output=True, text=True, timeout=60, cwd="/")
+        assert r.returncode == 0, r.stderr
+        for i in range(40):
+            db.query(f"SELECT {i}")
+        bg.wait_for("phase q1 (mark)")
+        time.sleep(3)  # the benchmark is over; the recorder runs on
+    finally:
+        code, err = bg.stop()
+        if bystander is not None:
+            assert "INNODB_METRICS" not in bystander.stop()[1]
+    assert code == 0, err
+    metrics = [ln for ln in err.splitlines() if "INNODB_METRICS" in ln]
+    assert metrics == [f"ioattr: counters: server {db.pid}: switched on INNODB_METRICS buffer_page, "
+                       "purge, index (left on; undo: meta.json notes)"], err
+    assert "not a database server" not in err
+    tail = [ln for ln in err.splitlines() if "past its last statement" in ln]
+    assert len(tail) == 1 and tail[0].startswith("ioattr: phase q1 ran ") and tail[0].endswith(
+        "s past its last statement (idle time counted in its rates); for exact phase ends: "
+        "ioattr record ... -- CMD"), err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert [p["name"] for p in meta["phases"]] == ["main", "q1"]
+    undo = [n["text"] for n in meta["notes"] if "INNODB_METRICS" in n["text"]]
+    assert len(undo) == 1 and "SET GLOBAL innodb_monitor_disable = 'module_buffer_page'" in undo[0]
+    assert_no_ioattr_programs()

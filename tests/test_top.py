@@ -285,7 +285,11 @@ def test_views_aggregate_and_sort() -> None:
     assert top.values["rmb"] == pytest.approx(600 * 16384 / 2 / 1e6)
     assert top.extra == "table"
     redo = next(r for r in files if r.name == "ib_logfile0")
-    assert redo.values["w"] == pytest.approx(25.0) and redo.values["iops"] == pytest.approx(50.0)
+    # IO/s = R/s + W/s: the redo log's 50 fsyncs are in the header's fsync/s, not its IO/s
+    assert redo.values["w"] == pytest.approx(25.0) and redo.values["iops"] == pytest.approx(25.0)
+    for row in files:
+        assert row.values["iops"] == pytest.approx(row.values["r"] + row.values["w"]), row
+    assert snap.totals("syscall").fsyncs == pytest.approx(25.0)
     assert redo.extra == "redo"
     # the block layer is its own view of the same files
     block = snap.rows(VIEWS["files"], "block")
@@ -341,7 +345,7 @@ def test_keys_switch_views_sort_and_layer() -> None:
 
     app = TopApp(TopOptions(targets=TargetSpec(pids=[1])))
     assert app.view.name == "files" and app.view_state().sort.key == "iops"
-    for key, view in (("i", "indexes"), ("t", "threads"), ("t", "roles"), ("t", "threads"), ("q", "queries"),
+    for key, view in (("i", "indexes"), ("t", "threads"), ("t", "roles"), ("t", "threads"), ("s", "queries"),
                       ("d", "devices"), ("f", "files")):
         assert app.on_key(key) == "redraw"
         assert app.view.name == view
@@ -363,7 +367,14 @@ def test_keys_switch_views_sort_and_layer() -> None:
     app.on_key("l")
     assert app.layer == "block"
     assert app.on_key(" ") == "refresh"
-    assert app.on_key("Q") == "quit" and app.on_key("esc") == "quit"
+    # ? shows the keys; any key (q too, as in top(1)) returns to the view
+    assert app.on_key("?") == "redraw" and app.show_help
+    help_text = app.screen(80, 24, color=False)
+    assert "ioattr top - keys" in help_text and "  s " in help_text and "IO/s = R/s + W/s" in help_text
+    assert all(len(line) <= 80 for line in help_text.splitlines())
+    assert app.on_key("q") == "redraw" and not app.show_help and app.view.name == "files"
+    # q quits, as in top(1); so do Q, Esc and Ctrl-C
+    assert all(app.on_key(k) == "quit" for k in ("q", "Q", "esc", "\x03"))
     assert app.on_key("z") is None
     assert parse_keys("i\x1b[C\x1b[Dq\x1b\x1b[5~x") == ["i", "right", "left", "q", "esc", "x"]
 
@@ -389,8 +400,8 @@ def test_screen_fits_80x24(view: str) -> None:
         lines = screen.split("\n")
         assert len(lines) == 24, screen
         assert all(len(_visible(x)) <= 80 for x in lines), [x for x in lines if len(_visible(x)) > 80]
-        assert _visible(lines[-1]).startswith("f:files i:indexes t:threads q:queries d:devices")
-        assert "Q:quit" in _visible(lines[-1])
+        assert _visible(lines[-1]).startswith("f:files i:indexes t:threads s:queries d:devices")
+        assert _visible(lines[-1]).endswith("?:help q:quit")
         text = _visible(screen)
         assert re.search(r"queries 600/s \(select 500/s\)  reads/query 0\.\d\d  pages/query 0\.50", text), text
         if view == "files":
@@ -539,7 +550,7 @@ def test_interactive_in_tmux(live_db, tmux_top: Tmux) -> None:
         lines = t.wait(lambda s: (_first_row(s, "FILE") or [""])[0] == "live/hot.ibd", timeout=30)
         assert len(lines) == 24 and all(len(x) <= 80 for x in lines)
         assert lines[0].startswith("ioattr top - ") and "targets: mariadbd[" in lines[1]
-        assert lines[-1].startswith("f:files i:indexes t:threads q:queries d:devices") and "Q:quit" in lines[-1]
+        assert lines[-1] == "f:files i:indexes t:threads s:queries d:devices c:cgroups <>:sort ?:help q:quit"
 
         t.keys("i")
         lines = t.wait(lambda s: (_first_row(s, "INDEX") or [""])[0] == "live.hot.PRIMARY")
@@ -556,13 +567,18 @@ def test_interactive_in_tmux(live_db, tmux_top: Tmux) -> None:
         assert "connection" in (_first_row(lines, "THREAD") or []), lines  # the selecting threads lead
         t.keys("t")
         lines = t.wait(lambda s: (_first_row(s, "ROLE") or [""])[0] == "connection")
-        t.keys("q")
+        t.keys("s")
         lines = t.wait(lambda s: " ".join(_first_row(s, "QUERY") or []).startswith("SELECT c FROM live.hot"))
+        t.keys("?")  # the keys; q there returns to the view, as in top(1)
+        lines = t.wait(lambda s: s[0] == "ioattr top - keys")
+        assert any(x.split()[:2] == ["q", "Q"] and x.endswith("quit") for x in lines), lines
+        t.keys("q")
+        t.wait(lambda s: _first_row(s, "QUERY") is not None)
         t.keys("d")
         lines = t.wait(lambda s: _first_row(s, "DEVICE") is not None)
         t.keys("f", "l")
         t.wait(lambda s: any("files  layer block" in x for x in s))
         assert all(len(x) <= 80 for x in t.screen())
-        t.keys("Q")
+        t.keys("q")  # quits, as in top(1)
         lines = t.wait(lambda s: any("EXITED 0" in x for x in s))
     assert_no_leftover_programs()

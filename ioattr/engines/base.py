@@ -137,11 +137,12 @@ class CounterSource(ABC):
     source: ClassVar[str]
 
     def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
-                    note: Callable[[tuple, str], None]) -> None:
+                    note: Callable[..., None]) -> None:
         """Once per server process (and after a reconnect): switch on what the source needs,
         add derived settings to `settings` (meta.json; None when the server's settings could
-        not be read). note(key, text) says, once per key, what went wrong or what was changed
-        on the server. Default: nothing to do."""
+        not be read). note(key, text, detail="") says, once per key, what went wrong or what was
+        changed on the server: text in one short line (the terminal shows it), detail kept in
+        the recording only. Default: nothing to do."""
 
     @abstractmethod
     def read(self, conn: Connection) -> list[CounterRow]:

@@ -30,6 +30,7 @@ from typing import Callable
 
 from ioattr import __version__
 from ioattr.collectors import libbpf
+from ioattr.collectors import features
 from ioattr.collectors.features import ensure_tracefs
 from ioattr.collectors.libbpf import LibbpfError
 from ioattr.errors import IoattrError
@@ -119,10 +120,7 @@ def _read(path: str) -> str | None:
 
 
 def _effective_caps() -> int:
-    for line in (_read("/proc/self/status") or "").splitlines():
-        if line.startswith("CapEff:"):
-            return int(line.split()[1], 16)
-    return 0
+    return features.effective_capabilities()
 
 
 def _kernel_config(option: str) -> str | None:
@@ -308,8 +306,8 @@ def check_privileges() -> tuple[bool, str]:
     ok = ("CAP_BPF" in have and "CAP_PERFMON" in have) or "CAP_SYS_ADMIN" in have
     if ok:
         return True, f"{who} with {', '.join(have)}"
-    return False, (f"{who} lacks CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN): loading BPF programs needs "
-                   f"privileges; run as root, e.g. sudo ioattr doctor")
+    # the same line record, top and the exporter say (collectors/features.py)
+    return False, features.privileges_problem(uid, caps) or f"{who} lacks CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN)"
 
 
 def check_btf() -> tuple[bool, str]:

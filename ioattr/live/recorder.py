@@ -23,6 +23,7 @@ import os
 import queue
 import re
 import select
+import shlex
 import shutil
 import signal
 import sys
@@ -30,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.targets import pid_alive
@@ -68,6 +71,23 @@ def compile_phase_pattern(pattern: str) -> re.Pattern:
     return rx
 
 
+def phase_tail_hint(phase: str, last_statement: float | None, end: float, interval: float,
+                    wrapped: bool, stop_reason: str | None) -> str | None:
+    """The one line that says the last phase ran on idle after the benchmark (so its per-second
+    rates are diluted), or None when that is not the case or cannot be known.
+
+    Only when relevant: a wrapped command ends the recording itself, `ioattr mark --stop` is an
+    exact end, and without statements seen (no server probes) nothing says the tail was idle.
+    Idle means no statement of a target for two intervals and at least 2 s."""
+    if wrapped or last_statement is None or stop_reason == "ioattr mark --stop":
+        return None
+    idle = end - last_statement
+    if idle < max(2.0, 2 * interval):
+        return None
+    return (f"phase {phase} ran {idle:.0f} s past its last statement (idle time counted in its rates); "
+            f"for exact phase ends: ioattr record ... -- CMD")
+
+
 def phase_from_match(m: re.Match) -> str:
     """The phase a matching output line names: group 'phase', else group 1, else the match."""
     if "phase" in m.re.groupindex and m.group("phase"):
@@ -90,6 +110,7 @@ class Recorder:
         os.set_blocking(self._wake_w, False)
         self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
         self.auto = AutoPhaser() if opts.auto_phases else None
+        self._last_statement: float | None = None  # end of the last interval with target statements
 
     # -- the wrapped command ---------------------------------------------------------
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -175,9 +196,10 @@ class Recorder:
                     self.child_pid, barrier_fd = self._spawn_command()
                     o.targets.pids.append(self.child_pid)
                 session.start(skip_pid=self.child_pid)
+                self._warn_unnamed(session, writer)
                 self._describe(session, writer)
                 # engine and host counters: the baseline snapshot (collectors/counters.py)
-                self.counters = CounterCollector(note=lambda text: self._counters_note(writer, text))
+                self.counters = CounterCollector(note=lambda text, detail: self._counters_note(writer, text, detail))
                 self._counters(session, writer, force=True)
                 ctl = control.register(o.output)
                 if barrier_fd is not None:
@@ -190,14 +212,20 @@ class Recorder:
                             session.ack_phases()  # from now on SQL markers wait for their boundary snapshot
                         # announced only now: a workload started on this line has its first marker
                         # held for the boundary snapshot like every later one
+                        mark = f"ioattr mark --recording {shlex.quote(str(o.output.resolve()))} NAME"
                         o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
-                              f"(interval {o.interval:g}s; Ctrl-C to stop)")
+                              f"(interval {o.interval:g}s; Ctrl-C to stop; phases: {mark})")
                         self._loop(session, writer, ctl)
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
                         if writer.broken is None:  # after a write error nothing more is written
                             session.sweep_inflight()  # requests still open count in the last interval
                             self._write(writer, session.tick())
+                            hint = phase_tail_hint(writer.current_phase, self._last_statement, time.time(),
+                                                   o.interval, bool(o.targets.command), self.stop_reason)
+                            if hint:
+                                o.log(hint)
+                                writer.note(hint)
                             self._counters(session, writer, force=True)  # engine and host counters, last
                             self._flush(session, writer)
                             warn = drops_line(writer.meta.get("dropped"), writer.meta.get("max_entries"))
@@ -267,8 +295,8 @@ class Recorder:
                 return
             time.sleep(0.1)
 
-    def _counters_note(self, writer: RecordingWriter, text: str) -> None:
-        writer.note(text)
+    def _counters_note(self, writer: RecordingWriter, text: str, detail: str = "") -> None:
+        writer.note(f"{text}; {detail}" if detail else text)  # the whole of it in meta.json
         # a refused login was said once already (LiveSession: "cannot connect ... engine counters
         # will be missing"); the note stays in meta.json, stderr gets one line per problem
         if "no engine counters (cannot connect" not in text:
@@ -372,8 +400,19 @@ class Recorder:
                                       "threads": len(session.naming.tasks.threads)}
         writer.write_meta()
 
-    @staticmethod
-    def _write(writer: RecordingWriter, iv: Interval) -> None:
+    def _warn_unnamed(self, session: LiveSession, writer: RecordingWriter) -> None:
+        """One line per --pid target that is no database server ioattr can name: it is still
+        traced, but only its own file IO (a silent empty report is the slip to avoid)."""
+        for pid in session.unnamed_pids():
+            comm = session.naming.tasks.process(pid) or "?"
+            text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
+                    f"is traced (no index, page, query or role names)")
+            self.opts.log(text)
+            writer.note(text)
+
+    def _write(self, writer: RecordingWriter, iv: Interval) -> None:
+        if iv.statements is not None and int(np.sum(iv.statements["count"])) > 0:
+            self._last_statement = iv.end  # for phase_tail_hint
         if iv.io is not None:
             writer.add_columns(iv.io, "io")
         if iv.pages is not None:

@@ -230,6 +230,13 @@ class LiveSession:
         return (self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
                 + [s.describe() for s in self.native_servers.values()])  # type: ignore[attr-defined]
 
+    def unnamed_pids(self) -> list[int]:
+        """The --pid targets that are no database server ioattr can name (attached as neither a
+        MySQL/MariaDB server nor an engine's own, e.g. `-p $(pidof sleep)` or a benchmark client):
+        only their own file IO is traced, with no index, page, statement or role names."""
+        servers = self.counter_servers()
+        return [p for p in self.opts.targets.pids if p not in servers and p in self.tracker.current]
+
     def counter_servers(self) -> dict[int, object]:
         """Every traced server whose counters are read (the counters table, `top`, the exporter):
         MySQL/MariaDB ServerContexts and engines' own servers (PostgreSQL), by pid."""

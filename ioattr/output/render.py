@@ -10,8 +10,11 @@ from rich.table import Table
 from ioattr.model.storage import fmt_sig
 
 
-def write_output(text: str, path: str | None) -> None:
-    """Write a command's output to path, or stdout; an unwritable path is a usage error."""
+def write_output(text: str, path: str | None, command: str | None = None) -> None:
+    """Write a command's output to path, or stdout; an unwritable path is a usage error.
+
+    A file written is said in one line on stderr (`ioattr COMMAND: wrote PATH (SIZE)`) when
+    the command is named: otherwise a successful -o looks the same as one that did nothing."""
     import sys
 
     from ioattr.errors import UsageError
@@ -24,6 +27,8 @@ def write_output(text: str, path: str | None) -> None:
             f.write(text)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror}") from e
+    if command:
+        print(f"ioattr {command}: wrote {path} ({human_bytes(len(text.encode()))})", file=sys.stderr)
 
 
 def human_bytes(n: int) -> str:

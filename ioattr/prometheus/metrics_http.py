@@ -10,6 +10,7 @@ multi-member streams, as RFC 1952 allows).
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -69,6 +70,16 @@ class MetricsServer:
             address_family = family
             daemon_threads = True
             allow_reuse_address = True
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                """A scraper that hangs up mid-request or mid-response (Prometheus stopped, a
+                scrape timeout, curl interrupted) is not ioattr's error: nothing on stderr, where
+                socketserver would print a traceback. Anything else is one line."""
+                err = sys.exc_info()[1]
+                if isinstance(err, (ConnectionError, TimeoutError)):
+                    return
+                print(f"ioattr exporter: error serving {client_address}: {type(err).__name__}: {err}",
+                      file=sys.stderr)
 
         self.httpd = Server((host, port), _Handler)  # OSError when the address is taken
         self.httpd.body = body  # type: ignore[attr-defined]

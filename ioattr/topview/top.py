@@ -89,7 +89,7 @@ def _latency(of: str) -> tuple[Column, Column]:
 
 
 IO_NUMERIC = (
-    Column("iops", "IO/s", 6, help="reads + writes + fsyncs per second"),
+    Column("iops", "IO/s", 6, help="reads + writes per second (= R/s + W/s; fsyncs are on the header's lines)"),
     Column("r", "R/s", 6, help="reads per second"),
     Column("w", "W/s", 6, help="writes per second"),
     *_megabytes(""),
@@ -135,7 +135,7 @@ VIEWS: dict[str, View] = {
                     IO_NUMERIC, "iops", "io"),
     "roles": View("t", "roles", "ROLE", Column("threads", "THR", 4, kind="count"),
                   IO_NUMERIC, "iops", "io"),
-    "queries": View("q", "queries", "QUERY", None, QUERY_NUMERIC, "iops", "io"),
+    "queries": View("s", "queries", "QUERY", None, QUERY_NUMERIC, "iops", "io"),  # s: statements (q quits)
     "devices": View("d", "devices", "DEVICE", None, IO_NUMERIC, "iops", "io"),
     # the processes' cgroups (a container, a systemd unit); PROCS: processes seen in each
     "cgroups": View("c", "cgroups", "CGROUP", Column("procs", "PROCS", 5, kind="count"),
@@ -342,7 +342,7 @@ class Snapshot:
         sec = self.seconds
         r = _sum_by(gid, n, count * is_r) / sec
         w = _sum_by(gid, n, count * is_w) / sec
-        allops = _sum_by(gid, n, count) / sec
+        allops = r + w  # IO/s = R/s + W/s: fsyncs are in the header (fsync N/s), not in the rows
         rmb = _sum_by(gid, n, nbytes * is_r) / sec / 1e6
         wmb = _sum_by(gid, n, nbytes * is_w) / sec / 1e6
         hist = np.zeros((n, len(HIST_COLUMNS)))

@@ -18,7 +18,7 @@ from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.live.session import LiveSession, SessionOptions
 from ioattr.topview.top import BY_TO_VIEW, LAYERS, VIEWS, Column, Header, Snapshot, View, find_column
-from ioattr.topview.top_render import ViewState, render_screen
+from ioattr.topview.top_render import ViewState, help_screen, render_screen
 from ioattr.topview.top_term import Terminal
 
 POLL_SECONDS = 0.1
@@ -80,6 +80,7 @@ class TopApp:
         self.messages: list[str] = []
         self.stop_requested = False
         self.resized = False
+        self.show_help = False  # the `?` screen is up
 
     # -- state -----------------------------------------------------------------------
     def view_state(self) -> ViewState:
@@ -89,10 +90,21 @@ class TopApp:
         return ViewState(self.view, self.layer, col, rev)
 
     def on_key(self, key: str) -> str | None:
-        """Apply a key; returns 'quit', 'refresh' (drain now) or 'redraw' (or None: ignored)."""
-        if key in ("Q", "esc", "eof", "\x03", "\x04"):
+        """Apply a key; returns 'quit', 'refresh' (drain now) or 'redraw' (or None: ignored).
+
+        Keys as top(1) users expect them: q quits, ? (or h) shows the keys; on that screen any
+        key but Ctrl-C/Ctrl-D only returns to the view (top(1)'s help does the same)."""
+        if key in ("eof", "\x03", "\x04"):
             return "quit"
-        views = {"f": "files", "i": "indexes", "q": "queries", "d": "devices", "c": "cgroups"}
+        if self.show_help:
+            self.show_help = False
+            return "redraw"
+        if key in ("q", "Q", "esc"):
+            return "quit"
+        if key in ("?", "h"):
+            self.show_help = True
+            return "redraw"
+        views = {"f": "files", "i": "indexes", "s": "queries", "d": "devices", "c": "cgroups"}
         if key in views:
             self.view = VIEWS[views[key]]
             return "redraw"
@@ -119,6 +131,8 @@ class TopApp:
     def screen(self, width: int, height: int | None, *, color: bool, footer: bool = True,
                max_rows: int | None = None, header: bool = True) -> str:
         ellipsis = "…" if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8" else "~"
+        if self.show_help and height is not None:
+            return help_screen(width, height)
         return render_screen(self.snapshot, self.header, self.view_state(), width=width, height=height,
                              color=color, footer=footer, max_rows=max_rows, ellipsis=ellipsis,
                              header=header)
@@ -235,7 +249,7 @@ class TopApp:
                 self.resized = False
                 width, height = term.size()
                 if width < MIN_COLUMNS or height < MIN_LINES:
-                    term.draw(f"terminal too small: {MIN_COLUMNS}x{MIN_LINES} at least (Q quits)"[:max(width, 1)])
+                    term.draw(f"terminal too small: {MIN_COLUMNS}x{MIN_LINES} at least (q quits)"[:max(width, 1)])
                 else:
                     term.draw(self.screen(width, height, color=True))
                 redraw = False

@@ -20,11 +20,30 @@ from rich.text import Text
 
 from ioattr.topview.top import NAME, Column, Header, Row, Snapshot, View, sort_rows
 
-FOOTER_KEYS = (("f", "files"), ("i", "indexes"), ("t", "threads"), ("q", "queries"), ("d", "devices"),
-               ("<>", "sort"), ("r", "rev"), ("l", "layer"), ("Q", "quit"),
-               ("c", "cgroups"))  # last: past 80 columns (the key works on any screen)
-VIEW_OF_KEY = {"f": ("files",), "i": ("indexes",), "t": ("threads", "roles"), "q": ("queries",),
+# the footer fits 80 columns: the other keys are in the `?` help
+FOOTER_KEYS = (("f", "files"), ("i", "indexes"), ("t", "threads"), ("s", "queries"), ("d", "devices"),
+               ("c", "cgroups"), ("<>", "sort"), ("?", "help"), ("q", "quit"))
+VIEW_OF_KEY = {"f": ("files",), "i": ("indexes",), "t": ("threads", "roles"), "s": ("queries",),
                "d": ("devices",), "c": ("cgroups",)}
+# the `?` screen: every key, as top(1) users expect them
+HELP_KEYS = (
+    ("f", "files view"),
+    ("i", "indexes view (InnoDB pages)"),
+    ("t", "threads view; again: roles"),
+    ("s", "queries view (statements)"),
+    ("d", "devices view"),
+    ("c", "cgroups view"),
+    ("< > or arrows", "move the sort column"),
+    ("r", "reverse the sort"),
+    ("l", "layer of the io views: syscall, block, pagecache"),
+    ("space", "refresh now"),
+    ("?  h", "this help (any key returns)"),
+    ("q  Q  Esc  Ctrl-C", "quit"),
+)
+HELP_NOTES = (
+    "IO/s = R/s + W/s; fsyncs per second are on the header's syscall and disk lines.",
+    "P50/P99: latency of the row's reads and writes. Rates are per second.",
+)
 MIN_WIDTH = 60
 
 
@@ -201,6 +220,15 @@ def build_table(vs: ViewState, rows: list[Row], width: int, ellipsis: str) -> Ta
             cells.append(Text(fit(text, w, left=left and c.key == NAME, ellipsis=ellipsis)))
         table.add_row(*cells)
     return table
+
+
+def help_screen(width: int, height: int) -> str:
+    """The `?` screen: the keys and what the columns add up to, cut to the terminal."""
+    key_w = max(len(k) for k, _ in HELP_KEYS) + 2
+    lines = ["ioattr top - keys", ""]
+    lines += [f"  {k:<{key_w}}{what}" for k, what in HELP_KEYS]
+    lines += [""] + list(HELP_NOTES) + ["", "Press any key to continue."]
+    return "\n".join(fit(line, width) for line in lines[:height])
 
 
 def render_screen(snap: Snapshot | None, hdr: Header, vs: ViewState, *, width: int, height: int | None,

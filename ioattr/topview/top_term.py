@@ -4,7 +4,7 @@ No curses and no extra dependency: termios puts the terminal in cbreak
 mode (keys arrive one by one, no echo; Ctrl-C still interrupts), select()
 waits for a key or the next refresh, and the screen is the alternate
 screen, redrawn in place from the top-left corner. Whatever ends top
-(Q, Ctrl-C, SIGTERM, SIGHUP, an exception), the terminal is given back as
+(q, Ctrl-C, SIGTERM, SIGHUP, an exception), the terminal is given back as
 it was: modes restored, cursor shown, the previous screen content back.
 """
 from __future__ import annotations

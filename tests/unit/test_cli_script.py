@@ -27,3 +27,14 @@ def test_unknown_name_is_one_line_and_usage_exit(capsys) -> None:
     assert main(["script", "no_such"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no script named 'no_such'" in err and "io_latency" in err
+
+
+def test_only_the_harmless_rlimit_line_is_filtered() -> None:
+    from ioattr.cli.script import harmless_bpftrace_line, kernel_version
+
+    line = ('ERROR: Unknown error -1: couldn\'t set RLIMIT_MEMLOCK for bpftrace. If your program is not '
+            'loading, you can try "ulimit -l 8192" to fix the problem\n')
+    assert harmless_bpftrace_line(line, (6, 18)) and harmless_bpftrace_line(line, (5, 11))
+    assert not harmless_bpftrace_line(line, (5, 10))  # the limit still applies there: keep it
+    assert not harmless_bpftrace_line("ERROR: failed to attach probe\n", (6, 18))
+    assert kernel_version("6.18.44-fc-v1045") == (6, 18) and kernel_version("5.4.0-150-generic") == (5, 4)

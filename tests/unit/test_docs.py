@@ -54,3 +54,26 @@ def test_top_takes_interval_and_count_like_top() -> None:
     assert (args.interval, args.sort) == (3.0, "P99")
     args = build_parser().parse_args(["exporter", "--web.listen-address", ":9999"])
     assert args.listen == ":9999"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_help_has_a_description_and_an_example(command: str) -> None:
+    """`ioattr COMMAND --help`, as typed: a paragraph saying what the command does, and at least
+    one runnable example line (the man pages carry both, from the same parser)."""
+    import subprocess
+    import sys
+
+    ioattr = str(Path(sys.executable).parent / "ioattr")
+    r = subprocess.run([ioattr, command, "--help"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"})
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    blocks = r.stdout.split("\n\n")
+    assert blocks[0].startswith(f"usage: ioattr {command}")
+    description = blocks[1]
+    assert not description.startswith(("positional arguments", "options")) and len(description) > 60, r.stdout
+    ex = r.stdout.split("examples:\n", 1)
+    assert len(ex) == 2, r.stdout
+    assert any(line.strip().startswith(f"ioattr {command}") or f"ioattr {command} " in line
+               for line in ex[1].splitlines()), ex[1]
+    page = (ROOT / "docs" / "man" / f"ioattr-{command}.1").read_text()
+    assert ".SH DESCRIPTION" in page and ".SH EXAMPLES" in page

@@ -38,12 +38,12 @@ class InnodbMetrics(CounterSource):
         self.enabled_by_us: list[str] = []  # INNODB_METRICS modules this source switched on
 
     def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
-                    note: Callable[[tuple, str], None]) -> None:
+                    note: Callable[..., None]) -> None:
         self._enable_monitors(conn, note)
         if settings is not None:
             self._sizes_in_pages(conn, settings, note)
 
-    def _sizes_in_pages(self, conn: Connection, snap: dict[str, Any], note: Callable[[tuple, str], None]) -> None:
+    def _sizes_in_pages(self, conn: Connection, snap: dict[str, Any], note: Callable[..., None]) -> None:
         """The change buffer's size in pages (INNODB_METRICS ibuf_size, a gauge: the value when
         the server was first seen; its course per phase is in the counters) and the pool's."""
         try:
@@ -56,7 +56,7 @@ class InnodbMetrics(CounterSource):
         if isinstance(pool, int) and isinstance(page, int) and page > 0:
             snap["buffer_pool_pages"] = pool // page
 
-    def _enable_monitors(self, conn: Connection, note: Callable[[tuple, str], None]) -> None:
+    def _enable_monitors(self, conn: Connection, note: Callable[..., None]) -> None:
         subsystems = ", ".join(f"'{s}'" for s in MONITOR_MODULES.values())
         on = "ENABLED" if _flavor(conn) == "mariadb" else "STATUS = 'enabled'"
         try:
@@ -77,9 +77,11 @@ class InnodbMetrics(CounterSource):
                 continue
             self.enabled_by_us.append(module)
         if self.enabled_by_us:
+            # one short line on the terminal at every start; how to undo it in the recording's notes
             undo = "; ".join(f"SET GLOBAL innodb_monitor_disable = '{m}'" for m in self.enabled_by_us)
-            note(("monitors_on",), f"switched on INNODB_METRICS {', '.join(self.enabled_by_us)}; "
-                                   f"they stay on (to undo: {undo})")
+            short = ", ".join(m.removeprefix("module_") for m in self.enabled_by_us)
+            note(("monitors_on",), f"switched on INNODB_METRICS {short} (left on; undo: meta.json notes)",
+                 detail=f"to undo: {undo}")
 
     def read(self, conn: Connection) -> list[CounterRow]:
         on = "ENABLED = 1" if _flavor(conn) == "mariadb" else "STATUS = 'enabled'"

@@ -72,7 +72,7 @@ class TableFiles(CounterSource):
         self._last: dict[str, float] = {}
 
     def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
-                    note: Callable[[tuple, str], None]) -> None:
+                    note: Callable[..., None]) -> None:
         self._last = {}  # a new server process (or a reconnect): list every table again
 
     def read(self, conn: Connection) -> list[CounterRow]:

@@ -47,7 +47,7 @@ class _RocksdbSource(CounterSource):
         self.active: bool | None = None  # unknown until first_sight
 
     def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
-                    note: Callable[[tuple, str], None]) -> None:
+                    note: Callable[..., None]) -> None:
         self.active = rocksdb_active(conn)
 
     def read(self, conn: Connection) -> list[CounterRow]:
