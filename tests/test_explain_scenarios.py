@@ -91,15 +91,19 @@ def _finding(res: dict, fid: str) -> dict:
     return next(f for f in res["findings"] if f["id"] == fid)
 
 
-def _settled(res: dict, planted: str) -> None:
-    """The planted cause is supported, the other three of the four refuted: none inconclusive."""
+def _settled(res: dict, planted: str, also_true: frozenset[str] = frozenset()) -> None:
+    """The planted cause is supported, the other three of the four refuted: none inconclusive.
+    `also_true`: causes the server's own counters show really happened in the target phase
+    besides the planted one (InnoDB's background change-buffer merges run when InnoDB
+    chooses), which may then be supported as well, never inconclusive."""
     assert res["significant"], res["no_significant_change"]
     verdicts = {f["id"]: f["verdict"] for f in res["findings"]}
     said = {f["id"]: f["evidence"]["summary"] for f in res["findings"] if f["id"] in FOUR}
     assert verdicts[planted] == "supported", said
     for other in FOUR:
         if other != planted:
-            assert verdicts[other] == "refuted", (other, said)
+            allowed = {"refuted", "supported"} if other in also_true else {"refuted"}
+            assert verdicts[other] in allowed, (other, said)
 
 
 def _reads_by(res: dict, index: str) -> float:
@@ -368,7 +372,10 @@ def test_change_buffer_memory(mariadb_factory, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     truth = _record(db, rec, [("base", _mixed(3000, 3)), ("fill", fill), ("target", _mixed(3000, 4))])
     res = _explain(rec)
-    _settled(res, "change_buffer_memory")
+    # background merges in the target phase (the server's Innodb_ibuf_merges rose, seen once in
+    # a fresh-clone run on a loaded host: 0.0003 merges per query) are a true cause too
+    merged = _delta(truth, "target", "Innodb_ibuf_merges") > 0
+    _settled(res, "change_buffer_memory", frozenset({"change_buffer_merges"}) if merged else frozenset())
     ev = _finding(res, "change_buffer_memory")["evidence"]
     end = truth["target"]["after"]
     assert ev["buffer_pool_pages"] == end["Innodb_buffer_pool_pages_total"], (ev, end)

