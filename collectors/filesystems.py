@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from ioattr.collectors.targets import read_proc_text
+
 BTRFS_END_IO = ("btrfs_simple_end_io", "btrfs_orig_write_end_io", "btrfs_clone_write_end_io", "btrfs_dio_end_io")
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
 
@@ -50,7 +52,7 @@ def btrfs_support(addresses: dict[str, int]) -> tuple[bool, str]:
     missing = [name for name in BTRFS_END_IO if not addresses.get(name)]
     unknown = "block IO of files on btrfs is counted as [unknown], not charged to its files"
     if missing:
-        why = ("addresses hidden (kptr_restrict=%s)" % _read("/proc/sys/kernel/kptr_restrict")
+        why = ("addresses hidden (kptr_restrict=%s)" % read_proc_text("/proc/sys/kernel/kptr_restrict")
                if len(missing) == len(BTRFS_END_IO) and _kallsyms_hidden() else
                "not in /proc/kallsyms: " + ", ".join(missing))
         return False, f"btrfs: {unknown} ({why})"
@@ -75,11 +77,3 @@ def _kallsyms_hidden() -> bool:
         return bool(first) and int(first[0], 16) == 0
     except (OSError, ValueError):
         return False
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
