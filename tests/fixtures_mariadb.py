@@ -200,6 +200,16 @@ def private_server(*setup: str, **options: object) -> Iterator[PrivateMariaDB]:
         _SESSION_SERVERS.remove(db)
 
 
+def indexed_table_server(rows: int) -> contextlib.AbstractContextManager[PrivateMariaDB]:
+    """A private server (8M buffer pool) with b.t of `rows` rows and a secondary index k on a
+    scrambled column: point selects by k read the index, then the clustered index, cold."""
+    return private_server("CREATE DATABASE b",
+                          "CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, KEY k (k)) "
+                          "ENGINE=InnoDB",
+                          f"INSERT INTO b.t SELECT seq, (seq * 7919) % {rows}, 'x' FROM b.seq_1_to_{rows}",
+                          buffer_pool="8M", extra_options={"innodb_stats_persistent": "OFF"})
+
+
 @pytest.fixture
 def mariadb_factory() -> Iterator[Callable[..., PrivateMariaDB]]:
     """Make started private servers with custom options; all stopped after the test."""

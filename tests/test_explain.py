@@ -20,13 +20,9 @@ UNCACHED_QUERIES = 1500
 
 @pytest.fixture(scope="module")
 def server():
-    from tests.fixtures_mariadb import private_server
+    from tests.fixtures_mariadb import indexed_table_server
 
-    with private_server("CREATE DATABASE b",
-                        "CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, KEY k (k)) "
-                        "ENGINE=InnoDB",
-                        f"INSERT INTO b.t SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}",
-                        buffer_pool="8M", extra_options={"innodb_stats_persistent": "OFF"}) as db:
+    with indexed_table_server(ROWS) as db:
         yield db
 
 
