@@ -94,9 +94,6 @@ from typing import Any, Callable, Iterable
 from ioattr.collectors.counters_host import HostCounters, ProcCounters
 from ioattr.collectors.engine import EngineError
 
-# the server's and the host's sources; the engines' come from their adapters (ServerContext.engines)
-SOURCES = ("status", "ps_file", "ps_table", "host", "proc")
-
 # the server's settings (the engines' come first, from their adapters: EngineAdapter.settings
 # and .extra_settings); SETTINGS are recorded null when missing, EXTRA_SETTINGS when present
 SETTINGS = ("log_bin", "sync_binlog", "performance_schema", "version")
@@ -227,10 +224,6 @@ class CounterCollector:
             "value": [r[4] for r in rows],
             "text": [r[5] for r in rows],
         }
-
-    def collect_session(self, session: Any, force: bool = False) -> dict[str, list] | None:
-        """collect() for a LiveSession: its servers, its targets, its phase."""
-        return self.collect(session.counter_servers(), list(session.tracker.current), session.phase, force=force)
 
     # -- one server ------------------------------------------------------------------
     def _note_once(self, key: tuple, text: str, detail: str = "") -> None:

@@ -129,10 +129,6 @@ class SelfStats:
         self.drain_count += 1
 
 
-def _help(text: str) -> str:
-    return " ".join(text.split())
-
-
 class IoattrCollector(Collector):
     """Every ioattr metric, rendered from an ExporterState once per drain.
 

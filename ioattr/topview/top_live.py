@@ -40,10 +40,6 @@ class TopOptions(SessionOptions):
     width: int | None = None      # batch: line width (default: the terminal's, else 160)
 
 
-class _Stop(Exception):
-    pass
-
-
 class TopApp:
     def __init__(self, opts: TopOptions) -> None:
         by = [b.strip() for b in opts.by.split(",") if b.strip()]

@@ -21,7 +21,6 @@ from ioattr.collectors.engine import EngineError
 from ioattr.collectors.namespaces import in_root, root_of
 from ioattr.collectors.targets import open_fds
 from ioattr.engines.innodb.pages import FIL_PAGE_TYPE_FSP_HDR
-from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
 FC = abi.FileClass
 # files made of InnoDB pages (registered for page classification). Not the definition of
@@ -251,11 +250,6 @@ class InnodbFileMap:
         p = path.removesuffix(" (deleted)")
         return read_page_geometry(in_root(root, p)) or self._dictionary_geometry(p)
 
-    def file_class_of(self, path: str | None) -> str | None:
-        if path is None:
-            return None
-        return FC_NAMES[classify_path(path)]
-
     def sync(self, pid: int, directories: list[str] | None = None) -> list[PageFile]:
         """Register new page files pid has open or has under its directories.
 
@@ -336,10 +330,6 @@ class InnodbFileMap:
                              file_class=int(pf.file_class), encrypted=int(pf.encrypted),
                              dblwr_lo=pf.dblwr[0], dblwr_hi=pf.dblwr[1])
         libbpf.map_update(self.fd, key, val)
-
-    def space_paths(self) -> dict[int, str]:
-        """space id -> path, for naming page rows."""
-        return {pf.space_id: pf.path for pf in self.files.values()}
 
     def end_interval(self) -> None:
         self._retired.clear()

@@ -47,9 +47,6 @@ _META_NAMES = frozenset({"CURRENT", "IDENTITY", "LOCK"})
 _REUSED_RE = re.compile(r"^\[\d+ (?P<ext>\.\w+) files reusing one inode\]$")
 _REUSED_CLASSES = {".sst": FC.SST, ".ldb": FC.SST, ".log": FC.WAL}
 
-#: the file classes only MyRocks gives (the storage files among them: sst, wal)
-MYROCKS_CLASSES = (FC.SST, FC.WAL, FC.MANIFEST, FC.OPTIONS, FC.INFO_LOG, FC.TRASH)
-
 
 def in_rocksdb_dir(path: str) -> bool:
     """Whether `path` is a file directly inside a `#rocksdb` directory."""

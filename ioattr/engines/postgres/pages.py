@@ -24,7 +24,6 @@ from ioattr.engines.postgres.files import RelationFile, parse_relation_path
 PE = abi.PageEngine
 
 BLCKSZ = 8192                 # PostgreSQL's default block size (Debian's build)
-SEGMENT_BLOCKS = (1 << 30) // BLCKSZ  # RELSEG_SIZE: blocks per 1 GiB segment file
 
 # page types (bpf/pg_page.h IOA_PG_PAGE_*), above every InnoDB FIL_PAGE_TYPE
 PG_PAGE_NEW = 0xE000
