@@ -8,10 +8,12 @@ values with the same words.
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import stat
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Sequence
 
 from ioattr.format.control import PHASE_NAME
 
@@ -76,4 +78,37 @@ def unix_socket(s: str) -> str:
         raise argparse.ArgumentTypeError(f"{s}: {e.strerror}") from None
     if not stat.S_ISSOCK(mode):
         raise argparse.ArgumentTypeError(f"{s}: not a unix socket")
+    return s
+
+
+def one_of(what: str, values: Sequence[str]) -> Callable[[str], str]:
+    """One of a fixed set of words (used with `choices=` too, so --help lists them); the
+    refusal names the kind of value: "unknown format 'xml'; choose one of table, json"."""
+    def parse(s: str) -> str:
+        if s not in values:
+            raise argparse.ArgumentTypeError(f"unknown {what} {s!r}; choose one of {', '.join(values)}")
+        return s
+    parse.__name__ = what
+    return parse
+
+
+def writable_file(s: str) -> str:
+    """An output file that can be written (created or replaced), checked before any analysis
+    runs: a user who mistyped -o hears about it at once. The words are write_output's
+    (ioattr/output/render.py), so the error reads the same whichever check catches it;
+    nothing is created here."""
+    p = Path(s)
+    err = 0
+    if p.is_dir():
+        err = errno.EISDIR
+    elif p.exists():
+        err = 0 if os.access(p, os.W_OK) else errno.EACCES
+    elif not p.parent.exists():
+        err = errno.ENOENT
+    elif not p.parent.is_dir():
+        err = errno.ENOTDIR
+    elif not os.access(p.parent, os.W_OK | os.X_OK):
+        err = errno.EACCES
+    if err:
+        raise argparse.ArgumentTypeError(f"cannot write {s}: {os.strerror(err)}")
     return s

@@ -5,7 +5,8 @@ import argparse
 import json
 import sys
 
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli import argtypes
+from ioattr.cli.definition import add_output_arguments, command_parser, examples
 from ioattr.errors import UsageError
 
 FORMATS = ("table", "json", "csv")
@@ -30,26 +31,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "directory's name)")
     p.add_argument("--phase", metavar="NAME[,NAME...]", help="only these phases (default: every phase)")
     p.add_argument("--by", choices=BY, help="also split the storage terms by this dimension")
-    p.add_argument("--top", type=int, default=10, help="with --by: rows per run and phase")
-    p.add_argument("--format", default="table", help="|".join(FORMATS))
-    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with the tables and plots")
-    p.add_argument("-o", "--output", help="write the table/JSON/CSV to this file instead of stdout")
+    add_output_arguments(p, FORMATS, top=10, top_help="with --by: rows per run and phase",
+                         output_help="write the table/JSON/CSV to this file instead of stdout")
+    p.add_argument("--html", type=argtypes.writable_file, metavar="FILE",
+                   help="also write a self-contained HTML page with the tables and plots")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioattr.cli.explain import check_output
-
-    if args.format not in FORMATS:
-        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
-    if args.top < 1:
-        raise UsageError("--top must be at least 1")
     phases = None
     if args.phase is not None:
         phases = [x.strip() for x in args.phase.split(",") if x.strip()]
         if not phases:
             raise UsageError("--phase needs a phase name")
-    check_output(args.output)
-    check_output(args.html)
     from ioattr.analysis.compare import compare, labels_for
     from ioattr.format.reader import Recording
     from ioattr.output.render import write_output

@@ -86,6 +86,16 @@ def add_duration_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=argtypes.seconds(), metavar="SEC", help="stop after this many seconds")
 
 
+def add_output_arguments(p: argparse.ArgumentParser, formats: tuple[str, ...], *, top: int | None,
+                         top_help: str, output_help: str = "write to this file instead of stdout") -> None:
+    """--format, -o and --top of the commands that read recordings (report, explain, compare):
+    the same spellings, and the same refusals at parse time (argtypes), for all three."""
+    p.add_argument("--format", type=argtypes.one_of("format", formats), choices=formats, default=formats[0],
+                   help="output format")
+    p.add_argument("-o", "--output", type=argtypes.writable_file, metavar="FILE", help=output_help)
+    p.add_argument("--top", type=argtypes.int_range(1), default=top, metavar="N", help=top_help)
+
+
 def add_stages_argument(p: argparse.ArgumentParser) -> None:
     """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
     from ioattr.collectors.stage_probes import (DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, STAGE_MODES,

@@ -2,15 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
-import os
-from pathlib import Path
 
 from ioattr.analysis.explain import METRICS, explain
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import add_output_arguments, command_parser, examples
 from ioattr.analysis.explain_text import render_text
-from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.output.render import write_output
 
@@ -37,42 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--against", metavar="REC2",
                    help="the target recording (RECORDING stays the baseline): compare two runs")
     p.add_argument("--metric", default="reads_per_query", help="|".join(METRICS))
-    p.add_argument("--top", type=int, default=8, help="contributors listed before 'other' (default 8)")
-    p.add_argument("--format", default="text", help="|".join(FORMATS))
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
-
-
-def check_output(path: str | None) -> None:
-    """Refuse an output path that cannot be written before any analysis runs.
-
-    Bad usage is reported first: a user who mistyped -o should hear about it
-    at once, not after the analysis (nor see a complaint about the recording's
-    content instead). The message is write_output's, so the error reads the
-    same whichever check catches it; nothing is created here."""
-    if not path:
-        return
-    p = Path(path)
-    err = 0
-    if p.is_dir():
-        err = errno.EISDIR
-    elif p.exists():
-        err = 0 if os.access(p, os.W_OK) else errno.EACCES
-    elif not p.parent.exists():
-        err = errno.ENOENT
-    elif not p.parent.is_dir():
-        err = errno.ENOTDIR
-    elif not os.access(p.parent, os.W_OK | os.X_OK):
-        err = errno.EACCES
-    if err:
-        raise UsageError(f"cannot write {path}: {os.strerror(err)}")
+    add_output_arguments(p, FORMATS, top=8, top_help="contributors listed before 'other'")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.format not in FORMATS:
-        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
-    if args.top < 1:
-        raise UsageError("--top must be at least 1")
-    check_output(args.output)
     rec = Recording(args.recording)
     other = Recording(args.against) if args.against else None
     from ioattr.analysis.rec_state import recording_state

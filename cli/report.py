@@ -7,8 +7,7 @@ import io
 import json
 
 from ioattr.analysis.report import LAYERS, ReportRequest, build_report
-from ioattr.cli.definition import command_parser, examples
-from ioattr.errors import UsageError
+from ioattr.cli.definition import add_output_arguments, command_parser, examples
 from ioattr.format.reader import Recording
 from ioattr.model.dimensions import DIMENSIONS
 from ioattr.output.render import render_table, write_output
@@ -30,16 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by", default="file", help="dimensions, comma-separated: " + ",".join(DIMENSIONS))
     p.add_argument("--phase", help="only this phase")
     p.add_argument("--layer", help="only this layer: " + "|".join(LAYERS))
-    p.add_argument("--top", type=int, help="only the N biggest rows (by bytes)")
-    p.add_argument("--format", default="table", help="|".join(FORMATS))
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_output_arguments(p, FORMATS, top=None, top_help="only the N biggest rows (by bytes)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.format not in FORMATS:
-        raise UsageError(f"unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
-    if args.top is not None and args.top <= 0:
-        raise UsageError("--top must be a positive number")
     rec = Recording(args.recording)
     report = build_report(rec, ReportRequest(by=args.by.split(","), phase=args.phase,
                                              layer=args.layer, top=args.top))

@@ -658,7 +658,7 @@ def test_duckdb_limits_are_set_and_overridable(monkeypatch: pytest.MonkeyPatch, 
         with pytest.raises(UsageError, match=var):
             Recording(recording, warn=lambda m: None)
         monkeypatch.delenv(var)
-    r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(recording)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "ioattr.cli.main", "compact", str(recording)], capture_output=True,
                        text=True, env=dict(os.environ, **{duck.MEMORY_ENV: "12 parsecs"}), cwd=ROOT, timeout=60)
     assert r.returncode == 2 and duck.MEMORY_ENV in r.stderr and _one_line(r.stderr), r.stderr
 
@@ -841,7 +841,7 @@ def test_killed_compactor_leaves_nothing_that_blocks_or_miscounts(recording: Pat
     want = report_rows(recording)[1]["rows"]
     rep, err = _report_ok(rec)
     assert rep["rows"] == want, err        # the published segment counted, its chunks not twice
-    r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(rec)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "ioattr.cli.main", "compact", str(rec)], capture_output=True, text=True,
                        timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr     # not "being compacted by another process"
     assert not list((rec / "io").glob("*.tmp"))

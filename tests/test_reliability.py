@@ -333,7 +333,7 @@ def test_disk_full_during_compaction_keeps_the_chunks(tmp_path: Path) -> None:
         want = report_json(rec, "--by", "file,op")
         chunks = sorted(rec.glob("*/chunk-*.parquet"))
         _fill(small / "filler")
-        r = subprocess.run([sys.executable, "-m", "ioattr.format.compact", str(rec)], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "ioattr.cli.main", "compact", str(rec)], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 1, r
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -3,7 +3,7 @@
 A 24-hour recording is 8640 chunks per table (one per --chunk-seconds);
 reading that many small Parquet files is what made reports slow. The
 recorder compacts while it records (in a background thread, after each
-chunk and once more when it stops), and `python -m ioattr.format.compact REC`
+chunk and once more when it stops), and `ioattr compact REC`
 does the same to any recording, finished, crashed or still being written.
 
     REC/io/chunk-000123.parquet          level 0: what the recorder writes
@@ -39,7 +39,7 @@ are the covered files deleted. A crash before the rename leaves a .tmp
 that nothing reads and the next compaction deletes; a crash after it
 leaves covered files that readers ignore and the next compaction deletes
 (until then plain SQL over `io/*.parquet` counts them twice: run
-`python -m ioattr.format.compact REC` on a crashed recording). The recorder
+`ioattr compact REC` on a crashed recording). The recorder
 keeps writing chunks meanwhile: a compaction only touches files that were
 complete when it listed the directory. A segment stands for (and lets the
 cleanup delete) the chunks it names only if its own footer says it covers
@@ -55,9 +55,7 @@ listing went stale between two queries lists again.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import errno
 import fcntl
 import functools
 import json
@@ -65,7 +63,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -521,7 +518,7 @@ def needs_compaction(rec: Path, fanout: tuple[int, ...] = FANOUT) -> bool:
 
 
 class BackgroundCompactor:
-    """The recorder's: compacts in a child process (`python -m ioattr.format.compact --background`),
+    """The recorder's: compacts in a child process (`ioattr compact --background`),
     at low priority, so the recorder's loop, its memory and the GIL are left alone. A child
     is started after a chunk is written when there is something to merge, and once more when
     the recording ends (waited for). A child killed with the recorder leaves nothing a reader
@@ -553,7 +550,7 @@ class BackgroundCompactor:
                 self._reap()
 
     def _start(self, wait: bool = False) -> None:
-        args = [sys.executable, "-m", "ioattr.format.compact", "--background", str(self.rec)]
+        args = [sys.executable, "-m", "ioattr.cli.main", "compact", "--background", str(self.rec)]
         if wait:
             args.insert(-1, "--wait")
         try:
@@ -573,49 +570,3 @@ class BackgroundCompactor:
 
 
 EXIT_BUSY = 75     # another compactor holds the recording (EX_TEMPFAIL)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ioattr.format.compact",
-                                 description="merge a recording's chunks into segments (see ioattr/format/compact.py)")
-    ap.add_argument("recording")
-    ap.add_argument("--wait", action="store_true", help="wait for a compaction already running")
-    ap.add_argument("--background", action="store_true", help="the recorder's: low priority, quiet")
-    a = ap.parse_args(argv)
-    rec = Path(a.recording)
-    if not (rec / "meta.json").exists():
-        print(f"ioattr compact: not an ioattr recording: {rec}", file=sys.stderr)
-        return 2
-    from ioattr.errors import UsageError
-    from ioattr.format import duck
-    try:
-        duck.limits()       # a bad IOATTR_DUCKDB_* is one line before anything is done
-    except UsageError as e:
-        print(f"ioattr compact: {e}", file=sys.stderr)
-        return 2
-    if a.background:
-        with contextlib.suppress(OSError):
-            os.nice(10)
-    t0 = time.perf_counter()
-    try:
-        merges = compact(rec, wait=a.wait)
-    except Busy as e:
-        if not a.background:
-            print(f"ioattr compact: {e}", file=sys.stderr)
-        return EXIT_BUSY
-    except OSError as e:     # disk full included: the segment's .tmp is gone, the chunks untouched
-        why = ("disk full (no space left on device)" if e.errno in (errno.ENOSPC, errno.EDQUOT)
-               or "No space left on device" in str(e) else f"{type(e).__name__}: {e}")
-        print(f"ioattr compact: {rec}: {why}; not compacted, the recording stays readable in chunks",
-              file=sys.stderr)
-        return 1
-    except Exception as e:   # one line; the recording stays readable whatever happened
-        print(f"ioattr compact: {rec}: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    if not a.background:
-        print(f"{len(merges)} merges in {time.perf_counter() - t0:.1f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
