@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import configparser
 from collections import Counter
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ import pymysql
 
 from ioattr.collectors.namespaces import in_root, root_of
 from ioattr.collectors.targets import socket_inodes
+from ioattr import environment
 
 
 @dataclass
@@ -102,8 +102,8 @@ class EngineConnection:
             kw["port"] = o.port
         if o.user:
             kw["user"] = o.user
-        if "password" not in kw and os.environ.get("MYSQL_PWD"):
-            kw["password"] = os.environ["MYSQL_PWD"]
+        if "password" not in kw and environment.is_set("MYSQL_PWD"):
+            kw["password"] = environment.get("MYSQL_PWD")
         if "unix_socket" not in kw and "host" not in kw and self.target_pid:
             socks = server_sockets(self.target_pid)
             if socks:

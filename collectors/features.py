@@ -10,11 +10,12 @@ import os
 import subprocess
 
 from ioattr.errors import HostError
+from ioattr import environment
 
 # Overridable so the suite can show what happens on a host without BTF or
 # without a tracepoint; the checks themselves are the real ones.
-BTF_PATH = os.environ.get("IOATTR_BTF", "/sys/kernel/btf/vmlinux")
-TRACEFS = os.environ.get("IOATTR_TRACEFS", "/sys/kernel/tracing")
+BTF_PATH = environment.get("IOATTR_BTF")
+TRACEFS = environment.get("IOATTR_TRACEFS")
 
 
 # capability bits (linux/capability.h)
@@ -74,7 +75,7 @@ def ensure_tracefs() -> tuple[bool, str]:
     """Mount tracefs at /sys/kernel/tracing if needed; (ok, what happened)."""
     if tracefs_mounted():
         return True, f"mounted at {TRACEFS}"
-    if "IOATTR_TRACEFS" in os.environ:
+    if environment.is_set("IOATTR_TRACEFS"):
         return False, f"not found at {TRACEFS} (IOATTR_TRACEFS)"
     if not is_root():
         return False, f"not mounted at {TRACEFS}, and only root can mount it"

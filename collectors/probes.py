@@ -35,6 +35,7 @@ from ioattr.collectors import features
 from ioattr.collectors import filesystems
 from ioattr.collectors import libbpf
 from ioattr.collectors.drain import percpu_sum
+from ioattr import environment
 from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "target_slots", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
@@ -54,7 +55,7 @@ class HookChoice:
 
     def pick(self, present: set[str]) -> str | None:
         """The program to load among those the object has (`present`); None: none can be."""
-        forced = os.environ.get(self.env, "").strip().lower()
+        forced = environment.get(self.env).strip().lower()
         hooks = [h for _, h, _ in self.programs]
         if forced and forced != "auto" and forced not in hooks:
             raise HostError(f"unknown hook {forced!r} in {self.env}: use {', '.join(hooks)} or auto")
@@ -160,7 +161,7 @@ def syscall_tracepoints() -> tuple[list[tuple[str, str]], list[str]]:
 
 def requested_syscall_hook(requested: str | None = None) -> str:
     """"tracepoints", "raw" or "auto": `requested`, else $IOATTR_SYSCALL_HOOK, else auto."""
-    req = (requested or os.environ.get(SYSCALL_HOOK_ENV) or "auto").strip().lower()
+    req = (requested or environment.get(SYSCALL_HOOK_ENV)).strip().lower()
     if req not in SYSCALL_HOOKS + ("auto",):
         raise HostError(f"unknown syscall hook {req!r} ({SYSCALL_HOOK_ENV} or syscall_hook=): "
                         f"use {', '.join(SYSCALL_HOOKS)} or auto")
@@ -194,7 +195,7 @@ def choose_syscall_hook(req: str = "auto") -> tuple[str, str]:
 
 def bpf_object_dir() -> Path:
     """Where the compiled *.bpf.o files are: $IOATTR_BPF_DIR, else the package."""
-    env = os.environ.get("IOATTR_BPF_DIR")
+    env = environment.get("IOATTR_BPF_DIR")
     if env:
         return Path(env)
     import ioattr.bpf as bpf_pkg

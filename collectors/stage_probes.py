@@ -68,6 +68,7 @@ from ioattr.collectors.drain import percpu_sum
 from ioattr.collectors.elf import symbol_offsets
 from ioattr.collectors.probes import WIRE_CHOICE, ProbeSession
 from ioattr.collectors.targets import TARGET_SLOTS  # wire_slots has as many slots as target_slots
+from ioattr import environment
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,7 @@ class StageProbes:
         "" when done, else why not (the caller attaches the stage uprobes instead)."""
         fds = self._thd_maps()
         why = ""
-        if os.environ.get(THD_STAGES_ENV) == "off":
+        if environment.get(THD_STAGES_ENV) == "off":
             why = f"{THD_STAGES_ENV}=off"
         elif fds is None:
             why = "the BPF objects have no THD stage maps (rebuild them: make -C bpf)"

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ioattr.errors import UsageError
+from ioattr import environment
 
-RUN_DIR = Path(os.environ.get("IOATTR_RUN_DIR", "/run/ioattr"))
+RUN_DIR = Path(environment.get("IOATTR_RUN_DIR"))
 PHASE_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]{1,64}$")
 WAKE_FIFO = "wake"
 MARK_WAIT_SECONDS = 10.0  # how long `ioattr mark` waits for the recorder to take the mark

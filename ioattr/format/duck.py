@@ -25,6 +25,7 @@ import tempfile
 import weakref
 
 from ioattr.errors import UsageError
+from ioattr import environment
 
 DEFAULT_MEMORY_LIMIT = "512MB"
 MAX_DEFAULT_THREADS = 4
@@ -39,14 +40,14 @@ _UNIT = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 def limits(threads: int | None = None) -> tuple[str, int]:
     """(memory_limit, threads) for a new connection: the environment's if set (checked),
     else `threads` (a caller's own choice) and the defaults."""
-    mem = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY_LIMIT
+    mem = environment.get(MEMORY_ENV).strip() or DEFAULT_MEMORY_LIMIT
     m = _SIZE_RE.fullmatch(mem)
     if m is None:
         raise UsageError(f"{MEMORY_ENV}={mem[:40]!r}: not a size (e.g. 512MB, 2GB)")
     unit = re.sub(r"[\d.\s]", "", mem).lower()
     if float(mem[:len(mem) - len(unit)]) * _UNIT[unit] < _MIN_BYTES:
         raise UsageError(f"{MEMORY_ENV}={mem!r}: too small (at least 64MB)")
-    env_threads = os.environ.get(THREADS_ENV, "").strip()
+    env_threads = environment.get(THREADS_ENV).strip()
     if env_threads:
         if not re.fullmatch(r"\d{1,3}", env_threads) or not 1 <= int(env_threads) <= 256:
             raise UsageError(f"{THREADS_ENV}={env_threads[:40]!r}: not a number of threads (1..256)")

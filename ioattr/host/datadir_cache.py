@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from ioattr import environment
+
 ENV = "IOATTR_DATADIR_CACHE"
 
 
@@ -42,7 +44,7 @@ class DatadirCache:
 
     @classmethod
     def from_env(cls) -> "DatadirCache | None":
-        root = os.environ.get(ENV)
+        root = environment.get(ENV)
         if not root or not Path(root).is_dir():
             return None
         return cls(Path(root))

@@ -30,6 +30,7 @@ import ioattr
 from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.collectors import features
 from ioattr.collectors.targets import TargetSpec
+from ioattr import environment
 from ioattr.errors import RuntimeFailure
 from ioattr.format.reader import Recording
 from ioattr.live.recorder import RecordOptions, Recorder
@@ -170,7 +171,7 @@ def data_dir() -> Path:
     A user data directory, not the current directory: `make demo` runs in
     the source checkout, and a recording there would land in the tree.
     """
-    xdg = os.environ.get("XDG_DATA_HOME", "")
+    xdg = environment.get("XDG_DATA_HOME")
     if xdg and Path(xdg).is_absolute():  # the XDG spec ignores relative paths
         return Path(xdg) / "ioattr"
     return Path.home() / ".local" / "share" / "ioattr"

@@ -24,6 +24,7 @@ from ioattr.engines.postgres.counters import status_rows
 from ioattr.engines.postgres import roles
 from ioattr.engines.postgres.names import RelationNames
 from ioattr.engines.postgres.pages import RelationPageFile, RelationPageFiles
+from ioattr import environment
 
 OWN_ROLE = "ioattr"  # ioattr's own backends (catalog reads for names)
 STATEMENTS_STATUS = "statements: not traced (stage probes not loaded)"
@@ -219,7 +220,7 @@ class PostgresServer:
         if where is None:
             raise RuntimeError(f"no unix socket found for postmaster {self.pid}")
         conn = psycopg.connect(host=where[0], port=where[1], dbname=dbname,
-                               user=os.environ.get("PGUSER") or "postgres", autocommit=True,
+                               user=environment.get("PGUSER"), autocommit=True,
                                connect_timeout=5, application_name="ioattr")
         self.conns[dbname] = conn
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
