@@ -35,7 +35,7 @@ DIGEST_LABELS = {abi.DIGEST_INTERNAL: storage.INTERNAL_QUERY_LABEL,
                  abi.DIGEST_PREPARED_LOST: storage.PREPARED_LOST_LABEL}
 PREPARED_DIGESTS = frozenset((abi.DIGEST_PREPARED_BEFORE, abi.DIGEST_PREPARED_LOST))
 STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
-# inside a statement whose stage was not traced (--stages statement, the default): the digest
+# inside a statement whose stage was not traced (--stages statement, or no THD layout): the digest
 # is known, the stage is not, so it is null (never a guess)
 STAGE_NAMES[int(abi.Stage.STATEMENT)] = None
 IN_STATEMENT = frozenset(int(s) for s in (abi.Stage.PARSE, abi.Stage.OPTIMIZE, abi.Stage.EXECUTE,

@@ -72,8 +72,8 @@ _DIMS = [
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ...; MyRocks SST "
               "reads by block kind: sst_data, sst_index, sst_filter, sst_meta, sst_mixed"),
     Dimension("stage", "stage", "stage", "where in query processing: estimate (the optimizer's index dives, "
-              "always traced), parse, optimize, execute, commit (--stages full; null inside statements with "
-              "the default --stages statement), background"),
+              "always traced), parse, optimize, execute, commit (read from the server's THD with the default "
+              "--stages auto, or --stages full; null inside statements with --stages statement), background"),
     Dimension("query", _QUERY, _QUERY, "normalized statement (literals stripped)"),
     Dimension("phase", "phase", "phase", "benchmark phase"),
 ]
