@@ -9,6 +9,8 @@ import enum
 
 import numpy as np
 
+from ioattr.collectors.file_classes import FILE_CLASSES
+
 HIST_SLOTS = 64
 HIST_MIN_SHIFT = 8
 PATH_MAX = 256
@@ -75,31 +77,10 @@ class Stage(enum.IntEnum):
     ESTIMATE = 8   # the optimizer estimating index ranges (index dives), traced in both modes
 
 
-class FileClass(enum.IntEnum):
-    OTHER = 0
-    TABLESPACE = 1
-    SYSTEM_TABLESPACE = 2
-    UNDO = 3
-    REDO_LOG = 4
-    BINLOG = 5
-    RELAY_LOG = 6
-    DOUBLEWRITE = 7
-    TMP = 8
-    # MyRocks (RocksDB under DATADIR/#rocksdb/)
-    SST = 9
-    WAL = 10
-    MANIFEST = 11
-    OPTIONS = 12
-    INFO_LOG = 13
-    TRASH = 14
-    # PostgreSQL (its WAL is WAL, its pgsql_tmp files TMP)
-    RELATION = 15
-    FSM = 16
-    VM = 17
-    INIT_FORK = 18
-    SLRU = 19
-    # the Archive storage engine's table data (<table>.ARZ, zlib-compressed rows)
-    ARCHIVE = 20
+#: enum ioattr_file_class, built from the one table of file classes (collectors/file_classes.py):
+#: FileClass.TABLESPACE, FileClass.SST, ...
+FileClass = enum.IntEnum("FileClass", [(c.name.upper(), c.number) for c in sorted(FILE_CLASSES, key=lambda c: c.number)],
+                         module=__name__)
 
 
 PAGE_F_MISMATCH = 1

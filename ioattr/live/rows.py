@@ -20,7 +20,8 @@ from ioattr.collectors.thread_roles import role_of_comm
 from ioattr.engines import registry as engines
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model import storage
-from ioattr.model.labels import API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, NOT_A_TARGET, OP_NAMES
+from ioattr.model.labels import (API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, NOT_A_TARGET, OP_NAMES,
+                                 STAGE_NAMES)
 from ioattr.model.labels import FILE_CLASS_NAMES as FC_NAMES
 
 ANON_TMPFILE = "[anonymous tmpfile"  # collectors/names.py label_link
@@ -28,16 +29,11 @@ PAGE_ENGINE = engines.page_engine()  # the engine whose page kinds the BPF class
 # file classes whose page rows are another engine's (PostgreSQL's relation files), named by it
 NATIVE_PAGE_CLASSES = frozenset(c for e in engines.ENGINES for c in e.page_file_classes)
 
-STAGE_NAMES = {int(s): s.name.lower() for s in abi.Stage}
 # digests below 256 that are labels, not command numbers (bpf/ioattr.h IOA_DIGEST_*)
 DIGEST_LABELS = {abi.DIGEST_INTERNAL: storage.INTERNAL_QUERY_LABEL,
                  abi.DIGEST_PREPARED_BEFORE: storage.PREPARED_BEFORE_LABEL,
                  abi.DIGEST_PREPARED_LOST: storage.PREPARED_LOST_LABEL}
 PREPARED_DIGESTS = frozenset((abi.DIGEST_PREPARED_BEFORE, abi.DIGEST_PREPARED_LOST))
-STAGE_NAMES[int(abi.Stage.PURGE)] = "background"  # purge is a role; its stage is background
-# inside a statement whose stage was not traced (--stages statement, or no THD layout): the digest
-# is known, the stage is not, so it is null (never a guess)
-STAGE_NAMES[int(abi.Stage.STATEMENT)] = None
 IN_STATEMENT = frozenset(int(s) for s in (abi.Stage.PARSE, abi.Stage.OPTIMIZE, abi.Stage.EXECUTE,
                                           abi.Stage.COMMIT, abi.Stage.STATEMENT, abi.Stage.ESTIMATE))
 

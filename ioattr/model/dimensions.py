@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ioattr.collectors import file_classes
 from ioattr.errors import UsageError
 
 RERUN_FULL = "stage not traced (recorded with --stages statement): rerun with --stages full"
@@ -59,10 +60,7 @@ _DIMS = [
     Dimension("op", "op", "op", "read, write or fsync"),
     Dimension("layer", "layer", "'syscall'", "syscall, block or pagecache"),
     Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
-    Dimension("file_class", "file_class", "file_class",
-              "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, "
-              "sst, wal, manifest, options, info_log, trash (MyRocks), relation, fsm, vm, init_fork, slru "
-              "(PostgreSQL; its WAL is wal, its temp files tmp), archive (the Archive engine's .ARZ), other"),
+    Dimension("file_class", "file_class", "file_class", file_classes.dimension_help()),
     Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
               "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "
               "several stays null, their indexes are listed by --by file)"),

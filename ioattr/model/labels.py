@@ -1,7 +1,8 @@
 """Names for the numbers in io_stats keys, as recordings and reports show them."""
 from __future__ import annotations
 
-from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op
+from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op, Stage
+from ioattr.collectors.file_classes import FILE_CLASSES
 
 # the drop reason that is not a slot of the BPF drops map: collectors/prog_stats.py
 PROG_SKIPPED = "prog_skipped"
@@ -21,9 +22,15 @@ API_NAMES = {
     int(Api.OTHER): "other",
 }
 KIND_NAMES = {int(v): v.name.lower() for v in Kind}
-# the file_class dimension (bpf/ioattr.h enum ioattr_file_class): every engine's files are
-# named in this one vocabulary (ioattr/engines/ decide which class a file has)
-FILE_CLASS_NAMES = {v: v.name.lower() for v in FileClass}
+# the stage dimension (bpf/ioattr.h enum ioattr_stage): purge is a role, its stage is background;
+# inside a statement whose stage was not traced (--stages statement, or no THD layout) the digest
+# is known and the stage is not, so it is null (never a guess)
+STAGE_NAMES: dict[int, str | None] = {int(s): s.name.lower() for s in Stage}
+STAGE_NAMES[int(Stage.PURGE)] = "background"
+STAGE_NAMES[int(Stage.STATEMENT)] = None
+# the file_class dimension (collectors/file_classes.py, bpf/ioattr.h enum ioattr_file_class): every
+# engine's files are named in this one vocabulary (ioattr/engines/ decide which class a file has)
+FILE_CLASS_NAMES = {FileClass(c.number): c.name for c in FILE_CLASSES}
 
 # What the `file` column says for block IO that is not a tracked file's data.
 KIND_FILE_LABELS = {

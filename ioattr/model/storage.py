@@ -20,18 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
-STORAGE_FILE_CLASSES: tuple[str, ...] = ("tablespace", "system_tablespace", "undo", "doublewrite", "tmp",
-                                         "redo_log", "binlog", "relay_log",
-                                         # MyRocks: SSTs (a block-cache miss is an SST read), WAL, MANIFEST
-                                         "sst", "wal", "manifest",
-                                         # PostgreSQL's relation forks and SLRU files (its WAL is wal)
-                                         "relation", "fsm", "vm", "init_fork", "slru",
-                                         # the Archive engine's table data files (.ARZ)
-                                         "archive")
+from ioattr.collectors.file_classes import FILE_CLASSES
+
+#: the classes whose IO is storage IO (collectors/file_classes.py, column `storage`), in the
+#: table's order: InnoDB's page files and logs, the server's binary and relay logs, temporary
+#: files, MyRocks' SSTs (a block-cache miss is an SST read), WAL and MANIFEST, PostgreSQL's
+#: relation forks and SLRU files, the Archive engine's .ARZ files
+STORAGE_FILE_CLASSES: tuple[str, ...] = tuple(c.name for c in FILE_CLASSES if c.storage)
 #: engine files that are not storage IO: RocksDB's text log (like an error log), its OPTIONS
 #: files (written once at open) and SSTs waiting for deletion; with `other`, every class is one
-#: or the other (tests/unit/test_storage.py)
-NOT_STORAGE_FILE_CLASSES: tuple[str, ...] = ("info_log", "options", "trash")
+#: or the other
+NOT_STORAGE_FILE_CLASSES: tuple[str, ...] = tuple(c.name for c in FILE_CLASSES if not c.storage and c.number)
 # the same list as a PromQL label regex (dashboards/ use exactly this; tests/unit checks it)
 STORAGE_FILE_CLASS_REGEX = "|".join(STORAGE_FILE_CLASSES)
 

@@ -23,17 +23,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ioattr.format.schema import HIST_COLUMNS
+from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.hist import BOUNDS
 from ioattr.model.labels import LAYERS
 from ioattr.model.storage import STORAGE_FILE_CLASSES
 
 # short forms of file_class for an 80-column screen
-CLASS_ABBREV = {
-    "tablespace": "table", "system_tablespace": "system", "undo": "undo", "redo_log": "redo",
-    "binlog": "binlog", "relay_log": "relay", "doublewrite": "dblwr", "tmp": "tmp", "other": "other",
-    "sst": "sst", "wal": "wal", "manifest": "manif", "options": "opts", "info_log": "log", "trash": "trash",
-    "relation": "rel", "fsm": "fsm", "vm": "vm", "init_fork": "init", "slru": "slru", "archive": "arch",
-}
+CLASS_ABBREV = {c.name: c.short for c in FILE_CLASSES}
 
 _LOW = np.array([b[0] for b in BOUNDS], dtype=np.float64)
 _HIGH = np.array([b[1] for b in BOUNDS], dtype=np.float64)
