@@ -38,7 +38,7 @@ def _background(args: argparse.Namespace) -> int:
     """The recorder's compaction: no DuckDB reader is opened (only meta.json and the DuckDB
     limits are checked), nothing is said unless it failed, and another compactor at work is
     exit EXIT_BUSY, which the recorder does not count as a failure."""
-    from ioattr.format import duck
+    from ioattr.format import duck  # lazy: start-up time
     from ioattr.format.compact import EXIT_BUSY, Busy, compact
 
     rec = Path(args.recording)
@@ -60,6 +60,7 @@ def _background(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.background:
         return _background(args)
+    # lazy: start-up time (`ioattr --help` loads no pyarrow or duckdb)
     from ioattr.format.compact import Busy, compact
     from ioattr.format.reader import Recording
 

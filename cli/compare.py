@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         phases = [x.strip() for x in args.phase.split(",") if x.strip()]
         if not phases:
             raise UsageError("--phase needs a phase name")
+    # lazy: start-up time (`ioattr --help` loads no pyarrow or duckdb)
     from ioattr.analysis.compare import compare, labels_for
     from ioattr.format.reader import Recording
     from ioattr.output.render import write_output
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(result, indent=2) + "\n"
     elif args.format == "csv":
-        from ioattr.output.compare_view import to_csv
+        from ioattr.output.compare_view import to_csv  # lazy: start-up time
 
         text = to_csv(result)
         for info in result["runs"]:  # CSV has no place a parser would not trip on: stderr
@@ -61,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"ioattr compare: WARNING: {info['label']}: {info['recording_state']['message']}",
                       file=sys.stderr)
     else:
-        from ioattr.output.compare_view import render_table
+        from ioattr.output.compare_view import render_table  # lazy: start-up time
 
         text = render_table(result)
     if args.html:
-        from ioattr.output.compare_html import render_compare_html
+        from ioattr.output.compare_html import render_compare_html  # lazy: start-up time
 
         write_output(render_compare_html(result), args.html, "compare")
     write_output(text, args.output, "compare")

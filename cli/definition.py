@@ -98,6 +98,7 @@ def add_output_arguments(p: argparse.ArgumentParser, formats: tuple[str, ...], *
 
 def add_stages_argument(p: argparse.ArgumentParser) -> None:
     """--stages: how much of query processing the mysqld uprobes follow (each hit is a trap)."""
+    # lazy: start-up time (the defaults come from the collectors)
     from ioattr.collectors.stage_probes import (DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, STAGE_MODES,
                                                  STATEMENT_SOURCES)
     p.add_argument("--stages", choices=STAGE_MODES, default=DEFAULT_STAGE_MODE,
@@ -117,7 +118,7 @@ def add_stages_argument(p: argparse.ArgumentParser) -> None:
 
 def add_capacity_argument(p: argparse.ArgumentParser) -> None:
     """--max-entries: the io_stats map's capacity (IO of keys that find it full is counted as drops)."""
-    from ioattr.collectors.probes import MAX_STATS_DEFAULT, MAX_STATS_RANGE
+    from ioattr.collectors.probes import MAX_STATS_DEFAULT, MAX_STATS_RANGE  # lazy: start-up time
     lo, hi = MAX_STATS_RANGE
     p.add_argument("--max-entries", dest="max_entries", type=argtypes.int_range(lo, hi), default=MAX_STATS_DEFAULT,
                    metavar="N",
@@ -149,7 +150,7 @@ def add_live_arguments(p: argparse.ArgumentParser, comm_default: str = "every my
 def engine_options(args: argparse.Namespace) -> EngineOptions:
     """What the user named explicitly was checked by its type (exit 2 if unusable); a server that
     merely refuses the login is a runtime condition (file-level attribution continues)."""
-    from ioattr.collectors.engine import EngineOptions
+    from ioattr.collectors.engine import EngineOptions  # lazy: start-up time
     return EngineOptions(defaults_file=args.mysql_defaults_file, socket=args.mysql_socket,
                          host=args.mysql_host, port=args.mysql_port, user=args.mysql_user)
 

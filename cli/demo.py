@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             (out / name).mkdir(mode=0o700)  # the recorder accepts an empty directory
     except OSError as e:
         raise UsageError(f"cannot write the recordings at {out}: {e.strerror}") from None
-    from ioattr.cli.main import main as cli_main  # runs each step as its own `ioattr` command
+    from ioattr.cli.main import main as cli_main  # lazy; runs each step as its own `ioattr` command
 
     return run_demo(DemoOptions(output=out, seconds=args.seconds, table_size=args.table_size,
                                 large_table_size=args.large_table_size), cli_main)

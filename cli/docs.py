@@ -23,7 +23,7 @@ WIDTH = 100
 
 def _subcommands() -> tuple[dict[str, argparse.ArgumentParser], dict[str, str]]:
     """{name: parser}, {name: its one-line help}."""
-    from ioattr.cli.main import build_parser
+    from ioattr.cli.main import build_parser  # lazy: start-up time
 
     parser = build_parser()
     for action in parser._actions:

@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioattr.host.doctor import render_checks, run_checks
+    from ioattr.host.doctor import render_checks, run_checks  # lazy: start-up time
 
     checks = run_checks()
     if args.json:

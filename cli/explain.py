@@ -7,6 +7,7 @@ import json
 from ioattr.analysis.explain import METRICS, explain
 from ioattr.cli.definition import add_output_arguments, command_parser, examples
 from ioattr.analysis.explain_text import render_text
+from ioattr.analysis.rec_state import recording_state
 from ioattr.format.reader import Recording
 from ioattr.output.render import write_output
 
@@ -39,8 +40,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     rec = Recording(args.recording)
     other = Recording(args.against) if args.against else None
-    from ioattr.analysis.rec_state import recording_state
-
     states = {str(r.path): st for r in (rec, other) if r is not None and (st := recording_state(r))}
 
     def warn() -> None:
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(result, indent=2) + "\n"
     elif args.format == "html":
-        from ioattr.output.html_report import render_html
+        from ioattr.output.html_report import render_html  # lazy: start-up time
 
         text = render_html(rec, explanation=result, against=other)
     else:

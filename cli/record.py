@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check_output(out: Path) -> None:
     """Refuse an unusable -o before any probe is loaded (the recorder checks again)."""
-    from ioattr.format.recording import check_output_dir
+    from ioattr.format.recording import check_output_dir  # lazy: start-up time
 
     try:
         check_output_dir(out)

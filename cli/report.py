@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"ioattr report: WARNING: {report['recording_state']['message']}", file=sys.stderr)
     elif args.format == "html":
-        from ioattr.output.html_report import render_html
+        from ioattr.output.html_report import render_html  # lazy: start-up time
 
         text = render_html(rec, report=report, by=args.by.split(","),
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})

@@ -27,7 +27,7 @@ SUFFIX = ".bt"
 
 def scripts_dir() -> Path:
     """The installed bpf/ folder (or $IOATTR_BPF_DIR), where the .bt files ship."""
-    from ioattr.collectors.probes import bpf_object_dir
+    from ioattr.collectors.probes import bpf_object_dir  # lazy: start-up time
 
     return bpf_object_dir()
 

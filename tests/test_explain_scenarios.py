@@ -435,7 +435,7 @@ def _evidence(base: dict[tuple, float], target: dict[tuple, float], counters: di
     target-phase counters, 100 queries a side, recorded with --stages statement."""
     from types import SimpleNamespace
 
-    from ioattr.analysis import explain_math as em
+    from ioattr.model import explain_math as em
     from ioattr.analysis.explain import METRICS
     from ioattr.analysis.findings import Evidence
     from ioattr.analysis.phase_stats import PhaseStats

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ioattr.analysis.evidence import SUPPORT_SHARE
+from ioattr.model.evidence import SUPPORT_SHARE
 
 WORDS = {"supported": "supported", "refuted": "refuted: not what changed", "inconclusive": "inconclusive",
          "not_applicable": "n/a"}

@@ -5,7 +5,7 @@
    two with --against).
 2. Its change is decomposed over the attribution dimensions (index x level
    x stage x role x file_class x query): each contributor's per-operation
-   value in target minus baseline, over the gross change (ioattr/analysis/explain_math:
+   value in target minus baseline, over the gross change (ioattr/model/explain_math:
    the sum of the contributors' increases for an increase, of their decreases
    for a decrease), so no share exceeds 100% and those that moved with the
    change sum to 100%. The biggest movers are listed, the rest folded into
@@ -21,16 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ioattr.analysis import explain_math as em
+from ioattr.model import explain_math as em
 from ioattr.analysis.explain_text import advice
 from ioattr.analysis.findings import Evidence, run_findings
+from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.analysis.phase_stats import PhaseStats, phase_stats, pick_phase
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import storage
 from ioattr.model.dimensions import RERUN_FULL, stage_mode
-
-DIMS = ("index", "level", "stage", "role", "file_class", "query")
+from ioattr.model.evidence import DIMS  # the contributor key's dimensions, in I_INDEX... order
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,6 @@ def contributors(rec: Recording, phase: str, metric: Metric) -> dict[tuple, floa
     """Numerator of the metric per (index, level, stage, role, file_class, query): the phase's
     storage IO (ioattr/model/storage.py) split by page dimensions the way `report` splits it, so the
     contributors add up to exactly the numerator of the metric (PhaseStats reads/writes)."""
-    from ioattr.analysis.report import ReportRequest, build_report
-
     rep = build_report(rec, ReportRequest(by=list(DIMS), phase=phase, layer="syscall"))
     out: dict[tuple, float] = {}
     for r in rep["rows"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ioattr.analysis.direction import HOLDS_IN_BOTH, words
-from ioattr.analysis.explain_math import plural
+from ioattr.model.explain_math import plural
 from ioattr.engines import registry
 from ioattr.engines.base import AdviceField
 

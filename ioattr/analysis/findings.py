@@ -1,4 +1,4 @@
-"""The known causes of an IO change, each tested against the evidence (ioattr.analysis.evidence).
+"""The known causes of an IO change, each tested against the evidence (ioattr.model.evidence).
 
 The server's findings are here (the optimizer's index dives, reads by write statements,
 sequential access turned random); each engine adapter brings the ones only it can test
@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ioattr.analysis import direction
 from ioattr.analysis.direction import explained_share
-from ioattr.analysis.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
+from ioattr.model.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
                                       pct)
 from ioattr.engines import registry
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ioattr.analysis.grouping import ReportRequest, report_rows
+from ioattr.analysis.rec_state import last_data_time
+from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import storage
@@ -186,19 +189,6 @@ def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) ->
     return out
 
 
-def last_data_time(rec: Recording, phase: str | None = None) -> float | None:
-    """The end of the last interval recorded (in `phase`, if given): how far an open phase got."""
-    parts = []
-    for table, col in (("io", "ts_end"), ("pages", "ts_end"), ("statements", "ts_end"), ("counters", "ts")):
-        if rec.has_table(table):
-            parts.append(f"SELECT max({col}) AS t FROM {table}" + (" WHERE phase = ?" if phase is not None else ""))
-    if not parts:
-        return None
-    params = [phase] * len(parts) if phase is not None else []
-    v = rec.query(f"SELECT max(t) FROM ({' UNION ALL '.join(parts)})", params)[0][0]
-    return None if v is None else float(v)
-
-
 def table_sizes(rec: Recording, phase: str) -> dict[str, dict[str, int]]:
     """The tables whose files changed size in `phase`: their size (and allocated size) at its end
     and the change over it. The `table_files` source lists a table only when its size changed
@@ -275,12 +265,9 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
             "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
     st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
                                 [phase])[0][0])
-    from ioattr.engines import registry  # not at import time: engines import analysis modules
 
     def io_rows() -> list[dict[str, Any]]:
-        from ioattr.analysis.report import ReportRequest, build_report
-
-        return build_report(rec, ReportRequest(by=["file_class", "role"], phase=phase, layer="syscall"))["rows"]
+        return report_rows(rec, ReportRequest(by=["file_class", "role"], phase=phase, layer="syscall"))[0]
 
     for engine in registry.ENGINES:
         terms = engine.phase_terms(st.counters, io_rows)

@@ -13,6 +13,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+from ioattr.format.control import active_recordings
 from ioattr.format.reader import Recording
 
 
@@ -24,8 +25,6 @@ def _when(ts: Any) -> str:
 
 
 def _live(path: Path) -> bool:
-    from ioattr.format.control import active_recordings
-
     try:
         me = path.resolve()
         return any(Path(str(a.get("recording"))).resolve() == me for a in active_recordings())
@@ -41,8 +40,6 @@ def recording_state(rec: Recording) -> dict[str, Any] | None:
     if status in (None, "complete"):
         return None
     chunks = sum(rec.chunk_counts.get(t, 0) for t in ("io", "pages", "statements", "counters"))
-    from ioattr.analysis.phase_stats import last_data_time
-
     last = last_data_time(rec)
     upto = (f"data up to {_when(last)}" if last is not None else
             "no data at all (it stopped before writing its first chunk)")
@@ -57,3 +54,16 @@ def recording_state(rec: Recording) -> dict[str, Any] | None:
     return {"status": "crashed", "chunks": chunks,
             "message": f"crashed or killed recording: its recorder ended without closing it; it holds {upto}; "
                        "what was not yet written is lost (run `ioattr compact` if a merge was interrupted)"}
+
+
+def last_data_time(rec: Recording, phase: str | None = None) -> float | None:
+    """The end of the last interval recorded (in `phase`, if given): how far an open phase got."""
+    parts = []
+    for table, col in (("io", "ts_end"), ("pages", "ts_end"), ("statements", "ts_end"), ("counters", "ts")):
+        if rec.has_table(table):
+            parts.append(f"SELECT max({col}) AS t FROM {table}" + (" WHERE phase = ?" if phase is not None else ""))
+    if not parts:
+        return None
+    params = [phase] * len(parts) if phase is not None else []
+    v = rec.query(f"SELECT max(t) FROM ({' UNION ALL '.join(parts)})", params)[0][0]
+    return None if v is None else float(v)

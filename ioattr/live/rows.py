@@ -278,7 +278,7 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
     the space id names the file -- but only when the header agreed with the file the IO
     was on (no mismatch flag): a page of zeros (never written) says space 0, which is not
     the file it was read from. Page rows carry this file's inode so that a report can
-    join them to the io rows of the same IO (ioattr/analysis/report.py), not a name guessed from a header."""
+    join them to the io rows of the same IO (ioattr/analysis/grouping.py), not a name guessed from a header."""
     if ctx is None:
         return None
     if file_class == abi.FileClass.DOUBLEWRITE:

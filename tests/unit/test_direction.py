@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ioattr.analysis.direction import HOLDS_IN_BOTH, judge
-from ioattr.analysis.evidence import finding
+from ioattr.model.evidence import finding
 
 
 def test_a_write_mechanism_is_not_the_cause_of_a_change_in_reads() -> None:

@@ -1,10 +1,10 @@
-"""explain's arithmetic (ioattr/analysis/explain_math.py), pure: shares over the gross change, the noise
+"""explain's arithmetic (ioattr/model/explain_math.py), pure: shares over the gross change, the noise
 guard, and the choice of comparable phases. No root, no server; runs in milliseconds."""
 from __future__ import annotations
 
 import pytest
 
-from ioattr.analysis import explain_math as em
+from ioattr.model import explain_math as em
 
 
 def test_shares_are_over_the_gross_increase() -> None:

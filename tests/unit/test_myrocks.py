@@ -212,7 +212,7 @@ def test_manifest_replay_gives_each_live_file_its_level() -> None:
 
 
 def test_report_names_ssts_and_charges_one_index_files() -> None:
-    from ioattr.analysis import report
+    from ioattr.analysis import grouping
 
     class Rec:
         meta = {"files": {
@@ -223,8 +223,8 @@ def test_report_names_ssts_and_charges_one_index_files() -> None:
 
     rows = [{"file": f"{D}/000022.sst (deleted)"}, {"file": f"{D}/000023.sst"}, {"file": None},
             {"file": f"{D}/000024.sst"}]
-    report._file_objects(Rec(), rows)  # type: ignore[arg-type]
+    grouping._file_objects(Rec(), rows)  # type: ignore[arg-type]
     assert [(r["sst_level"], r["sst_indexes"]) for r in rows] == [
         (1, "t.a.PRIMARY"), (0, "t.a.kk, t.b.PRIMARY"), (None, None), (None, None)]
     # exact: one index per SST; an SST of several indexes is not split
-    assert report._one_index_files(Rec()) == {f"{D}/000022.sst": "t.a.PRIMARY"}  # type: ignore[arg-type]
+    assert grouping._one_index_files(Rec()) == {f"{D}/000022.sst": "t.a.PRIMARY"}  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ioattr.analysis.evidence import Evidence
+from ioattr.model.evidence import Evidence
 from ioattr.engines.myrocks import findings as mf
 
 SST = (None, None, None, "connection", "sst", "SELECT v FROM t WHERE id = ?")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ioattr.analysis.evidence import Evidence
+from ioattr.model.evidence import Evidence
 from ioattr.engines.postgres import findings as pf
 
 IOS = "SELECT count ( id ) FROM h WHERE id BETWEEN ? AND ?"

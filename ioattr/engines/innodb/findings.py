@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.analysis.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, SUPPORT_SHARE, Evidence,
+from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, SUPPORT_SHARE, Evidence,
                                        absent, by_share, finding, is_write_statement, pct)
 from ioattr.engines.base import AdviceField
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.analysis.evidence import (I_CLASS, I_ROLE, SUPPORT_SHARE, Evidence, absent, by_share,
+from ioattr.model.evidence import (I_CLASS, I_ROLE, SUPPORT_SHARE, Evidence, absent, by_share,
                                        finding, pct)
 from ioattr.engines.base import AdviceField
 

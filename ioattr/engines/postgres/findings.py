@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.analysis.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, MINOR_SHARE, Evidence,
+from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, MINOR_SHARE, Evidence,
                                        by_share, finding, is_write_statement, pct)
 
 BUFFERS_CHECKPOINT = "pg_stat_bgwriter:buffers_checkpoint"

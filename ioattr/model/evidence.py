@@ -18,13 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ioattr.analysis import explain_math as em
+from ioattr.model import explain_math as em
 from ioattr.model.dimensions import stage_mode
 
 SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
 MINOR_SHARE = 0.03     # below this (with evidence present) a cause is refuted
 
-I_INDEX, I_LEVEL, I_STAGE, I_ROLE, I_CLASS, I_QUERY = range(6)
+#: the dimensions of a contributor key, in key order (explain groups its report rows by them)
+DIMS = ("index", "level", "stage", "role", "file_class", "query")
+I_INDEX = DIMS.index("index")
+I_LEVEL = DIMS.index("level")
+I_STAGE = DIMS.index("stage")
+I_ROLE = DIMS.index("role")
+I_CLASS = DIMS.index("file_class")
+I_QUERY = DIMS.index("query")
 FINE_STAGES = ("parse", "optimize", "execute", "commit")
 
 
