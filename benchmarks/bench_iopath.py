@@ -7,7 +7,7 @@ run the same programs), so a change worth 10-40 ns per run drowns there.
 Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
 --read, lseek() + read(); with --aio, io_submit() + io_getevents()) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
-innodb_files like a tablespace, so every read runs the whole sync path the
+page_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
 classification, one bpf_probe_read_user of the header) and, with O_DIRECT,
 bio_queue / rq_issue / rq_complete. Variants (NAME=DIR of built BPF objects,
@@ -128,7 +128,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
                 NO_SUCH_PID if untraced else pid)
             if not wire:
                 st = os.stat(data)
-                libbpf.map_update(session.map_fd("innodb_files"),
+                libbpf.map_update(session.map_fd("page_files"),
                                   abi.InodeKey(dev=abi.kernel_dev_of_stat(st.st_dev), ino=st.st_ino),
                                   abi.InnodbFile(space_id=SPACE_ID, page_shift=14, file_class=1))
             if wire:

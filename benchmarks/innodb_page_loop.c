@@ -7,7 +7,7 @@
  * one IOCB_CMD_PREAD, then io_getevents() for it). Prints "ready <pid>", waits for one byte on stdin (so the
  * caller can attach and add us to the targets first), reads, prints "done".
  * bench_iopath.py writes FILE as InnoDB index pages and registers it in
- * innodb_files, so each pread runs the whole sync-read path: fd -> inode at
+ * page_files, so each pread runs the whole sync-read path: fd -> inode at
  * enter, accounting and page classification at exit.
  */
 #define _GNU_SOURCE

@@ -2,7 +2,7 @@
 /*
  * Decoding one InnoDB page header: pure functions, no BPF helpers, no maps.
  *
- * Compiled twice: into the IO probes (through innodb.bpf.h, against
+ * Compiled twice: into the IO probes (through pages.bpf.h, against
  * vmlinux.h) and as plain C into the userspace fuzz harness
  * (tests/fuzz/classify_fuzz.c, against <linux/types.h>), so the harness
  * exercises exactly the code the kernel runs.

@@ -136,7 +136,7 @@ enum ioattr_page_engine {
 	IOA_ENGINE_ROCKSDB_SST = 4, /* a MyRocks SST: reads classified by offset (rocksdb_sst.h) */
 };
 
-/* userspace -> BPF: a page file of a target server (map innodb_files): an InnoDB tablespace,
+/* userspace -> BPF: a page file of a target server (map page_files): an InnoDB tablespace,
  * or a PostgreSQL relation's main fork (engine != IOA_ENGINE_INNODB: space_id is the database
  * oid, object_id the relfilenode, segment the 1 GiB segment number) */
 struct innodb_file {
@@ -329,7 +329,7 @@ struct ioattr_config {
 	__u32 self_tgid;       /* never trace ioattr itself */
 	__u8 follow_forks;     /* add children of targets to the target set */
 	__u8 trace_all;        /* every process is a target (testing/ad hoc) */
-	__u8 innodb_pages;     /* classify InnoDB pages of innodb_files */
+	__u8 innodb_pages;     /* classify the pages of page_files' files */
 	__u8 fine_stages;      /* the stage uprobes past dispatch_command are attached: a
 	                        * statement starts in parse, not in IOA_STAGE_STATEMENT */
 	__u64 chain_end_io_addr; /* address of bio_chain_endio (a split bio's end_io), 0 if unknown */

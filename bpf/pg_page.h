@@ -2,7 +2,7 @@
 /*
  * Decoding one PostgreSQL relation page: pure functions, no BPF helpers, no
  * maps (like innodb_page.h: compiled into the IO probes through
- * innodb.bpf.h and as plain C by tests/unit/test_postgres_pages.py).
+ * pages.bpf.h and as plain C by tests/unit/test_postgres_pages.py).
  *
  * PostgreSQL pages are BLCKSZ (8 KiB here) in the server's byte order
  * (little-endian on x86_64). Facts from src/include/storage/bufpage.h and

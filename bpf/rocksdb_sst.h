@@ -3,9 +3,9 @@
  * Which kind of block one read of a RocksDB SST (MyRocks) is: a pure function
  * of the read's file offset and length and the SST's extents, which userspace
  * read from the file's footer and metaindex (ioattr/engines/myrocks/sst_blocks.py)
- * and registered in innodb_files (struct innodb_file's sst_* fields, engine
+ * and registered in page_files (struct innodb_file's sst_* fields, engine
  * IOA_ENGINE_ROCKSDB_SST). No user memory is read: the block kind is where the
- * read lies in the file. Compiled into the IO probes through innodb.bpf.h and as
+ * read lies in the file. Compiled into the IO probes through pages.bpf.h and as
  * plain C by tests/unit/test_myrocks_sst_kinds.py.
  *
  * An SST is laid out as data blocks [0, data_end), then filter, index and the

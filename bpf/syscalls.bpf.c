@@ -14,7 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #include "compat.bpf.h"
 #include "maps.bpf.h"
-#include "innodb.bpf.h"
+#include "pages.bpf.h"
 #include "thd_stage.bpf.h"
 
 #define MAX_AIO_BATCH 64

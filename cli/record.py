@@ -42,8 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="seconds per Parquet chunk: a crash loses at most one (default 10)")
     p.add_argument("--probes", help="comma-separated probe sets (default all): "
                    + ", ".join(s.name for s in PROBE_SETS))
-    p.add_argument("--no-innodb-pages", action="store_true",
-                   help="don't classify InnoDB pages (index, level, page type)")
+    # --no-innodb-pages: the name it had when only InnoDB's pages were classified (dest kept)
+    p.add_argument("--no-pages", "--no-innodb-pages", dest="no_innodb_pages", action="store_true",
+                   help="don't classify the pages of the engines' page files (InnoDB pages, PostgreSQL "
+                        "relation pages, MyRocks SST blocks: index, level, page type)")
     p.add_argument("--keep-literals", action="store_true",
                    help="store statement samples with their literal values (default: stripped)")
     add_live_arguments(p)

@@ -39,7 +39,7 @@ from ioattr import environment
 from ioattr.errors import HostError
 
 SHARED_MAPS = ("targets", "target_slots", "io_stats", "tracked_inodes", "drops", "zero_val", "events", "task_state",
-               "named_tids", "innodb_files", "page_stats", "hdr_scratch", "stmt_stats", "stmt_slots", "phase_seq",
+               "named_tids", "page_files", "page_stats", "hdr_scratch", "stmt_stats", "stmt_slots", "phase_seq",
                "thd_layouts", "thd_stage_names", "thd_stage_misses", "thd_stage_unknown")
 
 

@@ -378,7 +378,7 @@ def test_html_without_pages_counters_or_io(recording: Path, tmp_path: Path) -> N
     shutil.rmtree(bare / "pages")
     html = render_html(Recording(bare))
     dom = Dom(html)
-    assert "InnoDB page attribution: not recorded." in dom.text
+    assert "Page attribution: not recorded." in dom.text
     if not Recording(bare).has_table("counters"):
         assert "Engine and host counters: not recorded." in dom.text
     assert not dom.find("p", **{"class": "section-error"})

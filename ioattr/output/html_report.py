@@ -301,7 +301,7 @@ class RecordingView:
             ("probe sets", ", ".join(esc(p) for p in _as_list(m.get("probe_sets"))) or "–"),
             ("degraded", deg_html),
             ("drops", drop_html),
-            ("InnoDB page attribution", "yes" if self.has_pages else "no (not recorded)"),
+            ("page attribution", "yes" if self.has_pages else "no (not recorded)"),
             ("engine counters", "yes" if self.has_counters else "no (not recorded)"),
             ("tables", tables),
         ]
@@ -411,8 +411,8 @@ class RecordingView:
 
     def index_time(self) -> str:
         if not self.has_pages:
-            return _not_recorded("InnoDB page attribution", "the recording has no pages table (no InnoDB server "
-                                 "was traced, or its tablespaces could not be mapped); see the file plots below.")
+            return _not_recorded("Page attribution", "the recording has no pages table (no server with page "
+                                 "files was traced, or its files could not be mapped); see the file plots below.")
         out = []
         for op, verb in (("read", "read"), ("write", "written")):
             names, rates, totals = pages_over_time(self.rec, self.ax, op)
@@ -473,7 +473,7 @@ class RecordingView:
     # -- tables
     def top_indexes(self) -> str:
         if not self.has_pages:
-            return _not_recorded("InnoDB page attribution", "no pages table in this recording.")
+            return _not_recorded("Page attribution", "no pages table in this recording.")
         # the split report: rows of IO that carried no classified page (other files, fsync) are
         # not page rows; pages and their bytes, and the IO operations that carried them
         rep = build_report(self.rec, ReportRequest(by=["index", "level", "op"], layer="syscall"))

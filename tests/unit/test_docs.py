@@ -56,6 +56,12 @@ def test_top_takes_interval_and_count_like_top() -> None:
     assert args.listen == ":9999"
 
 
+def test_no_pages_keeps_its_old_name() -> None:
+    for flag in ("--no-pages", "--no-innodb-pages"):
+        assert build_parser().parse_args(["record", flag]).no_innodb_pages
+    assert not build_parser().parse_args(["record"]).no_innodb_pages
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_help_has_a_description_and_an_example(command: str) -> None:
     """`ioattr COMMAND --help`, as typed: a paragraph saying what the command does, and at least

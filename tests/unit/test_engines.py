@@ -174,7 +174,7 @@ def test_registry() -> None:
     assert [e.name for e in registry.ENGINES] == ["innodb", "rocksdb", "postgres"]
     assert all(isinstance(e, EngineAdapter) for e in registry.ENGINES)
     assert registry.by_name("innodb") is registry.page_engine()
-    assert registry.page_engine().file_map_name == "innodb_files"
+    assert registry.page_engine().file_map_name == "page_files"
     # a MySQL/MariaDB server's engines: PostgreSQL is a server of its own, never one of them
     assert registry.engines_for(None) == registry.ENGINES[:2]
     with pytest.raises(KeyError):

@@ -29,7 +29,7 @@ HARNESS = r"""
 #include "pg_page.h"
 
 /* argv: engine, hdr_len cut (-1: as asked), relfilenode, segment, database; the page on stdin.
- * Does what innodb.bpf.h's classify_step does for a PostgreSQL file. */
+ * Does what pages.bpf.h's classify_step does for a PostgreSQL file. */
 int main(int argc, char **argv)
 {
 	static __u8 page[8192];

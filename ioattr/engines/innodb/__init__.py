@@ -20,10 +20,10 @@ ESTIMATE_SYMBOLS = ("_ZN7handler27multi_range_read_info_constEjP15st_range_seq_i
 
 class InnodbAdapter(EngineAdapter):
     """InnoDB (MariaDB 10.x/11.x and MySQL 8 flavors): pages classified in BPF
-    (bpf/innodb.bpf.h, map innodb_files) and named here."""
+    (bpf/pages.bpf.h, map page_files) and named here."""
 
     name = "innodb"
-    file_map_name = "innodb_files"
+    file_map_name = "page_files"
     instrument_roles: ClassVar[Mapping[str, str]] = INSTRUMENT_ROLES
     # InnoDB's own work inside a statement, beside the server's statement probes
     # (collectors/stage_probes.SERVER_PROBES). Both on by default: only the statements (or tasks)

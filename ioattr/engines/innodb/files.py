@@ -1,11 +1,11 @@
 """InnoDB's files of a running server: what each one is, and its page geometry
-(the InnoDB adapter's "files"; the BPF map `innodb_files` is fed from here).
+(the InnoDB adapter's "files"; the BPF map `page_files` is fed from here).
 
 Every file the server has open (/proc/PID/fd) gets a file_class from its
 name; page files (tablespaces, the system tablespace, undo and temporary
 tablespaces) also get their space id and page size from page 0 and, for
 the system tablespace, the doublewrite area from the TRX_SYS page. Page
-files are registered in the BPF map `innodb_files`, which is what turns
+files are registered in the BPF map `page_files`, which is what turns
 page classification on for them. Re-synced as files come and go (CREATE,
 DROP and ALTER TABLE all change inodes).
 """
@@ -187,7 +187,7 @@ MARIADB_SPACES_QUERY = ("SELECT SPACE, PAGE_SIZE, FLAG, FILENAME, @@datadir "
 
 
 class InnodbFileMap:
-    """Keeps the BPF map innodb_files equal to the page files targets have open."""
+    """Keeps the BPF map page_files equal to the page files targets have open."""
 
     def __init__(self, map_fd: int | None) -> None:
         self.fd = map_fd

@@ -45,7 +45,7 @@ class MyrocksAdapter(EngineAdapter):
     def is_page_file(self, path: str) -> bool:
         return False  # SSTs are registered by the SST catalog (sst.py), with their block extents
 
-    # reads of an SST the catalog registered (innodb_files, engine ROCKSDB_SST) are counted in
+    # reads of an SST the catalog registered (page_files, engine ROCKSDB_SST) are counted in
     # page_stats by block kind (bpf/rocksdb_sst.h): index_id the SST's file number, level its
     # LSM level
     page_file_classes = frozenset({int(abi.FileClass.SST)})

@@ -245,7 +245,7 @@ class SstCatalog:
         self._layouts: dict[tuple[str, int, int], dict[str, Any] | None] = {}
         self._numbers: dict[str, list[int]] = {}  # path -> index numbers of files[path]["indexes"]
         self._read_at = 0.0
-        # BPF registration (attach_map): the map innodb_files' fd, and what this catalog put in
+        # BPF registration (attach_map): the map page_files' fd, and what this catalog put in
         # it: (kernel dev, inode) -> (path, the value's fields), to update only what changed
         self.map_fd: int | None = None
         self._kdev: dict[str, int] = {}   # path -> kernel dev of the file as last stat'ed
@@ -367,7 +367,7 @@ class SstCatalog:
 
     # -- BPF registration: each SST's block extents, for classifying its reads by offset ------
     def attach_map(self, map_fd: int | None) -> None:
-        """Register this server's SSTs in the BPF map innodb_files (engine ROCKSDB_SST) from
+        """Register this server's SSTs in the BPF map page_files (engine ROCKSDB_SST) from
         now on, at every re-read: bpf/rocksdb_sst.h counts each read of a registered SST in
         page_stats by the block kind at its offset. None: page classification is off."""
         if map_fd == self.map_fd:

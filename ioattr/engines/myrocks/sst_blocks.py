@@ -19,7 +19,7 @@ restart offsets (fixed32 each) and their count (fixed32).
 
 So from the footer and the metaindex alone (two small reads) each offset of the file has a kind:
 data below the first meta block, index and filter inside their handles, meta otherwise. The
-catalog (sst.py) keeps these extents per SST and registers them in BPF (innodb_files, engine
+catalog (sst.py) keeps these extents per SST and registers them in BPF (page_files, engine
 ROCKSDB_SST), where every read of a registered SST is counted by the kind at its offset
 (bpf/rocksdb_sst.h: page_stats rows with page_type sst_data, sst_index, sst_filter, sst_meta, or
 sst_mixed for a read over two kinds).
@@ -218,7 +218,7 @@ def read_layout(path: str) -> SstLayout:
 def block_kind(layout: dict[str, Any] | None, offset: int) -> str | None:
     """The kind of the block at `offset` of an SST from its catalog entry's "blocks" (meta.json);
     None when the layout is unknown. (Reads are classified in BPF by the same rule: the catalog
-    registers each SST's extents in innodb_files, bpf/rocksdb_sst.h counts each read in
+    registers each SST's extents in page_files, bpf/rocksdb_sst.h counts each read in
     page_stats by the kind of its first and last byte.)"""
     if not isinstance(layout, dict):
         return None

@@ -38,7 +38,7 @@ class PostgresAdapter(EngineAdapter):
     # relation main forks are registered in InnoDB's page-file map (the value's engine byte says
     # whose) by the cluster's context (server.PostgresServer.attach_pages), not by path: the
     # kind of a relation's pages needs the catalogs
-    file_map_name = "innodb_files"
+    file_map_name = "page_files"
     page_file_classes = frozenset({int(abi.FileClass.RELATION)})
 
     def is_page_file(self, path: str) -> bool:

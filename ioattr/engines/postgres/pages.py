@@ -5,7 +5,7 @@ The BPF classifier counts every 8 KiB page a traced process reads or writes in a
 file by (database oid, relfilenode and segment, page type, btree level). It needs to know a
 file's kind to read the right bytes (a heap page's header, a btree page's special space), and
 only the catalogs say that: userspace registers each relation main fork it finds under the data
-directory with the kind pg_class and pg_am give it, in the map innodb_files (shared with InnoDB:
+directory with the kind pg_class and pg_am give it, in the map page_files (shared with InnoDB:
 the value's `engine` byte says whose file it is). A file whose relation is not known yet (no
 connection, a relation created since the last catalog read) is not registered: its pages stay
 unclassified (null), never guessed. The numbers below are bpf/pg_page.h's #defines:
@@ -150,7 +150,7 @@ def relation_main_files(datadir: str, cache: dict[str, tuple[int, list]] | None 
 
 
 class RelationPageFiles:
-    """Keeps the BPF map innodb_files' PostgreSQL entries equal to one cluster's relation
+    """Keeps the BPF map page_files' PostgreSQL entries equal to one cluster's relation
     main forks whose kind the catalogs say (fd None: nothing installed, e.g. --no-pages).
 
     Files are found by scanning the data directory (at the start, after every catalog read and

@@ -185,7 +185,7 @@ class PostgresServer:
 
     # -- pages ---------------------------------------------------------------------
     def attach_pages(self, map_fd: int | None) -> None:
-        """Register the cluster's relation main forks in the BPF page-file map (innodb_files)
+        """Register the cluster's relation main forks in the BPF page-file map (page_files)
         as the catalogs say their kinds: called before start(), which reads the catalogs."""
         self.pages = RelationPageFiles(map_fd, self.datadir)
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * InnoDB page classification, shared by the IO probes that see page
- * buffers (sync pread/pwrite, libaio, io_uring).
+ * Page classification of the engines' page files, shared by the IO probes
+ * that see page buffers (sync pread/pwrite, libaio, io_uring): InnoDB pages
+ * (innodb_page.h), PostgreSQL relation pages (pg_page.h) and MyRocks SST
+ * blocks by offset (rocksdb_sst.h).
  *
- * For a file userspace registered in innodb_files, every page of an IO is
+ * For an InnoDB file userspace registered in page_files, every page of an IO is
  * classified from its FIL header and index page header (big-endian):
  *   page number @4, FIL_PAGE_TYPE @24, space id @34, PAGE_LEVEL @64,
  *   PAGE_INDEX_ID @66.
@@ -15,8 +17,8 @@
  * cfg.innodb_pages, a load-time constant, so the verifier removes this code
  * entirely when page classification is off.
  */
-#ifndef IOATTR_INNODB_BPF_H
-#define IOATTR_INNODB_BPF_H
+#ifndef IOATTR_PAGES_BPF_H
+#define IOATTR_PAGES_BPF_H
 
 #include "ioattr.h"
 #include "innodb_page.h"
@@ -28,7 +30,7 @@ struct {
 	__uint(max_entries, 65536);
 	__type(key, struct inode_key);
 	__type(value, struct innodb_file);
-} innodb_files SEC(".maps");
+} page_files SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -174,7 +176,7 @@ static __always_inline struct innodb_file *innodb_file_of(__u32 dev, __u64 ino)
 
 	if (!cfg.innodb_pages)
 		return NULL;
-	return bpf_map_lookup_elem(&innodb_files, &ik);
+	return bpf_map_lookup_elem(&page_files, &ik);
 }
 
 #endif /* IOATTR_INNODB_BPF_H */
