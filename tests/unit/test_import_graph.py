@@ -9,6 +9,7 @@ To see a cycle this test reports: the message names each module in it and what i
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,10 +97,17 @@ def _imports(path: Path, modules: dict[str, Path]) -> list[tuple[str, int, bool]
     return out
 
 
-def _graph() -> tuple[dict[str, set[str]], dict[str, Path]]:
+@functools.lru_cache(maxsize=1)
+def _all_imports() -> dict[str, tuple[Path, list[tuple[str, int, bool]]]]:
+    """Every module's file and imports, read once for the three tests."""
     modules = _sources()
-    edges = {m: {t for t, _, _ in _imports(p, modules) if t != m} for m, p in modules.items()}
-    return edges, modules
+    return {m: (p, _imports(p, modules)) for m, p in modules.items()}
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, Path]]:
+    parsed = _all_imports()
+    edges = {m: {t for t, _, _ in imports if t != m} for m, (_, imports) in parsed.items()}
+    return edges, {m: p for m, (p, _) in parsed.items()}
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -177,12 +185,11 @@ def test_no_package_imports_itself_through_others() -> None:
 
 
 def test_function_level_imports_are_listed_or_lazy() -> None:
-    modules = _sources()
     unlisted, unmarked, stale = [], [], set(FUNCTION_LEVEL)
-    for module, path in modules.items():
+    for path, imports in _all_imports().values():
         rel = str(path.relative_to(ROOT))
         lines = path.read_text().splitlines()
-        for target, line, inside in _imports(path, modules):
+        for target, line, inside in imports:
             if not inside:
                 continue
             if rel.startswith("cli/"):
