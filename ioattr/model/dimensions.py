@@ -58,7 +58,7 @@ _DIMS = [
     Dimension("role", "role", "role", "the thread's job: connection, page_cleaner, innodb_worker, ..."),
     Dimension("op", "op", "op", "read, write or fsync"),
     Dimension("layer", "layer", "'syscall'", "syscall, block or pagecache"),
-    Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
+    Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead, io_worker"),
     Dimension("file_class", "file_class", "file_class",
               "tablespace, system_tablespace, undo, redo_log, binlog, relay_log, doublewrite, tmp, "
               "sst, wal, manifest, options, info_log, trash (MyRocks), relation, fsm, vm, init_fork, slru "
