@@ -7,11 +7,12 @@ runs, so its postmaster and the backends it forks may outlive a single test.
 ``postgres`` (module)
     One started cluster per test module (16MB shared_buffers, autovacuum off), stopped at the
     module's end. Tests make their own tables in it.
-``pg_version`` (module, parametrized 15 and 18) and ``postgres_versions`` (module)
-    The same cluster on Debian's PostgreSQL 15 and on 18 (PG18_BINDIR: the Makefile's `pg18`
-    step, or $IOATTR_PG18_BINDIR): a module that asks for ``postgres_versions`` runs each of
-    its tests on both. Only where it is cheap (an initdb and a start, ~3 s, per version and
-    module): the suite's time budget is shared.
+``postgres_versions`` (module) and ``pg_version``
+    A cluster of the major version ``pg_version`` says: 15 (Debian's) unless a test
+    parametrizes it, ``ON_15`` or ``ON_15_AND_18`` (18: PG18_BINDIR, the Makefile's `pg18`
+    step, or $IOATTR_PG18_BINDIR). One cluster per version and module. Run a test on both
+    only where it is cheap (the suite's time budget is shared): every test of a module that
+    uses ``postgres_versions`` names its versions, so the 15 cluster is one.
 """
 from __future__ import annotations
 
@@ -63,14 +64,21 @@ def started_cluster(version: int = 15, **kwargs: object) -> Iterator[PrivatePost
         fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module", params=sorted(PG_VERSIONS), ids=lambda v: f"pg{v}")
+@pytest.fixture(scope="module")
 def pg_version(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
+    """The PostgreSQL major version of ``postgres_versions`` (a test's parameter, else 15)."""
+    return int(getattr(request, "param", 15))
+
+
+#: a test of a module using ``postgres_versions``: on 15 only, or on 15 and 18 (18 with its
+#: defaults: io_method=worker)
+ON_15 = pytest.mark.parametrize("pg_version", [15], indirect=True, ids=["pg15"])
+ON_15_AND_18 = pytest.mark.parametrize("pg_version", [15, 18], indirect=True, ids=["pg15", "pg18"])
 
 
 @pytest.fixture(scope="module")
 def postgres_versions(pg_version: int) -> Iterator[PrivatePostgres]:
-    """A private cluster per module and version (15, then 18 with its default io_method=worker)."""
+    """A private cluster per module and version."""
     yield from started_cluster(pg_version)
 
 
