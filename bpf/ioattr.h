@@ -38,6 +38,8 @@ enum ioattr_api {
 	IOA_API_BUFFERED = 6,  /* block: page-cache read or writeback */
 	IOA_API_READAHEAD = 7, /* pagecache: pages added by a read miss or readahead */
 	IOA_API_OTHER = 8,
+	IOA_API_IO_WORKER = 9, /* a PostgreSQL io worker's syscall for a backend (bpf/pg_aio.bpf.h),
+	                        * charged to that backend */
 };
 
 /* What a block request served when it is not a tracked file's data. */

@@ -131,6 +131,13 @@ struct task_io_state {
 	                   * (bpf_task_pt_regs(), which does not change while the thread lives) */
 	__u64 prep_digest; /* bpf/mysql_wire.bpf.h: the digest of the COM_STMT_PREPARE read last, */
 	__u64 prep_conn;   /* and its socket's inode while the server's answer is awaited (0: none) */
+	/* bpf/pg_aio.bpf.h: while a PostgreSQL io worker runs a backend's IO handle, that backend
+	 * (aio_tgid, 0: none), its thread, statement, stage and phase: its IO is charged to them */
+	__u64 aio_digest;
+	__u32 aio_tgid;
+	__u32 aio_tid;
+	__u16 aio_phase;
+	__u8 aio_stage;
 };
 
 struct {

@@ -1400,4 +1400,6 @@ STAGE_PROBE(ioattr_thd_attach, IOA_STAGE_PURGE)
 
 STAGE_PROBE(ioattr_thd_detach, IOA_STAGE_UNKNOWN)
 
+#include "pg_aio.bpf.h"
+
 char LICENSE[] SEC("license") = "GPL";

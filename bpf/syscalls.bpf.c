@@ -395,6 +395,10 @@ static __always_inline int sys_exit_body(long nr, long ret)
 		.layer = IOA_LAYER_SYSCALL, .op = st->op, .api = st->api, .kind = IOA_KIND_FILE,
 		.stage = stage, .digest = st->digest, .phase = st->phase,
 	};
+	if (st->aio_tgid) { /* a PostgreSQL io worker running a backend's IO: the backend's (pg_aio.bpf.h) */
+		key.tgid = st->aio_tgid, key.tid = st->aio_tid, key.digest = st->aio_digest;
+		key.stage = st->aio_stage, key.phase = st->aio_phase, key.api = IOA_API_IO_WORKER;
+	}
 	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
 	if (ret > 0 && st->api == IOA_API_SYNC) {
 		struct innodb_file *f = innodb_file_of(st->dev, st->ino);
@@ -402,7 +406,7 @@ static __always_inline int sys_exit_body(long nr, long ret)
 		if (f) {
 			struct page_key t;
 
-			page_tmpl(&t, tgid, tid, st->op, IOA_API_SYNC, stage, st->digest, st->phase);
+			page_tmpl(&t, key.tgid, key.tid, st->op, key.api, key.stage, key.digest, key.phase);
 			classify_pages(&t, f, st->arg, ret, st->pos);
 		}
 	}

@@ -38,6 +38,7 @@ class Api(enum.IntEnum):
     BUFFERED = 6
     READAHEAD = 7
     OTHER = 8
+    IO_WORKER = 9  # a PostgreSQL io worker's IO for a backend, charged to the backend
 
 
 class Kind(enum.IntEnum):

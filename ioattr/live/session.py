@@ -32,6 +32,7 @@ from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_d
 from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
+from ioattr.collectors.pg_aio import PgAioProbes
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
@@ -162,6 +163,7 @@ class LiveSession:
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes(), stages=o.stages)
+            self.pg_aio = PgAioProbes(self.stage.loaded)
             self.naming.process_role = self._process_role
             self.naming.native_page = self._native_page
             self.naming.files.cwd_hint = self._cwd_hint
@@ -200,6 +202,7 @@ class LiveSession:
             pass
         self.events.free()
         self.stage.close()
+        self.pg_aio.close()
         for ctx in self.naming.servers.values():
             ctx.close()
         for native in self.native_servers.values():
@@ -379,6 +382,9 @@ class LiveSession:
             srv.stage_status = self.stage.attach_postgres(pid)
             self.naming.stage_probes = self.stage.attached
             self.naming.stages = self.stage.recorded_mode
+        if self.stage.available:  # PostgreSQL 18's io workers: their IO charged to the backends
+            workers = sum(1 for c in srv.children() if srv.role(c) == "io_worker")  # type: ignore[attr-defined]
+            srv.stage_status += "; " + self.pg_aio.attach(pid, workers)
         self.native_servers[pid] = srv
         self._process_roles.pop(pid, None)
         if srv.error:
@@ -684,6 +690,7 @@ class LiveSession:
             if native is not None:
                 self.past_servers.append(dict(native.describe(), exited=time.time()))  # type: ignore[attr-defined]
                 native.close()  # type: ignore[attr-defined]
+                self.pg_aio.detach(pid)
         for pid, ctx in self.naming.servers.items():
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")

@@ -59,7 +59,7 @@ _DIMS = [
     Dimension("role", "role", "role", "the thread's job: connection, page_cleaner, innodb_worker, ..."),
     Dimension("op", "op", "op", "read, write or fsync"),
     Dimension("layer", "layer", "'syscall'", "syscall, block or pagecache"),
-    Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead"),
+    Dimension("api", "api", "api", "how the IO was issued: sync, vector, libaio, io_uring, direct, buffered, readahead, io_worker"),
     Dimension("file_class", "file_class", "file_class", file_classes.dimension_help()),
     Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
               "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "

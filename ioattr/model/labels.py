@@ -20,6 +20,8 @@ API_NAMES = {
     int(Api.BUFFERED): "buffered",
     int(Api.READAHEAD): "readahead",
     int(Api.OTHER): "other",
+    # PostgreSQL 18 (io_method=worker): an io worker did this IO for the backend it is charged to
+    int(Api.IO_WORKER): "io_worker",
 }
 KIND_NAMES = {int(v): v.name.lower() for v in Kind}
 # the stage dimension (bpf/ioattr.h enum ioattr_stage): purge is a role, its stage is background;

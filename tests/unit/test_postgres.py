@@ -115,7 +115,8 @@ def test_backend_types_map_onto_title_roles() -> None:
               "logical replication worker": "postgres: logical replication worker for subscription 1",
               "parallel worker": "postgres: parallel worker for PID 1",
               "walsender": "postgres: walsender u [local] idle", "walreceiver": "postgres: walreceiver",
-              "archiver": "postgres: archiver", "startup": "postgres: startup"}
+              "archiver": "postgres: archiver", "startup": "postgres: startup",
+              "io worker": "postgres: io worker 2"}
     assert set(titles) == set(roles.BACKEND_TYPE_ROLES)
     for backend_type, title in titles.items():
         assert roles.role_of_title(title) == roles.BACKEND_TYPE_ROLES[backend_type], backend_type

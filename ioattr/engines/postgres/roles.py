@@ -52,6 +52,7 @@ BACKEND_TYPE_ROLES: dict[str, str] = {
     "walreceiver": "walreceiver",
     "archiver": "archiver",
     "startup": "startup",
+    "io worker": "io_worker",  # PostgreSQL 18, io_method=worker
 }
 
 def role_of_backend_type(backend_type: str | None) -> str | None:
