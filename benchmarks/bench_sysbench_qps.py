@@ -405,7 +405,10 @@ class Recorder:
             env["PYTHONPATH"] = str(code_dir)
         self.proc = subprocess.Popen([*IOATTR_CMD, "-m", "ioattr.cli.main", "record", "--pid", str(pid), "-o", str(outdir), *extra],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=env, cwd=cwd or IOATTR_CWD)
+                                     stderr=subprocess.PIPE, text=True, env=env,
+                                     # `python -m` puts its directory first on sys.path: a code
+                                     # variant's own copy, or it would import the tree's snapshot
+                                     cwd=cwd or (str(code_dir) if code_dir is not None else IOATTR_CWD))
         assert self.proc.stderr is not None
         self.lines: list[str] = []
         for line in self.proc.stderr:
@@ -571,7 +574,9 @@ def main() -> int:
     ap.add_argument("--code-variant", action="append", default=[], metavar="NAME=REV",
                     help="another attached configuration: the default recording (DEFAULT_RECORDING's "
                          "arguments; before 2026-11-25, +stage's) with the Python code of git REV (the tree's BPF objects), interleaved with the "
-                         "tree's own -- to compare a change of the recorder's Python code in the same rounds")
+                         "tree's own -- to compare a change of the recorder's Python code in the same rounds. With "
+                         "the NAME of a --bpf-variant: REV's Python and that variant's objects (a whole older "
+                         "revision: --bpf-variant old=DIR --code-variant old=REV, DIR holding REV's bpf/ built apart)")
     ap.add_argument("--record-cwd", metavar="DIR",
                     help="start every `ioattr record` in DIR (default: the frozen copy of ioattr, a small "
                          "directory; a user's shell is often somewhere bigger, such as / or a home directory). Not "
@@ -648,8 +653,10 @@ def main() -> int:
         name, _, rev = spec.partition("=")
         ok = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
                             capture_output=True).returncode == 0 if rev else False
-        if not name or name in configs or not ok:
-            ap.error(f"--code-variant {spec!r}: want a new NAME=REV of this repository")
+        # a NAME of --bpf-variant too: REV's Python with DIR's objects (REV's own, built apart),
+        # for a revision whose objects the tree's Python no longer loads (the ABI moved)
+        if not name or (name in configs and name not in bpf_variants) or not ok:
+            ap.error(f"--code-variant {spec!r}: want a new NAME=REV of this repository (or a --bpf-variant's NAME)")
         configs[name] = list(LADDER[DEFAULT_RECORDING])
         code_variants[name] = rev
     if args.record_cwd and not Path(args.record_cwd).is_dir():

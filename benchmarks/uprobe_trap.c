@@ -10,7 +10,7 @@
  *   bpftrace -e 'uprobe:/tmp/uprobe_trap:target_fn { }' &
  *   /tmp/uprobe_trap 300000 9                       # + the trap; kill bpftrace after
  *
- * docs/benchmarks.md ("Issue 13") has the figures.
+ * docs/cost.md has the current figures.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1270,7 +1270,7 @@ static __always_inline int wire_recv(long ret, bool in_sock)
  * tracepoint costs its programs' dispatch only; a per-syscall tracepoint builds
  * a perf record for every hit first. A MariaDB connection takes 2-3 recvfroms a
  * statement, its client as many; perf put the difference at ~0.1-0.2 us a point
- * select in each (docs/benchmarks.md, "seventh pass"). Kernels without the
+ * select in each (docs/cost.md). Kernels without the
  * tracepoint: the syscall tracepoint below (the loader picks one,
  * collectors/probes.py WIRE_CHOICE).
  */

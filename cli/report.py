@@ -10,6 +10,7 @@ from ioattr.analysis.report import LAYERS, ReportRequest, build_report
 from ioattr.cli.definition import add_output_arguments, command_parser, examples
 from ioattr.format.reader import Recording
 from ioattr.model.dimensions import DIMENSIONS
+from ioattr.model.self_cost import self_cost_line
 from ioattr.output.render import render_table, write_output
 
 FORMATS = ("table", "json", "csv", "html")
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
         text = render_table(report, args.by.split(","))
+        # what recording cost (meta.json self_cost): one line under the table, not in the JSON
+        cost = self_cost_line(rec.meta.get("self_cost"))
+        if cost:
+            text = text.rstrip("\n") + "\n" + cost + "\n"
     write_output(text, args.output, "report")
     return 0
 

@@ -34,7 +34,7 @@ probe that only the statements doing the traced work hit (index dives, purge) is
 
 Where a statement starts (`--statements`, every mode): the dispatch_command
 uprobe traps on every statement (1.1 us idle, 3-5 us on a loaded small VM:
-docs/benchmarks.md, issue 13), so by default the statement source is the
+docs/cost.md), so by default the statement source is the
 wire: bpf/stage.bpf.c ioattr_wire_recv on sock:sock_recv_length (raw; ioattr_wire_sys on
 syscalls:sys_exit_recvfrom where the kernel lacks it: probes.WIRE_CHOICE) reads
 each command packet as the server receives it (no trap) and does what the

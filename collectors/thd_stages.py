@@ -2,7 +2,7 @@
 
 `--stages full` used to follow four uprobes (mysql_execute_command, JOIN::optimize,
 JOIN::exec, ha_commit_trans), four traps a point select: ~2 us each on this VM,
-about as much as everything else a recording costs (docs/benchmarks.md, issue 13).
+about as much as everything else a recording costs (docs/cost.md).
 MariaDB already keeps the answer: every THD_STAGE_INFO stores the stage's name in
 THD::proc_info (what SHOW PROCESSLIST's State shows), and the THD of the running thread
 is in the thread-local THR_THD. So the IO programs read it when, and only when, a thread

@@ -186,3 +186,23 @@ def test_recording_is_owner_only(iogen_run: dict) -> None:
 
 def test_nothing_left_loaded_after_record(iogen_run: dict) -> None:
     assert_no_ioattr_programs()
+
+
+def test_a_recording_says_what_it_cost(iogen_run: dict) -> None:
+    """meta.json self_cost: each program's runs and run time, from the kernel's BPF run-time
+    statistics the recording held on (its start line says so), and the recorder's CPU; report's
+    table says it in one line. Every sync read, write and fsync of iogen ran a syscall exit
+    program, and other processes' IO syscalls ran it too."""
+    assert "BPF run-time stats on" in iogen_run["stderr"]
+    meta = json.loads((iogen_run["rec"] / "meta.json").read_text())
+    cost = meta["self_cost"]
+    assert cost["bpf_stats"] in ("ioattr", "sysctl")
+    progs = cost["programs"]
+    assert progs and all(p["run_cnt"] > 0 and p["run_time_ns"] > 0 for p in progs.values()), progs
+    sync = sum(t["reads"] + t["writes"] + t["fsyncs"] for t in iogen_run["truth"]["files"].values()
+               if t["scenario"] in ("odirect", "buffered_fsync", "vector"))
+    exits = sum(progs.get(n, {}).get("run_cnt", 0) for n in ("ioattr_tp_exit", "ioattr_sys_exit"))
+    assert exits >= sync > 0, (exits, sync)
+    assert 0 < cost["recorder_cpu_s"] and 0 < cost["seconds"]
+    table = ioattr("report", str(iogen_run["rec"]), "--by", "op", check=True).stdout
+    assert "ioattr's own cost: BPF " in table and "ns a run" in table, table

@@ -456,6 +456,8 @@ def test_batch_snapshots_show_the_busy_file_and_index(live_db) -> None:
     assert r.returncode == 0, r.stderr
     snaps = r.stdout.split("ioattr top - ")
     assert len(snaps) == 3 and snaps[0] == ""  # two snapshots, nothing before the first
+    # top's own cost on its status line (BPF run-time statistics held on while it runs)
+    assert all(re.search(r"cost: BPF \d+\.\d% rec \d+\.\d%", snap.splitlines()[0]) for snap in snaps[1:]), r.stdout
     files, indexes = _tables(r.stdout, "FILE"), _tables(r.stdout, "INDEX")
     assert len(files) == len(indexes) == 2, r.stdout
     for rows in files:

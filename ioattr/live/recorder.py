@@ -63,6 +63,12 @@ class RecordOptions(SessionOptions):
 MARKER_WAIT_SECONDS = 2.0
 
 
+# the start line's word on BPF run-time statistics (meta.json self_cost; ioattr/live/self_cost.py)
+STATS_NOTE = {"ioattr": "BPF run-time stats on until the stop",
+              "sysctl": "BPF run-time stats on (kernel.bpf_stats_enabled)",
+              "off": "BPF run-time stats unavailable: own cost not counted"}
+
+
 def compile_phase_pattern(pattern: str) -> re.Pattern:
     try:
         rx = re.compile(pattern)
@@ -214,7 +220,8 @@ class Recorder:
                         # held for the boundary snapshot like every later one
                         mark = f"ioattr mark --recording {shlex.quote(str(o.output.resolve()))} NAME"
                         o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
-                              f"(interval {o.interval:g}s; Ctrl-C to stop; phases: {mark})")
+                              f"(interval {o.interval:g}s; Ctrl-C to stop; phases: {mark}; "
+                              f"{STATS_NOTE[session.cost.source]})")
                         self._loop(session, writer, ctl)
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
@@ -334,6 +341,8 @@ class Recorder:
         untimed = session.block_untimed()
         if untimed is not None:
             writer.meta["block_untimed"] = untimed
+        # what recording costs (ioattr/live/self_cost.py), kept current with every chunk
+        writer.meta["self_cost"] = session.self_cost()
         writer.flush(session.drops())
 
     @staticmethod

@@ -42,6 +42,7 @@ from ioattr.collectors.targets import (FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec,
 from ioattr.engines import registry as engines
 from ioattr.engines.base import FileRegistry
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
+from ioattr.live.self_cost import SelfCost
 from ioattr.model.labels import PROG_SKIPPED
 
 
@@ -70,6 +71,9 @@ class SessionOptions:
     statements: str = DEFAULT_STATEMENT_SOURCE  # where statements start: auto, wire, uprobe (stage_probes.py)
     max_stats: int = MAX_STATS_DEFAULT  # io_stats capacity (--max-entries); a full map counts drops
     engine: EngineOptions = field(default_factory=EngineOptions)
+    # kernel BPF run-time statistics held on while attached, so the session knows its own
+    # cost (ioattr/live/self_cost.py; ~2 clock reads a program run)
+    run_time_stats: bool = True
     log: Callable[[str], None] = field(default=lambda msg: print(f"ioattr: {msg}", file=sys.stderr))
 
 
@@ -134,6 +138,7 @@ class LiveSession:
         self._process_roles: dict[int, str] = {}
         self._not_relations: set[str] = set()  # file names relation_files() parsed as none
         self._pg_tls = 0  # PostgreSQL connections seen going TLS (statements not read), last said
+        self.cost = SelfCost()  # our programs' run time and our CPU (meta.json self_cost)
 
     # -- attach / detach ---------------------------------------------------------
     def __enter__(self) -> "LiveSession":
@@ -155,6 +160,7 @@ class LiveSession:
                                    fine_stages=o.stages != "statement", max_stats=o.max_stats,
                                    pg_wire=self._may_trace_postgres())
         self.probes.open()
+        self.cost.open(o.run_time_stats)
         try:
             for why in self.probes.degraded.values():
                 o.log(f"degraded: {why}")
@@ -178,6 +184,7 @@ class LiveSession:
                                                     self.probes.shared_fds.get("stmt_slots"))
         except Exception:
             self.probes.close()
+            self.cost.close()
             raise
 
     def start(self, skip_pid: int | None = None) -> TargetChanges:
@@ -191,6 +198,7 @@ class LiveSession:
             self.stmt_drain.drain()
         self._last_tick = time.time()
         self.naming.files.end_interval()  # the baseline begins the first interval
+        self.cost.restart()
         return TargetChanges(new, [])
 
     def close(self) -> None:
@@ -209,6 +217,7 @@ class LiveSession:
             native.close()  # type: ignore[attr-defined]
         self.probes.close()
         self.probes = None
+        self.cost.close()
 
     # -- what we know ------------------------------------------------------------
     @property
@@ -227,6 +236,11 @@ class LiveSession:
         out = read_drops(self.probes.map_fd("drops"))
         out[PROG_SKIPPED] = skipped_runs(self.probes.program_fds())
         return out
+
+    def self_cost(self) -> dict[str, object]:
+        """Our programs' runs and run time, and this process's CPU, since start()
+        (meta.json self_cost; ioattr/live/self_cost.py)."""
+        return self.cost.sample(self.probes.program_fds() if self.probes else {})
 
     def servers(self) -> list[dict]:
         """Every server traced so far: exited ones (with "exited": time) first."""

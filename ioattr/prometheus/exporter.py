@@ -319,7 +319,7 @@ class Exporter:
         prev = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         runtime = RunTimeStats(o.probe_stats)
         try:
-            session = LiveSession(dataclasses.replace(o, log=self.log))
+            session = LiveSession(dataclasses.replace(o, log=self.log, run_time_stats=o.probe_stats))
             with session:
                 session.start()
                 self.counters.read(session.counter_servers())

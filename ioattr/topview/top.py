@@ -576,3 +576,4 @@ class Header:
     dropped: int = 0
     drops: dict[str, int] = field(default_factory=dict)  # reason -> count (the BPF drops map)
     notes: list[str] = field(default_factory=list)
+    cost: str | None = None  # what top itself costs: "cost: BPF 2.1% rec 0.9%" (model/self_cost.py)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.live.session import LiveSession, SessionOptions
+from ioattr.model.self_cost import status_cost
 from ioattr.topview.top import BY_TO_VIEW, LAYERS, VIEWS, Column, Header, Snapshot, View, find_column
 from ioattr.topview.top_render import ViewState, help_screen, render_screen
 from ioattr.topview.top_term import Terminal
@@ -74,6 +75,7 @@ class TopApp:
         self.counters = ServerCounters()
         self.snapshot: Snapshot | None = None
         self.messages: list[str] = []
+        self._cost: dict[str, object] | None = None  # the last self_cost sample (the status line's)
         self.stop_requested = False
         self.resized = False
         self.show_help = False  # the `?` screen is up
@@ -144,6 +146,12 @@ class TopApp:
         h = self.header
         h.targets = [f"{s.naming.tasks.process(pid) or '?'}[{pid}]" for pid in sorted(s.tracker.current)]
         h.degraded = sorted(s.degraded)
+        try:  # our own cost since the last refresh (ioattr/live/self_cost.py)
+            cost = s.self_cost()
+            h.cost = status_cost(self._cost, cost) or h.cost
+            self._cost = cost
+        except Exception:  # noqa: BLE001 - a header detail must not stop the view
+            pass
         try:
             h.drops = s.drops()
             h.dropped = sum(h.drops.values())

@@ -142,6 +142,8 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     first = f"ioattr top - {clock}  {hdr.host}  every {hdr.interval:g}s"
     if hdr.phase:
         first += f"  phase {hdr.phase}"
+    if hdr.cost:
+        first += f"  {hdr.cost}"
     targets = ", ".join(hdr.targets[:4]) + (f" +{len(hdr.targets) - 4} more" if len(hdr.targets) > 4 else "")
     second = f"targets: {targets or 'none running'}"
     if hdr.dropped:

@@ -1,6 +1,6 @@
 """bench_sysbench_qps.py's perf breakdown: what a recording adds, per process and group.
 
-Why here: docs/benchmarks.md's "where the server's CPU goes" table is these numbers;
+Why here: the per-symbol tables of docs/cost.md's measurements is these numbers;
 a symbol put in the wrong group, or a group counted twice, would move CPU between
 "our code" and "the rest" without anyone seeing it."""
 from __future__ import annotations
