@@ -5,6 +5,7 @@ import argparse
 import errno
 import json
 import os
+import shutil
 from pathlib import Path
 
 from ioattr.analysis.explain import METRICS, explain
@@ -103,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_html(rec, explanation=result, against=other)
     else:
-        text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result)
+        # wrapped to the terminal's width: COLUMNS, else the tty's, else (a pipe, a file) 80
+        width = shutil.get_terminal_size((80, 24)).columns
+        text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result, width)
     write_output(text, args.output, "explain")
     return 0
