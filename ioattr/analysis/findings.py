@@ -13,6 +13,7 @@ from ioattr.analysis.direction import explained_share
 from ioattr.analysis.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
                                       pct)
 from ioattr.engines import registry
+from ioattr.model.dimensions import engine_label, native_engine
 
 def estimate_traced(meta: dict) -> bool:
     """Whether a recording traced the optimizer's index dives as stage `estimate` (meta.json
@@ -42,8 +43,15 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
         return finding("optimizer_reads", title, "not_applicable", "a read cause; this metric counts writes")
     if not e.has_queries:
         return finding("optimizer_reads", title, "inconclusive", "no stage attribution (stage probes off)")
-    traced = [estimate_traced(s.rec.meta) for s in (e.base, e.target)]
+    # an engine's own server (PostgreSQL) has no index dives to trace: its side counts none
+    engines = {n: native_engine(s.rec.meta) for n, s in (("baseline", e.base), ("target", e.target))}
+    traced = [estimate_traced(s.rec.meta) or engines[n] is not None for n, s in (("baseline", e.base),
+                                                                               ("target", e.target))]
     full = e.has_stages
+    if not any(estimate_traced(s.rec.meta) for s in (e.base, e.target)) and all(engines.values()):
+        return finding("optimizer_reads", title, "not_applicable",
+                       f"{' and '.join(sorted({engine_label(s.rec.meta) for s in (e.base, e.target)}))} "
+                       "has no index-dive stage (the optimizer's range estimates of MySQL/MariaDB)")
     if not all(traced) and not full:
         which = " and ".join(n for n, t in (("baseline", traced[0]), ("target", traced[1])) if not t)
         return finding("optimizer_reads", title, "inconclusive",
@@ -82,6 +90,8 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
     sp = dives.split(e.base_contrib, e.target_contrib, e.base.denominator, e.target.denominator, e.gross or e.change)
     parts = [f"{what} read {base_po:.4g} -> {target_po:.4g} per {e.metric.per}, "
              f"{pct(share)} of the gross change"]
+    parts += [f"the {n} is {engine_label(s.rec.meta)}, which has no index-dive stage: it counts none"
+              for n, s in (("baseline", e.base), ("target", e.target)) if engines[n] is not None]
     why_added = [x for x in (
         f"into indexes the statements' execution did not read: {', '.join(sp.unused[:4])}" if sp.unused else "",
         f"LIMIT range ends not scanned: {', '.join(sp.limited[:4])}" if sp.limited else "") if x]
