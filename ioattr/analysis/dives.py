@@ -34,7 +34,8 @@ from typing import Any
 from ioattr.analysis import explain_math as em
 
 I_INDEX, I_STAGE, I_QUERY = 0, 2, 5   # contributor keys: (index, level, stage, role, file_class, query)
-EXECUTE = (None, "execute")           # a statement's execution: stage null (--stages statement) or execute
+EXECUTE = (None, "optimize", "execute")  # a statement's own reads outside its dives: stage null
+#   (--stages statement), or optimize (const tables read while optimizing) and execute (--stages full)
 _LIMIT = re.compile(r"\bLIMIT\b", re.IGNORECASE)
 
 
