@@ -39,3 +39,22 @@ def test_two_default_recordings_of_different_engines(tmp_path: Path) -> None:
         ws = next(f for f in res["findings"] if f["id"] == "working_set")
         assert f"on the {pg_side} side: it is PostgreSQL, which has none" in ws["evidence"]["summary"], ws
         assert "different probe settings" not in render_text(res, 80)
+
+
+def test_the_command_wraps_to_columns(tmp_path: Path) -> None:
+    """`ioattr explain` (text) at COLUMNS=80 and 200: no line past the width, no word broken."""
+    import os
+
+    from tests.helpers import ioattr
+
+    pg, my = _runs(tmp_path)
+    out = {}
+    for cols in (80, 200):
+        r = ioattr("explain", str(pg.path), "--against", str(my.path), "--baseline", "read", "--target", "read",
+                   env={**os.environ, "COLUMNS": str(cols)})
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert all(len(ln) <= cols or " " not in ln.strip() for ln in lines), [ln for ln in lines if len(ln) > cols]
+        out[cols] = r.stdout
+    assert out[80].split() == out[200].split()  # the same words, none broken
+    assert max(map(len, out[200].splitlines())) > 80 and len(out[80].splitlines()) > len(out[200].splitlines())
