@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 
 from ioattr.analysis.explain import METRICS, explain
 from ioattr.cli.definition import add_output_arguments, command_parser, examples
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_html(rec, explanation=result, against=other)
     else:
-        text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result)
+        # wrapped to the terminal's width: COLUMNS, else the tty's, else (a pipe, a file) 80
+        width = shutil.get_terminal_size((80, 24)).columns
+        text = "".join(f"WARNING: {p}: {st['message']}\n" for p, st in states.items()) + render_text(result, width)
     write_output(text, args.output, "explain")
     return 0

@@ -166,7 +166,7 @@ def test_against_another_run(server, tmp_path: Path) -> None:
     # different probe settings: compared on what both have (no stage on either side), with a warning
     assert len(res["warnings"]) == 1 and "statement vs full" in res["warnings"][0], res["warnings"]
     assert all(c["dims"].get("stage") is None for c in res["contributors"]), res["contributors"]
-    text = ioattr("explain", str(small), "--against", str(large)).stdout
+    text = " ".join(ioattr("explain", str(small), "--against", str(large)).stdout.split())  # wrapped: words
     assert text.startswith("WARNING: the recordings were made with different probe settings"), text
     assert f"baseline: {small} (q)" in text and f"target: {large} (q)" in text, text
 

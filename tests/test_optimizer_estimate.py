@@ -11,7 +11,8 @@ optimizer estimates no range, so it must neither pay for nor hit the estimate pr
 Ground truth: the statements the test sent (estimates counted per statement digest), the
 server's EXPLAIN (which indexes a query can range-scan), and eq_range_index_dive_limit:
 with an IN list at or past the limit MariaDB uses index statistics instead of dives, so
-the estimate stage must read nothing at all.
+the estimate stage must read nothing at all. The dives' reads are pages the execution then
+reads (moved, not added): explain does not call them the cause (ioattr/analysis/dives.py).
 """
 from __future__ import annotations
 
@@ -148,9 +149,12 @@ def test_default_recording_attributes_dives(server, tmp_path: Path) -> None:
 
     res = _explain(rec, "--baseline", "points", "--target", "dives")
     f = _finding(res, "optimizer_reads")
-    assert f["verdict"] == "supported", f
-    assert res["findings"][0]["id"] == "optimizer_reads", [(x["id"], x["verdict"]) for x in res["findings"]]
     ev = f["evidence"]
+    # the dives read the very leaves the covering scan of k then reads (the control below: with
+    # no dives, execution reads them): moved IO, not added, so not the cause of the rise
+    assert ev["dives_share"] >= 0.9 and ev["moved_share"] >= 0.9, ev
+    assert ev["share_of_change"] == 0 and ev["added_target_per_op"] == 0, ev
+    assert f["verdict"] == "refuted" and "moved IO, not extra" in ev["summary"], f
     assert ev["indexes"] == "b.t.k" and ev["eq_range_index_dive_limit"] == 200, ev
     assert ev["estimates_baseline"] == 0 and ev["estimates_target"] == DIVE_QUERIES, ev
     # per query: the phase's queries are the workload's SELECTs plus the marker statement
@@ -158,7 +162,6 @@ def test_default_recording_attributes_dives(server, tmp_path: Path) -> None:
     assert queries == DIVE_QUERIES + 1, res["target"]
     assert ev["estimates_per_query_target"] == pytest.approx(DIVE_QUERIES / queries, abs=1e-6), ev
     assert ev["reads_per_estimate_target"] == pytest.approx(sum(est.values()) / DIVE_QUERIES, abs=1e-6), ev
-    assert ev["share_of_change"] >= 0.9, ev
     assert "b.t.k" in ev["summary"] and "eq_range_index_dive_limit=200" in ev["summary"], ev
     assert "--stages full" not in ev["summary"], ev
     assert f["next_step"] and "eq_range_index_dive_limit" in f["next_step"], f
@@ -210,7 +213,9 @@ def test_full_stages_nest_estimate_in_optimize(server, tmp_path: Path) -> None:
     assert points == {"optimize"}, rows
     assert "estimate" not in {r["stage"] for r in rows}, rows
     f = _finding(_explain(rec, "--baseline", "points", "--target", "dives"), "optimizer_reads")
-    assert f["verdict"] == "supported" and f["evidence"]["stages"] == "optimize, estimate", f
+    # (the covering IN list's dives are moved IO, as in the default mode: not the cause)
+    assert f["verdict"] == "refuted" and f["evidence"]["stages"] == "optimize, estimate", f
+    assert f["evidence"]["moved_share"] >= 0.9 and f["evidence"]["added_target_per_op"] == 0, f
 
     # run against run across modes: the fine stages fold to null, estimate (traced by both) stays
     plain = tmp_path / "statement"
@@ -219,7 +224,8 @@ def test_full_stages_nest_estimate_in_optimize(server, tmp_path: Path) -> None:
     assert any("stage estimate kept" in w for w in res["warnings"]), res["warnings"]
     assert {c["dims"].get("stage") for c in res["contributors"]} <= {None, "estimate"}, res["contributors"]
     f = _finding(res, "optimizer_reads")
-    assert f["verdict"] == "supported" and f["evidence"]["stages"] == "estimate", f
+    assert f["verdict"] == "refuted" and f["evidence"]["stages"] == "estimate", f
+    assert f["evidence"]["moved_share"] >= 0.9, f
 
 
 def test_which_statements_pay(server, tmp_path: Path) -> None:

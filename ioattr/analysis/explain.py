@@ -29,7 +29,7 @@ from ioattr.analysis.phase_stats import PhaseStats, phase_stats, pick_phase
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import storage
-from ioattr.model.dimensions import RERUN_FULL, stage_mode
+from ioattr.model.dimensions import RERUN_FULL, engine_label, native_engine, stage_mode
 from ioattr.model.evidence import DIMS  # the contributor key's dimensions, in I_INDEX... order
 
 
@@ -146,14 +146,22 @@ def _last_comparable(rec: Recording, metric: Metric, prefer: str | None = None,
     return last, next((p.kind for p in counts if p.name == last), None)
 
 
-def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str]]:
-    """How two recordings' probe settings differ, and which dimensions are comparable on both.
+def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str], list[str]]:
+    """How two recordings' probe settings differ, which dimensions are comparable on both, and
+    the differences that are only the engines' (an engine's own server, PostgreSQL, has no
+    stages inside statements however it is recorded: a setting no one chose, not a warning).
 
-    Returns (differences in words, dimensions to fold to null on both sides)."""
+    Returns (differences in words, dimensions to fold to null on both sides, engine notes)."""
     diffs: list[str] = []
     fold: set[str] = set()
+    notes: list[str] = []
     ma, mb = stage_mode(a.meta), stage_mode(b.meta)
-    if ma != mb:
+    coarse = a if ma == "statement" and mb == "full" else b if mb == "statement" and ma == "full" else None
+    if coarse is not None and native_engine(coarse.meta) is not None:
+        fold.add("stage")
+        notes.append(f"stages compared per statement: {engine_label(coarse.meta)} ({coarse.path}) has no stages "
+                     "inside statements (parse, optimize, execute), an engine difference, not a probe setting")
+    elif ma != mb:
         diffs.append(f"stages {ma or 'off'} vs {mb or 'off'}")
         fold.add("stage")  # the finer mode's stages can't be compared with the other's nulls
         if ma is None or mb is None:
@@ -162,7 +170,7 @@ def probe_differences(a: Recording, b: Recording) -> tuple[list[str], set[str]]:
     if sa != sb:
         only = [f"{', '.join(sorted(x - y))} only in {r.path}" for x, y, r in ((sa, sb, a), (sb, sa, b)) if x - y]
         diffs.append("probe sets: " + "; ".join(only))
-    return diffs, fold
+    return diffs, fold, notes
 
 
 def _fold(c: dict[tuple, float], fold: set[str], keep_stages: tuple[str, ...] = ()) -> dict[tuple, float]:
@@ -229,10 +237,12 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
                              f"so the metric is per second instead")
     name = m.name if unit == m.per else m.name.replace(f"_per_{m.per}", "_per_second")
 
-    diffs, fold = probe_differences(rec, other) if against is not None else ([], set())
+    diffs, fold, engine_notes = probe_differences(rec, other) if against is not None else ([], set(), [])
+    notes += engine_notes
     # the optimizer's index dives are stage estimate in both --stages modes: comparable when both
-    # recordings traced them, even where the other stages are folded
-    keep = ("estimate",) if all(r.meta.get("estimate_stage") for r in (rec, other)) else ()
+    # recordings traced them (or one is of an engine that has none: it counts none), even where
+    # the other stages are folded
+    keep = ("estimate",) if all(r.meta.get("estimate_stage") or native_engine(r.meta) for r in (rec, other)) else ()
     if diffs:
         warnings.append("the recordings were made with different probe settings (" + "; ".join(diffs) + "): "
                         "compared only on what both have"
@@ -269,7 +279,8 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     modes = {stage_mode(r.meta) for r in (rec, other)}
     if None in modes:
         missing.append("query/stage attribution (stage probes were not attached)")
-    elif "statement" in modes:
+    elif any(stage_mode(r.meta) == "statement" and native_engine(r.meta) is None for r in (rec, other)):
+        # (an engine's own server, PostgreSQL, has no stages to rerun with)
         dives = all(r.meta.get("estimate_stage") for r in (rec, other))
         missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed"
                        + (", and the optimizer's index dives as stage estimate)" if dives else ")"))
@@ -325,7 +336,9 @@ def _has_engine_counters(rec: Recording) -> bool:
     """Whether the server's own counters (SHOW GLOBAL STATUS) were recorded, not just host ones."""
     if not rec.has_table("counters"):
         return False
-    return bool(rec.query("SELECT 1 FROM counters WHERE source = 'status' LIMIT 1"))
+    # a MySQL/MariaDB server's SHOW GLOBAL STATUS, or an engine's own server's (PostgreSQL: pg_stat_*)
+    return bool(rec.query("SELECT 1 FROM counters WHERE source = 'status' OR source LIKE 'pg\\_%' ESCAPE '\\' "
+                          "LIMIT 1"))
 
 
 def _r(v: float) -> float:

@@ -1,6 +1,8 @@
 """The readable form of an explanation."""
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import Any
 
 from ioattr.analysis.direction import HOLDS_IN_BOTH, words
@@ -115,7 +117,29 @@ def _engine_lines(s: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_text(r: dict[str, Any]) -> str:
+#: a line's label, after its indent: continuation lines of a wrapped line align after it
+_LABEL = re.compile(r" *(?:\[[^\]]+\] |[a-z]+: |WARNING: |\s*-?[0-9.]+%\s+\S+ -> \S+\s+)")
+
+
+def wrap(line: str, width: int | None) -> list[str]:
+    """One output line wrapped to `width` columns at spaces, never inside a word (a value such as
+    `stage=estimate` or a path stays whole, even when longer than the width), continuation lines
+    indented past the line's label (`[SUPPORTED] `, `why: `, a contributor's numbers)."""
+    if not width or len(line) <= width:
+        return [line]
+    m = _LABEL.match(line)
+    hang = len(m.group(0)) if m else len(line) - len(line.lstrip(" ")) + 2
+    hang = min(hang, max(width // 2, 1))
+    return textwrap.wrap(line, width=width, subsequent_indent=" " * hang, break_long_words=False,
+                         break_on_hyphens=False, drop_whitespace=True) or [line]
+
+
+def render_text(r: dict[str, Any], width: int | None = None) -> str:
+    """The explanation as text; each line wrapped to `width` columns (None: not wrapped)."""
+    return "".join(x + "\n" for line in _lines(r) for x in wrap(line, width))
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
     b, t = r["baseline"], r["target"]
     lines = [f"WARNING: {w}" for w in r.get("warnings") or []]
     lines += [f"{r['metric']} ({r['unit']}): {b['value']:.4g} -> {t['value']:.4g}",
@@ -150,4 +174,4 @@ def render_text(r: dict[str, Any]) -> str:
         lines.append(f"  missing: {m}")
     for n in r.get("notes") or []:
         lines.append(f"  note: {n}")
-    return "\n".join(lines) + "\n"
+    return [x for line in lines for x in line.split("\n")]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.analysis import direction
+from ioattr.analysis import direction, dives
 from ioattr.analysis.direction import explained_share
 from ioattr.model.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
                                       pct)
 from ioattr.engines import registry
+from ioattr.model.dimensions import engine_label, native_engine
 
 def estimate_traced(meta: dict) -> bool:
     """Whether a recording traced the optimizer's index dives as stage `estimate` (meta.json
@@ -42,8 +43,15 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
         return finding("optimizer_reads", title, "not_applicable", "a read cause; this metric counts writes")
     if not e.has_queries:
         return finding("optimizer_reads", title, "inconclusive", "no stage attribution (stage probes off)")
-    traced = [estimate_traced(s.rec.meta) for s in (e.base, e.target)]
+    # an engine's own server (PostgreSQL) has no index dives to trace: its side counts none
+    engines = {n: native_engine(s.rec.meta) for n, s in (("baseline", e.base), ("target", e.target))}
+    traced = [estimate_traced(s.rec.meta) or engines[n] is not None for n, s in (("baseline", e.base),
+                                                                               ("target", e.target))]
     full = e.has_stages
+    if not any(estimate_traced(s.rec.meta) for s in (e.base, e.target)) and all(engines.values()):
+        return finding("optimizer_reads", title, "not_applicable",
+                       f"{' and '.join(sorted({engine_label(s.rec.meta) for s in (e.base, e.target)}))} "
+                       "has no index-dive stage (the optimizer's range estimates of MySQL/MariaDB)")
     if not all(traced) and not full:
         which = " and ".join(n for n, t in (("baseline", traced[0]), ("target", traced[1])) if not t)
         return finding("optimizer_reads", title, "inconclusive",
@@ -78,8 +86,22 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
     limit = e.setting("eq_range_index_dive_limit")
     unit = "reads" if e.metric.measure == "ops" else "bytes read"
     what = "index dives" + (" and the rest of JOIN::optimize" if full else "")
+    # extra IO, not moved IO (ioattr.analysis.dives): only the pages the execution did not need count
+    sp = dives.split(e.base_contrib, e.target_contrib, e.base.denominator, e.target.denominator, e.gross or e.change)
     parts = [f"{what} read {base_po:.4g} -> {target_po:.4g} per {e.metric.per}, "
              f"{pct(share)} of the gross change"]
+    parts += [f"the {n} is {engine_label(s.rec.meta)}, which has no index-dive stage: it counts none"
+              for n, s in (("baseline", e.base), ("target", e.target)) if engines[n] is not None]
+    why_added = [x for x in (
+        f"into indexes the statements' execution did not read: {', '.join(sp.unused[:4])}" if sp.unused else "",
+        f"LIMIT range ends not scanned: {', '.join(sp.limited[:4])}" if sp.limited else "") if x]
+    parts.append(f"added (pages the execution did not need{': ' + '; '.join(why_added) if why_added else ''}) "
+                 f"{sp.added_base:.4g} -> {sp.added_target:.4g}, {pct(sp.added_share)}; moved (pages of the "
+                 f"plan's index the execution then read from the buffer pool) {sp.moved_base:.4g} -> "
+                 f"{sp.moved_target:.4g}, {pct(sp.moved_share)} (told per statement and index: no page numbers "
+                 f"per stage are recorded)")
+    if by_share(share) == "supported" and by_share(sp.added_share) != "supported":
+        parts.append("moved IO, not extra: without the dives the execution would read the same pages")
     if indexes:
         parts.append("dived into " + ", ".join(f"{n} ({v:.3g} {unit}/{e.metric.per})" for n, v in indexes[:4]))
     b, t = per["baseline"], per["target"]
@@ -93,9 +115,13 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
         parts.append(f"eq_range_index_dive_limit={limit}"
                      + (" (no limit: every equality range is dived)" if limit == 0 else
                         f" (IN lists of {limit}+ values use index statistics instead of dives)"))
-    return finding("optimizer_reads", title, by_share(share), "; ".join(parts),
+    return finding("optimizer_reads", title, by_share(sp.added_share), "; ".join(parts),
               mirror="Fewer reads while queries are optimized (index dives)",
-              share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
+              share_of_change=sp.added_share, dives_share=share, added_baseline_per_op=sp.added_base,
+              added_target_per_op=sp.added_target, moved_baseline_per_op=sp.moved_base,
+              moved_target_per_op=sp.moved_target, moved_share=sp.moved_share,
+              unused_indexes=", ".join(sp.unused) or None, limit_indexes=", ".join(sp.limited) or None,
+              baseline_per_op=base_po, target_per_op=target_po,
               stages=", ".join(stages), indexes=", ".join(n for n, _ in indexes) or None,
               estimates_baseline=b["estimates"], estimates_target=t["estimates"],
               estimates_per_query_baseline=b["per_query"], estimates_per_query_target=t["per_query"],

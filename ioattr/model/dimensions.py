@@ -23,6 +23,25 @@ def stage_mode(meta: dict) -> str | None:
     return "full" if meta.get("stage_probes") else None
 
 
+#: how explain names an engine whose own server a recording traced
+ENGINE_LABELS = {"postgres": "PostgreSQL"}
+
+
+def native_engine(meta: dict) -> str | None:
+    """The engine whose own server a recording traced (meta.json servers[].engine, e.g.
+    "postgres"), when every server in it is one; None for MySQL/MariaDB servers, whatever their
+    storage engine (InnoDB and MyRocks share the server's statement stages and index dives).
+    Such an engine has no stages inside statements and no estimate stage, however recorded."""
+    names = {s.get("engine") for s in meta.get("servers") or [] if isinstance(s, dict)}
+    return names.pop() if len(names) == 1 and None not in names else None
+
+
+def engine_label(meta: dict) -> str:
+    """A recording's engine as explain names it (MySQL/MariaDB for the server's own)."""
+    name = native_engine(meta)
+    return "MySQL/MariaDB" if name is None else ENGINE_LABELS.get(name, name)
+
+
 # no pid: the row's own label if it has one (labels.NOT_A_TARGET), else null
 _PROCESS = "CASE WHEN pid IS NULL THEN process ELSE coalesce(process, '?') || '[' || pid || ']' END"
 _THREAD = "CASE WHEN tid IS NULL THEN NULL ELSE coalesce(thread, '?') || '[' || tid || ']' END"

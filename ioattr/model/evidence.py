@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ioattr.model import explain_math as em
-from ioattr.model.dimensions import stage_mode
+from ioattr.model.dimensions import engine_label, native_engine, stage_mode
 
 SUPPORT_SHARE = 0.15   # share of the change a cause must explain to be supported
 MINOR_SHARE = 0.03     # below this (with evidence present) a cause is refuted
@@ -152,6 +152,11 @@ def by_share(share: float | None, *, evidence_present: bool = True) -> str:
 
 def absent(e: Evidence, what: str) -> str:
     """Why evidence is missing: the server was not connected, or it did not report it."""
+    other = [(n, s) for n, s in (("baseline", e.base), ("target", e.target)) if native_engine(s.rec.meta)]
+    if len(other) == 1:  # (the callers are MySQL/MariaDB engines' findings: InnoDB's, MyRocks')
+        n, s = other[0]
+        return (f"no {what} on the {n} side: it is {engine_label(s.rec.meta)}, which has none "
+                "(an engine difference, not missing evidence)")
     if not e.connected:
         return f"{what} unknown: recorded without a server connection"
     return f"the connected server reported no {what} in one of the phases"

@@ -128,11 +128,24 @@ def test_probe_differences_fold_what_one_side_lacks() -> None:
     full = _Rec("A", stages="full", probe_sets=["syscalls", "stage", "block"])
     stmt = _Rec("B", stages="statement", probe_sets=["syscalls", "stage"])
     off = _Rec("C", stage_probes=False, probe_sets=["syscalls"])
-    assert probe_differences(full, full) == ([], set())
-    diffs, fold = probe_differences(full, stmt)
+    assert probe_differences(full, full) == ([], set(), [])
+    diffs, fold, notes = probe_differences(full, stmt)
     assert fold == {"stage"} and "stages full vs statement" in diffs[0] and "block only in A" in diffs[1]
-    diffs, fold = probe_differences(stmt, off)
+    assert notes == []
+    diffs, fold, _ = probe_differences(stmt, off)
     assert fold == {"stage", "query"} and "stages statement vs off" in diffs[0]
+    # two default recordings of different engines: PostgreSQL's own server has no stages inside
+    # statements however it is recorded, so that is no probe-setting difference (no warning)
+    mariadb = _Rec("I", stages="full", probe_sets=["syscalls", "stage"], servers=[{"pid": 1, "flavor": "mariadb"}])
+    pg = _Rec("P", stages="statement", probe_sets=["syscalls", "stage"],
+              servers=[{"pid": 2, "flavor": "postgresql", "engine": "postgres"}])
+    for a, b in ((pg, mariadb), (mariadb, pg)):
+        diffs, fold, notes = probe_differences(a, b)
+        assert diffs == [] and fold == {"stage"}, (diffs, fold)
+        assert len(notes) == 1 and "PostgreSQL (P) has no stages inside statements" in notes[0], notes
+    # a MariaDB recorded with --stages statement against PostgreSQL: the same stages, nothing to say
+    assert probe_differences(_Rec("S", stages="statement", probe_sets=["syscalls", "stage"],
+                                  servers=[{"pid": 3, "flavor": "mariadb"}]), pg) == ([], set(), [])
     # folding merges the keys that differ only in the folded dimensions
     c = {("i", "leaf", "execute", "connection", "tablespace", "q"): 2.0,
          ("i", "leaf", "optimize", "connection", "tablespace", "q"): 3.0}

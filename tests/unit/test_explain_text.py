@@ -39,3 +39,31 @@ def test_text_prints_why_and_try_under_supported_findings_only() -> None:
     assert lines[i + 2].startswith("      why: the tables and indexes") and lines[i + 3].startswith("      try: raise")
     j = lines.index("  [refuted] L")
     assert not any(ln.startswith("      why:") for ln in lines[j:]), lines[j:]
+
+
+def test_text_wraps_to_the_width_without_breaking_words() -> None:
+    side = {"recording": "/tmp/a-rather-long/recording/path", "phase": "q1000", "value": 1.0, "ops": 10,
+            "storage_ios": 10, "seconds": 1.0}
+    summary = ("index dives read 0.5 -> 9.02 per query, 89% of the gross change; dived into ib.t.ix_price "
+               "(4.1 reads/query), ib.t.ix_register (2.9 reads/query), ib.t.ix_customer (2 reads/query)")
+    r = {"metric": "reads_per_query", "unit": "per query", "baseline": side, "target": side,
+         "contributors": [{"dims": {"index": "ib.t.ix_register", "level": "leaf", "stage": "estimate",
+                                    "role": "connection", "file_class": "tablespace",
+                                    "query": "SELECT cashregisterid, price, customerid FROM ib.t FORCE INDEX "
+                                             "(ix_register) WHERE cashregisterid >= ? ORDER BY cashregisterid"},
+                           "baseline_per_op": 0.01, "target_per_op": 2.9, "share_of_change": 0.31}],
+         "findings": [{"id": "optimizer_reads", "title": "Reads issued while queries are optimized (index "
+                       "dives estimating ranges)", "verdict": "supported", "evidence": {"summary": summary}}]}
+    flat = render_text(r)
+    for width in (80, 200):
+        text = render_text(r, width)
+        assert text.split() == flat.split(), width  # the same words, none broken (stage=estimate whole)
+        assert all(len(ln) <= width for ln in text.splitlines()), [ln for ln in text.splitlines() if len(ln) > width]
+    narrow = render_text(r, 80).splitlines()
+    assert any("stage=estimate" in ln for ln in narrow) and len(narrow) > len(flat.splitlines())
+    # a continuation line of a finding's summary stays under the summary, not at the margin
+    i = next(n for n, ln in enumerate(narrow) if ln.startswith("      index dives read"))
+    assert narrow[i + 1].startswith("        ") and narrow[i + 1].strip(), narrow[i:i + 2]
+    # a contributor's continuation starts under its dims, after the numbers
+    j = next(n for n, ln in enumerate(narrow) if "31.0%" in ln)
+    assert narrow[j + 1].startswith(" " * 30), narrow[j:j + 2]
