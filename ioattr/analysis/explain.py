@@ -25,6 +25,7 @@ from ioattr.analysis import explain_math as em
 from ioattr.analysis.explain_text import advice
 from ioattr.analysis.findings import Evidence, run_findings
 from ioattr.analysis.phase_stats import PhaseStats, phase_stats, pick_phase
+from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import storage
@@ -93,9 +94,12 @@ def server_settings(rec: Recording) -> dict[str, Any]:
     """What the server told the recorder about itself (meta.json "settings", per server pid):
     the connected server's, or the first one's when several were traced; {} when not connected."""
     per_pid = rec.meta.get("settings") or {}
+    servers = [s for s in rec.meta.get("servers") or [] if isinstance(s, dict)]
     if not isinstance(per_pid, dict) or not per_pid:
-        return {}
-    connected = [str(s.get("pid")) for s in rec.meta.get("servers") or [] if isinstance(s, dict) and s.get("connected")]
+        # a server of its own engine (PostgreSQL) keeps its settings in its servers[] entry
+        own = [s["settings"] for s in servers if s.get("connected") and isinstance(s.get("settings"), dict)]
+        return dict(own[0]) if own else {}
+    connected = [str(s.get("pid")) for s in servers if s.get("connected")]
     for pid in connected + sorted(per_pid):
         if isinstance(per_pid.get(pid), dict):
             return dict(per_pid[pid])
@@ -271,7 +275,8 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     modes = {stage_mode(r.meta) for r in (rec, other)}
     if None in modes:
         missing.append("query/stage attribution (stage probes were not attached)")
-    elif "statement" in modes:
+    elif "statement" in modes and any(e.own_server is None for e in registry.recorded_in(rec.meta, other.meta)):
+        # --stages full adds the MySQL/MariaDB server's stages; a PostgreSQL statement has none
         dives = all(r.meta.get("estimate_stage") for r in (rec, other))
         missing.append("query stages: " + RERUN_FULL + " (statements and roles are attributed"
                        + (", and the optimizer's index dives as stage estimate)" if dives else ")"))
@@ -327,7 +332,8 @@ def _has_engine_counters(rec: Recording) -> bool:
     """Whether the server's own counters (SHOW GLOBAL STATUS) were recorded, not just host ones."""
     if not rec.has_table("counters"):
         return False
-    return bool(rec.query("SELECT 1 FROM counters WHERE source = 'status' LIMIT 1"))
+    # a MySQL/MariaDB server's SHOW GLOBAL STATUS, or PostgreSQL's pg_stat_database
+    return bool(rec.query("SELECT 1 FROM counters WHERE source IN ('status', 'pg_stat_database') LIMIT 1"))
 
 
 def _r(v: float) -> float:
