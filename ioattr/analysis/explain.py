@@ -91,9 +91,12 @@ def server_settings(rec: Recording) -> dict[str, Any]:
     """What the server told the recorder about itself (meta.json "settings", per server pid):
     the connected server's, or the first one's when several were traced; {} when not connected."""
     per_pid = rec.meta.get("settings") or {}
+    servers = [s for s in rec.meta.get("servers") or [] if isinstance(s, dict)]
     if not isinstance(per_pid, dict) or not per_pid:
-        return {}
-    connected = [str(s.get("pid")) for s in rec.meta.get("servers") or [] if isinstance(s, dict) and s.get("connected")]
+        # a server of its own engine (PostgreSQL) keeps its settings in its servers[] entry
+        own = [s["settings"] for s in servers if s.get("connected") and isinstance(s.get("settings"), dict)]
+        return dict(own[0]) if own else {}
+    connected = [str(s.get("pid")) for s in servers if s.get("connected")]
     for pid in connected + sorted(per_pid):
         if isinstance(per_pid.get(pid), dict):
             return dict(per_pid[pid])

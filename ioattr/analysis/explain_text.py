@@ -13,20 +13,14 @@ from ioattr.engines.base import AdviceField
 VERDICT_MARK = {"supported": "SUPPORTED", "refuted": "refuted", "inconclusive": "inconclusive",
                 "not_applicable": "n/a"}
 
-#: What each finding means in a benchmarker's terms, and the one thing to try next, keyed by
-#: finding id (ioattr.analysis.findings; an engine's own findings' entries live with them, e.g.
-#: ioattr/engines/innodb/findings.py NEXT_STEPS). The one place each text lives: the text output
-#: prints it under supported findings, and explain() puts it in every finding of the JSON ("mechanism",
-#: "next_step"). {name} fields are filled from the finding's evidence and the target server's
-#: settings (meta.json "settings"); a field that is unknown is left out with its sentence part.
+#: What each of the MySQL/MariaDB server's findings (ioattr.analysis.findings) means in a
+#: benchmarker's terms, and the one thing to try next, keyed by finding id; an engine's own
+#: findings' entries live with them (EngineAdapter.next_steps, e.g. ioattr/engines/innodb/findings.py
+#: NEXT_STEPS), found by the finding's "engine" (next_steps). The one place each text lives: the text
+#: output prints it under supported findings, and explain() puts it in every finding of the JSON
+#: ("mechanism", "next_step"). {name} fields are filled from the finding's evidence and the target
+#: server's settings (meta.json "settings"); a field that is unknown is left out with its sentence part.
 NEXT_STEPS: dict[str, tuple[str, str]] = {
-    # each engine's own findings' entries (EngineAdapter.next_steps), then the server's
-    **{fid: text for engine in registry.ENGINES for fid, text in engine.next_steps.items()},
-    "write_statement_reads": (
-        "every insert reads the leaf page of each secondary index it changes (read before write) "
-        "unless the change buffer takes the change, so more rows inserted means more reads",
-        "compare innodb_change_buffering{buffering} with 'inserts' or 'all' (MariaDB 10.11 defaults to "
-        "none; the change buffer is gone from 11.0 on), or drop the secondary indexes the queries do not use"),
     "optimizer_reads": (
         "before a query runs, the optimizer estimates how many rows each range of each candidate "
         "index holds (index dives: records_in_range), reading the pages at both ends of every range "
@@ -36,11 +30,6 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "{dive_limit} for IN lists (statistics instead of dives), fewer candidate indexes (FORCE INDEX "
         "or dropping unused ones); open ranges (col >= ?) are always dived, so keep the upper levels "
         "and range starts of that index cached (innodb_buffer_pool_size)"),
-    "random_access": (
-        "reads that were sequential (read ahead in large asynchronous batches) became random "
-        "single-page reads: fragmented indexes or lost read-ahead",
-        "rebuild the fragmented table (OPTIMIZE TABLE / ALTER TABLE ... FORCE) and check "
-        "innodb_read_ahead_threshold"),
 }
 
 
@@ -71,9 +60,23 @@ def _fields(f: dict[str, Any], settings: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def next_steps(f: dict[str, Any]) -> tuple[str, str] | None:
+    """A finding's (mechanism, next step) texts: its engine's (the finding's "engine", set by
+    findings.run_findings), the server's (NEXT_STEPS), else the first engine's that has its id."""
+    fid = f.get("id", "")
+    if f.get("engine"):
+        try:
+            return registry.by_name(str(f["engine"])).next_steps.get(fid)
+        except KeyError:
+            return None
+    if fid in NEXT_STEPS:
+        return NEXT_STEPS[fid]
+    return next((e.next_steps[fid] for e in registry.ENGINES if fid in e.next_steps), None)
+
+
 def advice(f: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str | None]:
     """{"mechanism", "next_step"} of a finding (None for a finding without an entry)."""
-    entry = NEXT_STEPS.get(f.get("id", ""))
+    entry = next_steps(f)
     if entry is None:
         return {"mechanism": None, "next_step": None}
     fields = _fields(f, settings or {})

@@ -1,8 +1,9 @@
 """The known causes of an IO change, each tested against the evidence (ioattr.model.evidence).
 
-The server's findings are here (the optimizer's index dives, reads by write statements,
-sequential access turned random); each engine adapter brings the ones only it can test
-(EngineAdapter.findings, e.g. ioattr/engines/innodb/findings.py), run first, in its order.
+The MySQL/MariaDB server's findings are here (the optimizer's index dives); each engine adapter
+brings the ones only it can test (EngineAdapter.findings, e.g. ioattr/engines/innodb/findings.py),
+run first, in its order. A comparison runs the findings of the engines its recordings traced
+(EngineAdapter.recorded_in): a PostgreSQL recording never gets InnoDB's.
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any, Callable
 
 from ioattr.analysis import direction, dives
 from ioattr.analysis.direction import explained_share
-from ioattr.model.evidence import (I_INDEX, I_QUERY, I_STAGE, Evidence, by_share, finding, is_write_statement,
-                                      pct)
+from ioattr.model.evidence import I_INDEX, I_STAGE, Evidence, by_share, finding, pct
 from ioattr.engines import registry
 from ioattr.model.dimensions import engine_label, native_engine
+from ioattr.engines.base import EngineAdapter
 
 def estimate_traced(meta: dict) -> bool:
     """Whether a recording traced the optimizer's index dives as stage `estimate` (meta.json
@@ -129,87 +130,24 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
               eq_range_index_dive_limit=limit, optimizer_switch=e.setting("optimizer_switch"))
 
 
-def write_statement_reads(e: Evidence) -> dict[str, Any]:
-    """Reads done by the writes: an insert reads the leaf page of every secondary index it
-    changes unless the change buffer takes the change. A per-query metric counts those reads
-    too, so more inserts per query raise reads per query without any query reading more."""
-    title = "Reads by inserts, updates and deletes maintaining indexes (read before write)"
-    if not e.reads:
-        return finding("write_statement_reads", title, "not_applicable", "a read cause; this metric counts writes")
-    if not e.has_queries:
-        return finding("write_statement_reads", title, "inconclusive",
-                  "no statement attribution (stage probes off): reads can't be tied to write statements")
+#: the MySQL/MariaDB server's own findings (its optimizer), for recordings of a server whose
+#: engines live inside one (EngineAdapter.own_server None: InnoDB, MyRocks)
+SERVER_FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (optimizer_reads,)
 
-    def pred(k: tuple) -> bool:
-        return is_write_statement(k[I_QUERY])
-
-    def secondary(k: tuple) -> bool:
-        return pred(k) and bool(k[I_INDEX]) and not k[I_INDEX].endswith(".PRIMARY")
-
-    share = e.share(pred)
-    sec_share = e.share(secondary)
-    indexes = sorted({k[I_INDEX] for k, v in e.target_contrib.items() if secondary(k) and v})
-    ins_b, ins_t = e.base.stats.inserts, e.target.stats.inserts
-    q_b, q_t = e.base.stats.queries, e.target.stats.queries
-    ipq_b = ins_b / q_b if ins_b is not None and q_b else None
-    ipq_t = ins_t / q_t if ins_t is not None and q_t else None
-    buffering = e.setting("innodb_change_buffering")
-    parts = [f"reads by write statements explain {pct(share)} of the gross change "
-             f"(secondary-index pages: {pct(sec_share)}"
-             + (f", {', '.join(indexes[:4])}" if indexes else "") + ")"]
-    if e.metric.per == "query" and ipq_b is not None and ipq_t is not None:
-        parts.append(f"rows inserted per query {ipq_b:.3g} -> {ipq_t:.3g}")
-    if buffering is not None:
-        parts.append(f"innodb_change_buffering={buffering}"
-                     + (": every insert reads the secondary-index leaves it changes" if str(buffering).lower()
-                        == "none" else ""))
-    return finding("write_statement_reads", title, by_share(share), "; ".join(parts),
-              mirror="Fewer reads by inserts, updates and deletes maintaining indexes",
-              share_of_change=share, secondary_index_share=sec_share, indexes=", ".join(indexes) or None,
-              baseline_per_op=e.per_op("base", pred), target_per_op=e.per_op("target", pred),
-              inserts_per_query_baseline=ipq_b, inserts_per_query_target=ipq_t,
-              innodb_change_buffering=buffering)
-
-
-def random_access(e: Evidence) -> dict[str, Any]:
-    title = "Sequential access became random (fragmentation, lost read-ahead)"
-    if not e.reads:
-        return finding("random_access", title, "not_applicable", "a read cause; this metric counts writes")
-    fb = async_read_fraction(e.base)
-    ft = async_read_fraction(e.target)
-    if fb is None and ft is None:
-        return finding("random_access", title, "inconclusive", "no page reads classified in either phase")
-    if fb is None or ft is None:
-        # one side read no pages: there is no access pattern to compare against, so the
-        # question does not apply (it is not missing evidence, which would be inconclusive)
-        side = "baseline" if fb is None else "target"
-        return finding("random_access", title, "not_applicable", f"no page reads in the {side} phase")
-    if fb >= 0.2 and ft <= fb * 0.5 and e.change > 0:
-        verdict = "supported"
-    elif ft >= fb * 0.8:
-        verdict = "refuted"
-    else:
-        verdict = "inconclusive"
-    return finding("random_access", title, verdict,
-              f"pages read ahead asynchronously: {pct(fb)} -> {pct(ft)} of page reads",
-              mirror="Random access became sequential (read-ahead regained)", async_fraction_baseline=fb, async_fraction_target=ft)
-
-
-def async_read_fraction(side: Any) -> float | None:
-    # page reads only: a MyRocks SST read (file_class sst) is a block read, never read ahead by
-    # InnoDB, and would dilute the fraction on a server running both engines
-    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' "
-                          "AND file_class IS DISTINCT FROM 'sst' GROUP BY api", [side.phase])
-    total = sum(float(n or 0) for _, n in rows)
-    if not total:
-        return None
-    return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / total
-
-
+#: every finding ioattr has: each engine's, then the server's (what a recording of every engine would get)
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = tuple(
-    f for engine in registry.ENGINES for f in engine.findings) + (
-    optimizer_reads, random_access, write_statement_reads,
-)
+    f for engine in registry.ENGINES for f in engine.findings) + SERVER_FINDINGS
+
+
+def findings_for(engines: tuple[EngineAdapter, ...]) -> list[tuple[str | None, Callable[[Evidence], dict[str, Any]]]]:
+    """The findings a comparison of recordings of these engines runs, each with the engine it is
+    from (None: the MySQL/MariaDB server's): the engines' own in registry order, then the server's
+    when one of them lives inside a MySQL/MariaDB server. A PostgreSQL recording gets PostgreSQL's only."""
+    out: list[tuple[str | None, Callable[[Evidence], dict[str, Any]]]] = [
+        (engine.name, f) for engine in engines for f in engine.findings]
+    if any(engine.own_server is None for engine in engines):
+        out += [(None, f) for f in SERVER_FINDINGS]
+    return out
 
 
 def run_findings(e: Evidence, noise: str | None = None) -> list[dict[str, Any]]:
@@ -222,12 +160,15 @@ def run_findings(e: Evidence, noise: str | None = None) -> list[dict[str, Any]]:
     decrease = (e.gross or e.change) < 0
     judged = e.mirrored() if decrease else e
     out = []
-    for f in FINDINGS:
+    for engine, f in findings_for(registry.recorded_in(e.base.rec.meta, e.target.rec.meta)):
         try:
-            out.append(f(judged))
+            one = f(judged)
         except Exception as ex:  # a finding that can't be computed is inconclusive, never a crash
-            out.append({"id": f.__name__, "title": f.__name__.replace("_", " "), "verdict": "inconclusive",
-                        "evidence": {"summary": f"could not be computed: {type(ex).__name__}: {ex}"}})
+            one = {"id": f.__name__, "title": f.__name__.replace("_", " "), "verdict": "inconclusive",
+                   "evidence": {"summary": f"could not be computed: {type(ex).__name__}: {ex}"}}
+        if engine is not None:
+            one["engine"] = engine  # whose advice it gets (explain_text.advice)
+        out.append(one)
     for f in out:
         direction.judge(f, e.metric.op, decrease)
     if noise:

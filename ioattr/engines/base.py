@@ -275,13 +275,29 @@ class EngineAdapter(ABC):
         return None
 
     # -- findings ---------------------------------------------------------------------------------
+    # explain asks the engines of the recordings it compares (recorded_in) for their findings and
+    # advice; one engine's findings and texts never show on another engine's recording.
     #: explain findings only this engine can test (ioattr.analysis.findings runs them)
     findings: ClassVar[Sequence[Finding]] = ()
-    #: finding id -> (what it means, what to try next), as ioattr.analysis.explain_text.NEXT_STEPS
+    #: finding id -> (what it means, what to try next), for this engine's findings (ids may repeat
+    #: across engines: each engine's "working_set" names its own cache and settings)
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = {}
     #: the {name} fields explain's texts (its own next_steps and the server's) take from this
     #: engine's settings and its findings' evidence, e.g. the cache size a text tells to raise
     advice_fields: ClassVar[Mapping[str, AdviceField]] = {}
+
+    #: the "engine" meta.json "servers" entries of this engine's servers carry: None for a storage
+    #: engine inside a MySQL/MariaDB server (whose entries carry none), so that the server's own
+    #: findings (its optimizer's: ioattr.analysis.findings.SERVER_FINDINGS) apply to its recordings
+    own_server: ClassVar[str | None] = None
+
+    def recorded_in(self, meta: Mapping[str, Any]) -> bool | None:
+        """Whether a recording (its meta.json) traced a server of this engine; None when the
+        recording lists no servers (then no engine is ruled out)."""
+        servers = [s for s in meta.get("servers") or [] if isinstance(s, dict)]
+        if not servers:
+            return None
+        return any(s.get("engine") == self.own_server for s in servers)
 
     def claims(self, conn: Connection | None) -> bool:
         """Whether a server (through its connection; None: not connected) uses this engine."""

@@ -81,6 +81,15 @@ def advice_fields() -> dict[str, AdviceField]:
     return out
 
 
+def recorded_in(*metas: dict) -> tuple[EngineAdapter, ...]:
+    """The engines of the servers some of these recordings (meta.json) traced; every engine when
+    none of them lists its servers (an older recording: nothing rules an engine out)."""
+    verdicts = [[e.recorded_in(m) for m in metas] for e in ENGINES]
+    if all(v is None for vs in verdicts for v in vs):
+        return ENGINES
+    return tuple(e for e, vs in zip(ENGINES, verdicts) if any(vs))
+
+
 def server_engine(pid: int) -> EngineAdapter | None:
     """The engine whose own server process pid is (PostgreSQL's postmaster); None for anything
     else, a MySQL/MariaDB server included (collectors.mysqld.is_server answers for those)."""

@@ -196,9 +196,30 @@ def test_findings_are_the_engines_then_the_servers() -> None:
     assert names[:len(innodb_findings.FINDINGS)] == [f.__name__ for f in innodb_findings.FINDINGS]
     assert names == ["clustered_lookups", "change_buffer_merges", "change_buffer_memory", "working_set",
                      "log_rereads", "readahead_waste", "purge_reads", "write_amplification", "flush_storms",
+                     "random_access", "write_statement_reads",
                      "index_filter_misses", "compaction_debt",  # MyRocks'
-                     "checkpoint_writes", "full_page_writes", "heap_fetches",  # PostgreSQL's
-                     "optimizer_reads", "random_access", "write_statement_reads"]  # the order ties keep
+                     "working_set", "checkpoint_writes", "full_page_writes", "heap_fetches",  # PostgreSQL's
+                     "autovacuum",
+                     "optimizer_reads"]  # the MySQL/MariaDB server's; the order ties keep
+
+
+def test_a_recording_gets_the_findings_of_the_engines_it_traced() -> None:
+    """A PostgreSQL recording gets PostgreSQL's findings only, a MariaDB one InnoDB's, MyRocks' and
+    the server's, one that lists no servers (older) every engine's."""
+    from ioattr.analysis.findings import FINDINGS, findings_for
+
+    pg = {"servers": [{"pid": 1, "engine": "postgres", "connected": True}]}
+    maria = {"servers": [{"pid": 2, "connected": True}]}
+    assert [e.name for e in registry.recorded_in(pg)] == ["postgres"]
+    assert [e.name for e in registry.recorded_in(maria)] == ["innodb", "rocksdb"]
+    assert registry.recorded_in({}) == registry.recorded_in({"servers": []}, {}) == registry.ENGINES
+    assert [e.name for e in registry.recorded_in(pg, maria)] == ["innodb", "rocksdb", "postgres"]
+    only_pg = findings_for(registry.recorded_in(pg))
+    assert {e for e, _ in only_pg} == {"postgres"}
+    assert [f.__name__ for _, f in only_pg] == ["working_set", "checkpoint_writes", "full_page_writes",
+                                                "heap_fetches", "autovacuum"]
+    assert [f for _, f in findings_for(registry.ENGINES)] == list(FINDINGS)
+    assert findings_for(registry.recorded_in(maria))[-1] == (None, FINDINGS[-1])
 
 
 # -- what the core asks engines for: server counters, report rows, advice fields -----------------

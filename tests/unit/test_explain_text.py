@@ -4,16 +4,32 @@ Pure Python (the unit tier): no recording, server or kernel needed.
 """
 from __future__ import annotations
 
-from ioattr.analysis.explain_text import NEXT_STEPS, advice, render_text
+from ioattr.analysis.explain_text import NEXT_STEPS, advice, next_steps, render_text
 from ioattr.analysis.findings import FINDINGS
 
 
 def test_every_finding_has_a_mechanism_and_a_next_step() -> None:
-    ids = {f.__name__ for f in FINDINGS}  # a finding's id is its function's name
-    missing = ids - set(NEXT_STEPS)
-    assert not missing, f"add these finding ids to ioattr/analysis/explain_text.py NEXT_STEPS: {sorted(missing)}"
-    for fid, (mechanism, step) in NEXT_STEPS.items():
-        assert mechanism and step, fid
+    from ioattr.analysis.findings import findings_for
+    from ioattr.engines import registry
+
+    # a finding's id is its function's name; its texts are its engine's (or the server's: NEXT_STEPS)
+    missing = [(engine, f.__name__) for engine, f in findings_for(registry.ENGINES)
+               if next_steps({"id": f.__name__, "engine": engine}) is None]
+    assert not missing, f"add NEXT_STEPS entries (the engine's findings module, else explain_text.py): {missing}"
+    assert {f.__name__ for f in FINDINGS} >= set(NEXT_STEPS)
+    for e in registry.ENGINES:
+        for fid, (mechanism, step) in {**NEXT_STEPS, **e.next_steps}.items():
+            assert mechanism and step, fid
+
+
+def test_each_engine_advises_on_its_own_finding() -> None:
+    """One id, two engines: InnoDB's working set names the buffer pool, PostgreSQL's shared_buffers."""
+    ev = {"id": "working_set", "verdict": "supported", "evidence": {"summary": "s"}}
+    inno = advice({**ev, "engine": "innodb"}, {"innodb_buffer_pool_size": 64 << 20})["next_step"]
+    pg = advice({**ev, "engine": "postgres"}, {"shared_buffers": 32 << 20})["next_step"]
+    assert inno.startswith("raise innodb_buffer_pool_size (now 64 MiB)"), inno
+    assert pg.startswith("raise shared_buffers (now 32 MiB) above"), pg
+    assert "innodb" not in pg
 
 
 def test_fields_are_filled_from_settings_or_left_out() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from ioattr.analysis.findings import random_access
+from ioattr.engines.innodb.findings import random_access
 
 
 class _Rec:

@@ -107,6 +107,51 @@ def test_heap_fetches_verdicts() -> None:
     # our heap reads rose but PostgreSQL's heap block count per query did not: inconclusive
     f = pf.heap_fetches(_ev(base, base, {INDEX: 55}, {INDEX: 110, HEAP: 180}, "read"))
     assert f["verdict"] == "inconclusive", f
+    # plain index scans (pgbench -S): one heap visit per query on both sides, more of them missed
+    # shared buffers (a smaller shared_buffers): not index-only scans, refuted
+    plain_b = _side({**statio, "pg_statio:postgres.public.h:heap_blks_read": 5.0,
+                     "pg_statio:postgres.public.h:heap_blks_hit": 35.0}, 40, "query")
+    plain_t = _side({**statio, "pg_statio:postgres.public.h:heap_blks_read": 28.0,
+                     "pg_statio:postgres.public.h:heap_blks_hit": 12.0}, 40, "query")
+    f = pf.heap_fetches(_ev(plain_b, plain_t, {INDEX: 1, HEAP: 5}, {INDEX: 1, HEAP: 28}, "read"))
+    assert f["verdict"] == "refuted" and "missed shared buffers" in f["evidence"]["summary"], f
+
+
+def _cluster(shared_buffers: int) -> _Rec:
+    rec = _Rec()
+    rec.meta = {"relations": RELATIONS, "servers": [{"pid": 1, "engine": "postgres", "connected": True,
+                                                     "settings": {"shared_buffers": shared_buffers}}]}
+    return rec
+
+
+def test_working_set_from_blks_read_against_blks_hit() -> None:
+    def side(read: float, hit: float, sb: int) -> SimpleNamespace:
+        return _side({"pg_stat_database:blks_read": read, "pg_stat_database:blks_hit": hit}, 100, "query",
+                     rec=_cluster(sb))
+
+    big, small = side(10, 390, 128 << 20), side(70, 330, 32 << 20)
+    f = pf.working_set(_ev(big, small, {HEAP: 10}, {HEAP: 70}, "read"))
+    ev = f["evidence"]
+    assert f["verdict"] == "supported" and ev["setting_changed"], f
+    assert (ev["miss_ratio_baseline"], ev["miss_ratio_target"]) == (0.025, 0.175)
+    assert (ev["blks_read_per_op_baseline"], ev["blks_read_per_op_target"]) == (0.1, 0.7)
+    assert "shared_buffers 128 MiB -> 32 MiB (changed)" in ev["summary"] and ev["shared_buffers"] == 32 << 20
+    # as many misses per block asked for on both sides: refuted (the reads rose for another reason)
+    f = pf.working_set(_ev(big, side(20, 780, 128 << 20), {HEAP: 10}, {HEAP: 20}, "read"))
+    assert f["verdict"] == "refuted", f
+    # a recording without pg_stat_database (a MySQL server's): not applicable
+    mysql = _side({"status:Com_select": 100.0}, 100, "query")
+    assert pf.working_set(_ev(mysql, mysql, {}, {HEAP: 1.0}, "read"))["verdict"] == "not_applicable"
+
+
+def test_autovacuum_when_its_workers_did_the_change() -> None:
+    side = _side({"pg_stat_database:blks_read": 1.0}, 100, "query")
+    worker = ("postgres.public.h", None, None, "autovacuum_worker", "relation", None)
+    f = pf.autovacuum(_ev(side, side, {HEAP: 10}, {HEAP: 10, worker: 90}, "read"))
+    assert f["verdict"] == "supported" and f["evidence"]["relations"] == "postgres.public.h", f
+    assert f["evidence"]["target_per_op"] == 0.9 and f["evidence"]["share_of_change"] == 1.0
+    f = pf.autovacuum(_ev(side, side, {HEAP: 10}, {HEAP: 100}, "read"))
+    assert f["verdict"] == "refuted", f
 
 
 def test_not_applicable_without_postgres_or_for_the_other_op() -> None:

@@ -390,14 +390,101 @@ def flush_storms(e: Evidence) -> dict[str, Any]:
               fraction_baseline=frac_b, page_cleaner_share=bg)
 
 
+def write_statement_reads(e: Evidence) -> dict[str, Any]:
+    """Reads done by the writes: an insert reads the leaf page of every secondary index it
+    changes unless the change buffer takes the change. A per-query metric counts those reads
+    too, so more inserts per query raise reads per query without any query reading more."""
+    title = "Reads by inserts, updates and deletes maintaining indexes (read before write)"
+    if not e.reads:
+        return finding("write_statement_reads", title, "not_applicable", "a read cause; this metric counts writes")
+    if not e.has_queries:
+        return finding("write_statement_reads", title, "inconclusive",
+                  "no statement attribution (stage probes off): reads can't be tied to write statements")
+
+    def pred(k: tuple) -> bool:
+        return is_write_statement(k[I_QUERY])
+
+    def secondary(k: tuple) -> bool:
+        return pred(k) and bool(k[I_INDEX]) and not k[I_INDEX].endswith(".PRIMARY")
+
+    share = e.share(pred)
+    sec_share = e.share(secondary)
+    indexes = sorted({k[I_INDEX] for k, v in e.target_contrib.items() if secondary(k) and v})
+    ins_b, ins_t = e.base.stats.inserts, e.target.stats.inserts
+    q_b, q_t = e.base.stats.queries, e.target.stats.queries
+    ipq_b = ins_b / q_b if ins_b is not None and q_b else None
+    ipq_t = ins_t / q_t if ins_t is not None and q_t else None
+    buffering = e.setting("innodb_change_buffering")
+    parts = [f"reads by write statements explain {pct(share)} of the gross change "
+             f"(secondary-index pages: {pct(sec_share)}"
+             + (f", {', '.join(indexes[:4])}" if indexes else "") + ")"]
+    if e.metric.per == "query" and ipq_b is not None and ipq_t is not None:
+        parts.append(f"rows inserted per query {ipq_b:.3g} -> {ipq_t:.3g}")
+    if buffering is not None:
+        parts.append(f"innodb_change_buffering={buffering}"
+                     + (": every insert reads the secondary-index leaves it changes" if str(buffering).lower()
+                        == "none" else ""))
+    return finding("write_statement_reads", title, by_share(share), "; ".join(parts),
+              mirror="Fewer reads by inserts, updates and deletes maintaining indexes",
+              share_of_change=share, secondary_index_share=sec_share, indexes=", ".join(indexes) or None,
+              baseline_per_op=e.per_op("base", pred), target_per_op=e.per_op("target", pred),
+              inserts_per_query_baseline=ipq_b, inserts_per_query_target=ipq_t,
+              innodb_change_buffering=buffering)
+
+
+def random_access(e: Evidence) -> dict[str, Any]:
+    title = "Sequential access became random (fragmentation, lost read-ahead)"
+    if not e.reads:
+        return finding("random_access", title, "not_applicable", "a read cause; this metric counts writes")
+    fb = async_read_fraction(e.base)
+    ft = async_read_fraction(e.target)
+    if fb is None and ft is None:
+        return finding("random_access", title, "inconclusive", "no page reads classified in either phase")
+    if fb is None or ft is None:
+        # one side read no pages: there is no access pattern to compare against, so the
+        # question does not apply (it is not missing evidence, which would be inconclusive)
+        side = "baseline" if fb is None else "target"
+        return finding("random_access", title, "not_applicable", f"no page reads in the {side} phase")
+    if fb >= 0.2 and ft <= fb * 0.5 and e.change > 0:
+        verdict = "supported"
+    elif ft >= fb * 0.8:
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return finding("random_access", title, verdict,
+              f"pages read ahead asynchronously: {pct(fb)} -> {pct(ft)} of page reads",
+              mirror="Random access became sequential (read-ahead regained)", async_fraction_baseline=fb, async_fraction_target=ft)
+
+
+def async_read_fraction(side: Any) -> float | None:
+    # page reads only: a MyRocks SST read (file_class sst) is a block read, never read ahead by
+    # InnoDB, and would dilute the fraction on a server running both engines
+    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' "
+                          "AND file_class IS DISTINCT FROM 'sst' GROUP BY api", [side.phase])
+    total = sum(float(n or 0) for _, n in rows)
+    if not total:
+        return None
+    return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / total
+
+
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
     clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
-    readahead_waste, purge_reads, write_amplification, flush_storms,
+    readahead_waste, purge_reads, write_amplification, flush_storms, random_access, write_statement_reads,
 )
 
 #: what each finding means in a benchmarker's terms and the one thing to try next (the adapter's
 #: `next_steps`; explain_text.NEXT_STEPS documents the form and fills the {name} fields)
 NEXT_STEPS: dict[str, tuple[str, str]] = {
+    "write_statement_reads": (
+        "every insert reads the leaf page of each secondary index it changes (read before write) "
+        "unless the change buffer takes the change, so more rows inserted means more reads",
+        "compare innodb_change_buffering{buffering} with 'inserts' or 'all' (MariaDB 10.11 defaults to "
+        "none; the change buffer is gone from 11.0 on), or drop the secondary indexes the queries do not use"),
+    "random_access": (
+        "reads that were sequential (read ahead in large asynchronous batches) became random "
+        "single-page reads: fragmented indexes or lost read-ahead",
+        "rebuild the fragmented table (OPTIMIZE TABLE / ALTER TABLE ... FORCE) and check "
+        "innodb_read_ahead_threshold"),
     "working_set": (
         "the tables and indexes the statements touch no longer fit in the buffer pool, so index "
         "lookups that used to hit memory now wait for storage reads",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
-from ioattr.engines.base import Connection, CounterSource, EngineAdapter, Finding, StatusCounter
+from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
 from ioattr.engines.postgres import counters, files, names, pages, roles, server
 from ioattr.engines.postgres import findings as pg_findings
 
@@ -70,8 +70,10 @@ class PostgresAdapter(EngineAdapter):
         return server.PostgresServer(pid, engines=(self,))
 
     # -- findings ----------------------------------------------------------------------------
+    own_server: ClassVar[str | None] = server.PostgresServer.engine_name  # meta.json servers[].engine
     findings: ClassVar[Sequence[Finding]] = pg_findings.FINDINGS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = pg_findings.NEXT_STEPS
+    advice_fields: ClassVar[Mapping[str, AdviceField]] = pg_findings.ADVICE_FIELDS
 
     # -- counters --------------------------------------------------------------------------
     def counter_sources(self) -> list[CounterSource]:

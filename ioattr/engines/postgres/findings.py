@@ -1,5 +1,8 @@
 """The explain findings only PostgreSQL can test (the PostgreSQL adapter's "findings").
 
+working_set         the blocks the statements use no longer fit in shared_buffers: pg_stat_database's
+                    blks_read / (blks_read + blks_hit) rose, and our relation reads by the connections
+                    explain the change; shared_buffers of each side named (a sweep changes it).
 checkpoint_writes   a checkpoint wrote the dirty shared buffers: the checkpointer's writes (our
                     role, exact per process) explain the change, and PostgreSQL's own
                     pg_stat_bgwriter buffers_checkpoint (the counters table) moved with them.
@@ -9,10 +12,12 @@ full_page_writes    after a checkpoint the first change to each page logs the wh
 heap_fetches        index-only scans that read the heap: a page whose visibility-map bit is not
                     set (rows changed since the last VACUUM) must be visited to check each
                     tuple's visibility. Our heap-relation reads by statements that also read an
-                    index explain the change, and pg_statio heap_blks_read+hit per query rose.
+                    index explain the change, and pg_statio heap_blks_read+hit per query rose (the
+                    evidence of index-only scans: plain index scans visit the heap alike on both sides).
+autovacuum          autovacuum workers' IO (their role) explains the change.
 
-Every PostgreSQL finding is not_applicable to a recording of no PostgreSQL server (its counters
-are not there), so explain's list for a MySQL/MariaDB run says so rather than guessing.
+explain runs them on recordings of a PostgreSQL server only (EngineAdapter.recorded_in); each is
+still not_applicable where PostgreSQL's counters are missing (a recording listing no servers).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from typing import Any, Callable
 
 from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, MINOR_SHARE, Evidence,
                                        by_share, finding, is_write_statement, pct)
+from ioattr.engines.base import AdviceField
 
 BUFFERS_CHECKPOINT = "pg_stat_bgwriter:buffers_checkpoint"
 CHECKPOINTS = ("pg_stat_bgwriter:checkpoints_timed", "pg_stat_bgwriter:checkpoints_req")
@@ -181,6 +187,10 @@ def _statio_sum(e: Evidence, side: str, tables: set[str], columns: tuple[str, ..
     return sum(v or 0.0 for v in vals) / s.denominator
 
 
+VISITS_RISE = 1.25   # heap blocks visited per op must rise by this factor to show index-only scans' heap visits
+VISITS_FLAT = 1.1    # at most this factor: the same heap visits (no index-only scan started visiting the heap)
+
+
 def heap_fetches(e: Evidence) -> dict[str, Any]:
     """Index-only scans that read the heap: a tuple on a page not marked all-visible in the
     visibility map must be checked in the heap, so an index-only scan over rows changed since the
@@ -220,11 +230,19 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
     cols = ("heap_blks_read", "heap_blks_hit")
     sr_b, sr_t = _statio_sum(e, "base", tables, cols[:1]), _statio_sum(e, "target", tables, cols[:1])
     sa_b, sa_t = _statio_sum(e, "base", tables, cols), _statio_sum(e, "target", tables, cols)
+    # The evidence of index-only scans losing the visibility map: the heap blocks the queries visit
+    # (pg_statio heap_blks_read + hit per op) rise. A plain index scan (pgbench -S selects a column
+    # no index holds) visits the heap once per row on both sides: its heap reads rise only because
+    # fewer heap blocks stay in shared buffers (working_set), at the same visits.
+    visits_rose = sa_b is not None and sa_t is not None and sa_t > max(sa_b * VISITS_RISE, 1e-9)
+    visits_flat = bool(sa_b) and sa_t is not None and sa_t <= sa_b * VISITS_FLAT
     if heap_t <= heap_b or (share is not None and share < MINOR_SHARE):
         verdict = "refuted"   # the heap reads of index-reading queries did not rise
+    elif visits_flat:
+        verdict = "refuted"   # as many heap visits per op: no index-only scan started visiting the heap
     else:
         verdict = by_share(share)
-        if verdict == "supported" and not (sa_b is not None and sa_t is not None and sa_t > sa_b):
+        if verdict == "supported" and not visits_rose:
             verdict = "inconclusive"   # PostgreSQL's own heap block count per query disagrees
     unit = e.target.unit
     what = "reads" if e.metric.measure == "ops" else "bytes read"
@@ -234,8 +252,12 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
         parts.append("tables " + ", ".join(f"{t} ({v / e.target.denominator:.3g})" for t, v in by_table[:4]))
     parts.append(f"pg_statio heap_blks_read {_g(sr_b)} -> {_g(sr_t)}, heap_blks_read+hit {_g(sa_b)} -> {_g(sa_t)} "
                  f"per {unit}")
-    parts.append("VACUUM (or autovacuum) sets the visibility map: until then an index-only scan visits the heap "
-                 "for every tuple on a page changed since")
+    if visits_flat and not heap_t <= heap_b:
+        parts.append("the queries visit as many heap blocks per op on both sides (plain index scans, or index-only "
+                     "scans whose visibility did not change): more of those visits missed shared buffers")
+    else:
+        parts.append("VACUUM (or autovacuum) sets the visibility map: until then an index-only scan visits the heap "
+                     "for every tuple on a page changed since")
     return finding(fid, title, verdict, "; ".join(parts),
                    share_of_change=share, baseline_per_op=heap_b, target_per_op=heap_t,
                    index_per_op_baseline=idx_b, index_per_op_target=idx_t,
@@ -244,10 +266,140 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
                    heap_blks_per_op_baseline=sa_b, heap_blks_per_op_target=sa_t)
 
 
-FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (checkpoint_writes, full_page_writes, heap_fetches)
+MISS_RISE = 1.25     # the shared-buffer miss ratio must rise by this factor (and MISS_STEP) for a working set
+MISS_STEP = 0.005
+MISS_FLAT = 1.1      # at most this factor: the blocks stay cached as much as before
+MISSES_BOTH = 0.1    # a miss ratio at least this on both sides: the working set is larger on both
 
-#: what each finding means and the one thing to try next (explain_text.NEXT_STEPS)
+
+def _server_setting(side: Any, name: str) -> Any:
+    """A PostgreSQL cluster's setting in one side's recording (meta.json servers[].settings)."""
+    for srv in side.rec.meta.get("servers") or []:
+        if isinstance(srv, dict) and isinstance(srv.get("settings"), dict) and name in srv["settings"]:
+            return srv["settings"][name]
+    return None
+
+
+def _mib(v: Any) -> str:
+    return f"{v / 2**20:.0f} MiB" if isinstance(v, (int, float)) else "n/a"
+
+
+def working_set(e: Evidence) -> dict[str, Any]:
+    """The blocks the statements use no longer fit in shared_buffers: as many blocks are asked
+    for per op (pg_stat_database blks_hit + blks_read), a larger part of them misses (blks_read),
+    and each miss is a pread of an 8 KiB block (from the page cache, or storage)."""
+    title = "Working set larger than shared_buffers (PostgreSQL: blks_read against blks_hit)"
+    fid = "working_set"
+    reads = {side: e.counter(side, "pg_stat_database:blks_read") for side in ("base", "target")}
+    hits = {side: e.counter(side, "pg_stat_database:blks_hit") for side in ("base", "target")}
+    if all(v is None for v in (*reads.values(), *hits.values())):
+        return finding(fid, title, "not_applicable", "no PostgreSQL server's pg_stat_database in this recording")
+    if not e.reads:
+        return finding(fid, title, "not_applicable", "a read cause; this metric counts writes")
+    sb = {side: _server_setting(s, "shared_buffers") for side, s in (("base", e.base), ("target", e.target))}
+    changed = sb["base"] is not None and sb["target"] is not None and sb["base"] != sb["target"]
+    settings = {"shared_buffers_baseline": sb["base"], "shared_buffers_target": sb["target"],
+                "shared_buffers": sb["target"], "setting_changed": changed}
+    if any(reads[s] is None or hits[s] is None for s in reads):
+        return finding(fid, title, "inconclusive", "pg_stat_database blks_read/blks_hit missing in one of the phases",
+                       **settings)
+    asked = {s: reads[s] + hits[s] for s in reads}
+    miss = {s: reads[s] / asked[s] if asked[s] else None for s in reads}
+    per = {s: (e.base if s == "base" else e.target).denominator for s in reads}
+    read_po = {s: reads[s] / per[s] if per[s] else None for s in reads}
+    asked_po = {s: asked[s] / per[s] if per[s] else None for s in reads}
+
+    def demand(k: tuple) -> bool:  # relation blocks the statements' own backends read
+        return k[I_CLASS] == "relation" and k[I_ROLE] in ("connection", None)
+
+    share = e.share(demand)
+    mb, mt = miss["base"], miss["target"]
+    both = mb is not None and mt is not None and mb >= MISSES_BOTH and mt >= MISSES_BOTH
+    if mb is None or mt is None:
+        verdict = "inconclusive"   # a phase asked shared buffers for nothing
+    elif mt <= mb * MISS_FLAT or mt - mb < MISS_STEP:
+        verdict = "refuted"        # the blocks stay cached as much as before
+    elif mt >= mb * MISS_RISE:
+        verdict = by_share(share)
+    else:
+        verdict = "inconclusive"
+    by_rel: dict[str, float] = {}
+    for k, v in e.target_contrib.items():
+        if demand(k) and v and k[I_INDEX]:
+            by_rel[k[I_INDEX]] = by_rel.get(k[I_INDEX], 0.0) + v / e.target.denominator
+    rels = sorted(by_rel.items(), key=lambda kv: -kv[1])
+    unit = e.target.unit
+    parts = [f"shared buffers missed {pct(mb)} -> {pct(mt)} of the blocks asked for (pg_stat_database "
+             f"blks_read / (blks_read + blks_hit)): {_g(read_po['base'])} -> {_g(read_po['target'])} blocks read "
+             f"of {_g(asked_po['base'])} -> {_g(asked_po['target'])} asked for per {unit}",
+             f"shared_buffers {_mib(sb['base'])} -> {_mib(sb['target'])}"
+             + (" (changed)" if changed else ""),
+             f"relation reads by the connections explain {pct(share)} of the gross change"]
+    if rels:
+        parts.append("read most: " + ", ".join(f"{r} ({v:.3g}/{unit})" for r, v in rels[:4]))
+    if both and verdict == "refuted":
+        parts.append("the working set is larger than shared_buffers on both sides")
+    return finding(fid, title, verdict, "; ".join(parts),
+                   mirror="The working set fits shared_buffers better (PostgreSQL: fewer blks_read per blks_hit)",
+                   share_of_change=share, baseline_per_op=e.per_op("base", demand),
+                   target_per_op=e.per_op("target", demand), miss_ratio_baseline=mb, miss_ratio_target=mt,
+                   blks_read_per_op_baseline=read_po["base"], blks_read_per_op_target=read_po["target"],
+                   blks_asked_per_op_baseline=asked_po["base"], blks_asked_per_op_target=asked_po["target"],
+                   relations=", ".join(r for r, _ in rels) or None, holds_in_both=both, **settings)
+
+
+def autovacuum(e: Evidence) -> dict[str, Any]:
+    """Autovacuum workers (role autovacuum_worker, from their process titles) read and write the
+    relations they vacuum or analyze, beside the benchmark's statements: a phase they fall in
+    does more IO per op without any statement doing more."""
+    title = "Autovacuum workers did the IO (PostgreSQL)"
+    fid = "autovacuum"
+    if not any(k.startswith(("pg_statio:", "pg_stat_database:")) for s in (e.base, e.target)
+               for k in s.stats.counters):
+        return finding(fid, title, "not_applicable", "no PostgreSQL server's counters in this recording")
+
+    def worker(k: tuple) -> bool:
+        return k[I_ROLE] == "autovacuum_worker"
+
+    share = e.share(worker)
+    rels: dict[str, float] = {}
+    for k, v in e.target_contrib.items():
+        if worker(k) and v:
+            name = k[I_INDEX] or f"[{k[I_CLASS]}]"
+            rels[name] = rels.get(name, 0.0) + v / e.target.denominator
+    top = sorted(rels.items(), key=lambda kv: -kv[1])
+    unit = e.target.unit
+    base_po, target_po = e.per_op("base", worker), e.per_op("target", worker)
+    verdict = by_share(share, evidence_present=e.has_roles)
+    what = "reads" if e.metric.op == "read" else "writes"
+    parts = [f"autovacuum workers' {what}: {_g(base_po)} -> {_g(target_po)} per {unit}, "
+             f"{pct(share)} of the gross change"]
+    if top:
+        parts.append("of " + ", ".join(f"{r} ({v:.3g}/{unit})" for r, v in top[:4]))
+    av = _pg_setting(e, "autovacuum")
+    if av is not None:
+        parts.append(f"autovacuum={av}")
+    return finding(fid, title, verdict, "; ".join(parts),
+                   mirror="Fewer autovacuum IOs (PostgreSQL)",
+                   share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
+                   relations=", ".join(r for r, _ in top) or None, autovacuum_setting=av)
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
+    working_set, checkpoint_writes, full_page_writes, heap_fetches, autovacuum)
+
+#: what each finding means and the one thing to try next (the adapter's next_steps)
 NEXT_STEPS: dict[str, tuple[str, str]] = {
+    "working_set": (
+        "the tables and indexes the statements touch no longer fit in shared_buffers, so blocks that "
+        "stayed in shared buffers are read again (an 8 KiB pread each, from the page cache or storage)",
+        "raise shared_buffers{shared_buffers} above {data} (a restart), or shrink that working set; "
+        "pg_prewarm loads it after a restart"),
+    "autovacuum": (
+        "autovacuum workers vacuum and analyze the tables whose changed rows passed their thresholds, "
+        "reading and writing those relations beside the benchmark's statements",
+        "VACUUM (ANALYZE) the tables before the measured phase, or compare phases that autovacuum "
+        "falls in alike; autovacuum_vacuum_cost_limit and autovacuum_naptime pace it"),
     "checkpoint_writes": (
         "a checkpoint (every checkpoint_timeout, when max_wal_size worth of WAL was written, or "
         "a CHECKPOINT) writes every dirty shared buffer, so the phase it falls in writes far more",
@@ -264,4 +416,9 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "VACUUM (or autovacuum) sets the visibility map, and every change to a page clears its bit",
         "VACUUM the table (or make autovacuum visit it sooner: lower autovacuum_vacuum_scale_factor "
         "and autovacuum_vacuum_insert_scale_factor for it); EXPLAIN (ANALYZE) shows the Heap Fetches"),
+}
+
+#: the {name} fields of PostgreSQL's texts (the adapter's advice_fields)
+ADVICE_FIELDS: dict[str, AdviceField] = {
+    "shared_buffers": AdviceField(("shared_buffers",), ("shared_buffers",), mib=True),
 }
