@@ -14,6 +14,7 @@ import os
 import resource
 import time
 
+from ioattr.collectors.libbpf import enable_run_time_stats
 from ioattr.collectors.prog_stats import all_prog_stats
 
 
@@ -44,8 +45,6 @@ class SelfCost:
 
     def open(self, enable: bool = True) -> None:
         """enable False: count only if someone else turned the statistics on."""
-        from ioattr.collectors.libbpf import enable_run_time_stats
-
         try:
             self.fd = enable_run_time_stats() if enable else None
         except Exception:  # noqa: BLE001 - an old libbpf without the call: the sysctl may still be on
