@@ -33,7 +33,8 @@ from ioattr.collectors.targets import TargetSpec
 from ioattr.errors import RuntimeFailure
 from ioattr.format.reader import Recording
 from ioattr.live.recorder import RecordOptions, Recorder
-from ioattr.output.render import _summary_table, render_table
+from ioattr.output.fit import terminal_width
+from ioattr.output.render import render_table, summary_tables
 
 #: the benchmark as installed (package data) and in a source checkout (editable installs)
 EXAMPLE_CANDIDATES = (
@@ -137,14 +138,14 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
     for name, rec in recs.items():
         for row in build_report(rec, ReportRequest(by=["phase"], layer="syscall")).get("summary") or []:
             rows.append({**row, "phase": f"{name} {row['phase']}"})
-    table = _summary_table(rows)
-    if table is not None:
-        from rich.console import Console
+    from rich.console import Console
 
-        Console(file=sys.stdout, width=160, force_terminal=False, color_system=None).print(table)
-    print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query (rpq engine: the server's "
-          "Innodb_data_reads per query); KB r/q: KB read per query; KB w/i: KB written per insert; "
-          "CPU µs/q, cs/q: the server's CPU time and context switches per query")
+    console = Console(file=sys.stdout, width=terminal_width(), force_terminal=False, color_system=None)
+    for table in summary_tables(rows, console.width):
+        console.print(table)
+    console.print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query (rpq engine: the server's "
+                  "Innodb_data_reads per query); KB r/q: KB read per query; KB w/i: KB written per insert; "
+                  "CPU µs/q, cs/q: the server's CPU time and context switches per query")
 
     # the phase explain compares: where its IO went in the large run
     last = recs["large"].phase_names()[-1]
