@@ -89,6 +89,7 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
         assert meta["stages"] == "full" and meta["interval"] == 1.0, meta
         assert {s["source"] for s in meta["stage_sources"].values()} == {"thd"}, meta
     assert "insert_benchmark.py" in r.stderr and "sysbench" not in r.stderr
+    assert "is not a database server" not in r.stderr, r.stderr   # the wrapped command is no -p slip
     assert "--rows 1000 " in r.stderr and "--rows 3000 " in r.stderr
 
     # the per-phase summary table once (its title is "per phase"), both runs in it
