@@ -43,8 +43,8 @@ def terminal_width(default: int = 160) -> int:
 
 @dataclass(frozen=True)
 class Col:
-    """A column: numbers are right-aligned and kept whole; text wraps at spaces, and a word
-    longer than `floor` (a path) is folded."""
+    """A column: numbers are right-aligned and kept whole; text of up to `floor` characters
+    keeps its line, longer text wraps at spaces and a word longer than `floor` (a path) folds."""
 
     header: str
     number: bool = True
@@ -60,9 +60,9 @@ def _widths(col: Col, cells: Sequence[str]) -> tuple[int, int]:
     widest = max((max((len(line) for line in c.split("\n")), default=0) for c in cells), default=0)
     if col.number:
         return max(widest, _longest_word(col.header)), max(widest, len(col.header))
-    # text wraps at spaces; only a word longer than the floor (a path) is folded
-    word = max((_longest_word(c) for c in cells), default=0)
-    return max(min(word, col.floor), _longest_word(col.header), 1), max(widest, len(col.header))
+    # text up to `floor` wide stays on one line (a row's key reads whole: "small setup"); past
+    # it, text wraps at spaces and a word longer than the floor (a path) is folded
+    return max(min(widest, col.floor), _longest_word(col.header), 1), max(widest, len(col.header))
 
 
 def _span(widths: Sequence[int], layout: Layout) -> int:
@@ -112,8 +112,11 @@ def fit_tables(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[s
     for n, idx in enumerate(chunks):
         widths = _settle(idx, mins, nats, width, layout)
         name = title if n == 0 or title is None else f"{title} (continued)"
-        t = (Table(title=None if name is None else Text(name), title_justify="left") if layout.boxed else
-             Table(title=None if name is None else Text(name), title_justify="left", box=None, pad_edge=False))
+        # the title on one line even over a narrow table ("per phase (continued)")
+        head = (None if name is None else Text(name, no_wrap=True, overflow="ignore") if len(name) <= width
+                else Text(name, overflow="fold"))
+        t = (Table(title=head, title_justify="left") if layout.boxed else
+             Table(title=head, title_justify="left", box=None, pad_edge=False))
         for i, w in zip(idx, widths):
             c = cols[i]
             if c.number:
