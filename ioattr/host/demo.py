@@ -132,15 +132,16 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
         record_run(runs[name], rows, opts)
 
     recs = {name: Recording(path) for name, path in runs.items()}
-    print("\nPer phase, in the insert benchmark's terms "
-          f"(small: {opts.table_size:,} rows, large: {opts.large_table_size:,} rows, {opts.buffer_pool} buffer pool)")
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, width=terminal_width(), force_terminal=False, color_system=None)
+    console.print("\nPer phase, in the insert benchmark's terms "
+                  f"(small: {opts.table_size:,} rows, large: {opts.large_table_size:,} rows, "
+                  f"{opts.buffer_pool} buffer pool)", markup=False)
     rows = []
     for name, rec in recs.items():
         for row in build_report(rec, ReportRequest(by=["phase"], layer="syscall")).get("summary") or []:
             rows.append({**row, "phase": f"{name} {row['phase']}"})
-    from rich.console import Console
-
-    console = Console(file=sys.stdout, width=terminal_width(), force_terminal=False, color_system=None)
     for table in summary_tables(rows, console.width):
         console.print(table)
     console.print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query (rpq engine: the server's "
