@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         text = render_html(rec, report=report, by=args.by.split(","),
                            request={"phase": args.phase, "layer": args.layer, "top": args.top})
     else:
-        text = render_table(report, args.by.split(","))
+        text = render_table(report, args.by.split(","),
+                            datadirs=[s.get("datadir") or "" for s in rec.meta.get("servers") or []])
         # what recording cost (meta.json self_cost): one line under the table, not in the JSON
         cost = self_cost_line(rec.meta.get("self_cost"))
         if cost:

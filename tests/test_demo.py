@@ -66,7 +66,7 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     data = tmp_path / "data"
-    env = dict(os.environ, XDG_DATA_HOME=str(data))
+    env = dict(os.environ, XDG_DATA_HOME=str(data), COLUMNS="80")   # as typed in an 80-column terminal
     r = ioattr("demo", "--seconds", "1", "--table-size", "1000", "--large-table-size", "3000",
                cwd=cwd, env=env, timeout=400)
     assert r.returncode == 0, r.stderr
@@ -89,6 +89,7 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
         assert meta["stages"] == "full" and meta["interval"] == 1.0, meta
         assert {s["source"] for s in meta["stage_sources"].values()} == {"thd"}, meta
     assert "insert_benchmark.py" in r.stderr and "sysbench" not in r.stderr
+    assert "is not a database server" not in r.stderr, r.stderr   # the wrapped command is no -p slip
     assert "--rows 1000 " in r.stderr and "--rows 3000 " in r.stderr
 
     # the per-phase summary table once (its title is "per phase"), both runs in it
@@ -97,11 +98,15 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     assert titles.count("per phase") == 1
     for run in ("small", "large"):
         for phase in BENCHMARK_PHASES:
-            assert any(line.startswith(f"│ {run} {phase} ") for line in lines), (run, phase)
+            assert any(line.startswith(f"{run} {phase} ") for line in lines), (run, phase)
     assert sum(t.startswith("Per phase, in the insert benchmark's terms") for t in titles) == 1
     for section in ("Where the large run's IO went in q1000, by index (syscalls)",
                     "Why do the queries read more in the large run?"):
         assert titles.count(section) == 1, section
+
+    # its own tables fit 80 columns, every number whole (explain's text is explain's)
+    own = lines[:titles.index("Why do the queries read more in the large run?")]
+    assert all(len(line) <= 80 for line in own) and "…" not in "\n".join(own), "\n".join(own)
 
     # the exact explain command it ran, then its output: rerunning the command gives the same
     i = titles.index("Why do the queries read more in the large run?")
@@ -109,7 +114,7 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     assert command == f"$ ioattr explain {small} --against {large}", command
     end = lines.index(f"recordings kept at {out}")
     shown = "\n".join(lines[i + 2:end]).strip("\n")
-    again = ioattr(*shlex.split(command.removeprefix("$ ioattr ")), check=True)
+    again = ioattr(*shlex.split(command.removeprefix("$ ioattr ")), check=True, env=env)
     assert shown == again.stdout.strip("\n")
     assert shown.splitlines()[1].startswith(f"  baseline: {small} (")
     assert_no_ioattr_programs()

@@ -128,7 +128,7 @@ class Dom(HTMLParser):
         svg = next((e["attrs"].get("id") for e in reversed(self._stack) if e["tag"] == "svg"), None)
         el = {"tag": tag, "attrs": dict(attrs), "text": "", "svg": svg}
         self.elements.append(el)
-        if tag not in ("meta", "link", "br", "img", "input", "hr", "circle", "rect", "line", "polygon", "path"):
+        if tag not in ("meta", "link", "br", "wbr", "img", "input", "hr", "circle", "rect", "line", "polygon", "path"):
             self._stack.append(el)
 
     def handle_endtag(self, tag: str) -> None:

@@ -69,7 +69,7 @@ def test_restarted_server_is_traced_again_with_its_uprobes(mariadb_factory, tmp_
         new_pid = db.pid
         assert new_pid != old_pid
         # targets are rescanned every interval: IO before the recorder notices the new process
-        # is not traced (README), so wait for the note before the statements that must be
+        # is not traced (docs/recording.md), so wait for the note before the statements that must be
         wait_until(lambda: any(f"[{new_pid}] appeared" in n for n in _notes(rec)), 30,
                    lambda: f"the note that [{new_pid}] appeared: {_notes(rec)}")
         # cold buffer pool (no dump/load): this scan reads the table from disk, by the new pid

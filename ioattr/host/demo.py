@@ -34,7 +34,8 @@ from ioattr import environment
 from ioattr.errors import RuntimeFailure
 from ioattr.format.reader import Recording
 from ioattr.live.recorder import RecordOptions, Recorder
-from ioattr.output.render import _summary_table, render_table
+from ioattr.output.fit import terminal_width
+from ioattr.output.render import render_table, summary_tables
 
 #: the benchmark as installed (package data) and in a source checkout (editable installs)
 EXAMPLE_CANDIDATES = (
@@ -132,20 +133,21 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
         record_run(runs[name], rows, opts)
 
     recs = {name: Recording(path) for name, path in runs.items()}
-    print("\nPer phase, in the insert benchmark's terms "
-          f"(small: {opts.table_size:,} rows, large: {opts.large_table_size:,} rows, {opts.buffer_pool} buffer pool)")
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, width=terminal_width(), force_terminal=False, color_system=None)
+    console.print("\nPer phase, in the insert benchmark's terms "
+                  f"(small: {opts.table_size:,} rows, large: {opts.large_table_size:,} rows, "
+                  f"{opts.buffer_pool} buffer pool)", markup=False)
     rows = []
     for name, rec in recs.items():
         for row in build_report(rec, ReportRequest(by=["phase"], layer="syscall")).get("summary") or []:
             rows.append({**row, "phase": f"{name} {row['phase']}"})
-    table = _summary_table(rows)
-    if table is not None:
-        from rich.console import Console
-
-        Console(file=sys.stdout, width=160, force_terminal=False, color_system=None).print(table)
-    print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query (rpq engine: the server's "
-          "Innodb_data_reads per query); KB r/q: KB read per query; KB w/i: KB written per insert; "
-          "CPU µs/q, cs/q: the server's CPU time and context switches per query")
+    for table in summary_tables(rows, console.width):
+        console.print(table)
+    console.print("qps: queries/s; ips: rows inserted/s; rpq: storage reads per query (rpq engine: the server's "
+                  "Innodb_data_reads per query); KB r/q: KB read per query; KB w/i: KB written per insert; "
+                  "CPU µs/q, cs/q: the server's CPU time and context switches per query")
 
     # the phase explain compares: where its IO went in the large run
     last = recs["large"].phase_names()[-1]

@@ -411,8 +411,11 @@ class Recorder:
 
     def _warn_unnamed(self, session: LiveSession, writer: RecordingWriter) -> None:
         """One line per --pid target that is no database server ioattr can name: it is still
-        traced, but only its own file IO (a silent empty report is the slip to avoid)."""
+        traced, but only its own file IO (a silent empty report is the slip to avoid). The
+        wrapped command (`-- CMD`) is a target by its pid too, but no -p slip: not said."""
         for pid in session.unnamed_pids():
+            if pid == self.child_pid:
+                continue
             comm = session.naming.tasks.process(pid) or "?"
             text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
                     f"is traced (no index, page, query or role names)")

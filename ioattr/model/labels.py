@@ -1,6 +1,8 @@
 """Names for the numbers in io_stats keys, as recordings and reports show them."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op, Stage
 from ioattr.collectors.file_classes import FILE_CLASSES
 
@@ -98,3 +100,12 @@ def drops_line(dropped: dict | None, capacities: dict | None = None) -> str | No
         parts.append(f"{where} {d['count']:,}{cap}")
     hint = "; record with a larger --max-entries" if any(d["map"] == "io_stats" for d in details) else ""
     return f"WARNING: {total:,} IO/events dropped, the totals are low ({'; '.join(parts)}{hint})"
+
+
+def shorten_path(path: str, prefixes: Sequence[str]) -> str:
+    """A path relative to the server's datadir when it lies inside it (prefixes end in "/",
+    longest first); absolute otherwise. `top` and `report` show files this way."""
+    for p in prefixes:
+        if p and path.startswith(p) and len(path) > len(p):
+            return path[len(p):].lstrip("/")
+    return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.table import Table
 
 from ioattr.analysis.compare import BY_COLUMNS, COLUMNS
 from ioattr.model.storage import fmt_sig
+from ioattr.output.fit import Col, fit_tables, terminal_width
 from ioattr.output.render import human_bytes
 
 UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", "phase": "/phase", None: ""}
@@ -30,23 +32,37 @@ def _size(v: Any) -> str | None:
 
 
 def _per_engine(info: dict[str, Any], role: str, size: bool) -> str:
-    """One run setting of each engine, named ("innodb 16.0 MiB, rocksdb 8.0 MiB"); "-" if none recorded."""
+    """One run setting of each engine, named when there are several ("innodb 16.0 MiB, rocksdb
+    8.0 MiB"; one engine: "16.0 MiB", its name is in the engines column); "-" if none recorded."""
     parts = []
-    for engine, s in (info.get("engine_settings") or {}).items():
+    settings = info.get("engine_settings") or {}
+    for engine, s in settings.items():
         v = s.get(role)
         text = _size(v) if size else (None if v is None else str(v))
         if text is not None:
-            parts.append(f"{engine} {text}")
+            parts.append(text if len(settings) == 1 else f"{engine} {text}")
     return ", ".join(parts) or "-"
 
 
+def short_version(version: Any) -> str:
+    """A server version as a table cell: the release without the distribution's package
+    suffix ("10.11.19-MariaDB-0+deb12u1" -> "10.11.19-MariaDB", "16.4 (Debian 16.4-1)" ->
+    "16.4"); JSON and CSV keep the whole string."""
+    text = str(version or "-")
+    m = re.match(r"\d+(?:\.\d+)*(?:-MariaDB)?", text)
+    return m.group(0) if m else text
+
+
 RUN_COLUMNS = (("run", lambda i: str(i["label"])), ("engines", lambda i: ", ".join(i["engines"]) or "-"),
-               ("version", lambda i: str(i["version"] or "-")),
+               ("version", lambda i: short_version(i["version"])),
                ("cache", lambda i: _per_engine(i, "cache", True)), ("io", lambda i: _per_engine(i, "io", False)),
                ("page", lambda i: _per_engine(i, "page", True)),
                ("data on disk", lambda i: _size(i.get("data_bytes")) or "-"),
                ("duration s", lambda i: "-" if i.get("seconds") is None else f"{i['seconds']:,.1f}"),
                ("recording", lambda i: str(i["recording"])))
+
+
+RUN_SIZES = ("cache", "page", "data on disk", "duration s")  # kept on one line, right-aligned
 
 
 def cell(row: dict[str, Any], key: str) -> str:
@@ -60,50 +76,45 @@ def cell(row: dict[str, Any], key: str) -> str:
 
 
 def render_table(result: dict[str, Any], width: int | None = None) -> str:
+    """The runs, the per run and phase table and the --by breakdown within `width` columns
+    (default: the terminal's); narrow terminals get the value columns over several tables."""
     buf = io.StringIO()
     if width is None:
-        import shutil
-
-        width = max(120, shutil.get_terminal_size((200, 24)).columns)
+        width = terminal_width()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     for info in result["runs"]:
         if info.get("recording_state"):
             console.print(escape(f"WARNING: {info['label']}: {info['recording_state']['message']}"))
-    runs = Table(title="runs", title_justify="left")
-    for name, _ in RUN_COLUMNS:
-        runs.add_column(name, overflow="fold")
-    for info in result["runs"]:
-        runs.add_row(*[escape(f(info)) for _, f in RUN_COLUMNS])
-    console.print(runs)
-    t = Table(title="per run and phase", title_justify="left")
-    t.add_column("phase", overflow="fold")
-    t.add_column("run", overflow="fold")
-    for _, header, _ in COLUMNS:
-        t.add_column(header, justify="right")
+    runs = [[f(info) for _, f in RUN_COLUMNS] for info in result["runs"]]
+    _print(console, fit_tables("runs", [Col(name, number=name in RUN_SIZES, floor=12 if name == "recording" else 20)
+                                        for name, _ in RUN_COLUMNS],
+                               runs, width))
     rows = result["rows"]
-    for i, r in enumerate(rows):
-        last = i + 1 == len(rows) or rows[i + 1]["phase"] != r["phase"]
-        t.add_row(escape(r["phase"] + (" (open)" if r.get("open") else "")), escape(r["run"]),
-                  *[cell(r, k) for k, _, _ in COLUMNS], end_section=last)
-    console.print(t)
+    cells = [[r["phase"] + (" (open)" if r.get("open") else ""), r["run"], *[cell(r, k) for k, _, _ in COLUMNS]]
+             for r in rows]
+    ends = [i + 1 == len(rows) or rows[i + 1]["phase"] != r["phase"] for i, r in enumerate(rows)]
+    cols = [Col("phase", number=False), Col("run", number=False)] + [Col(h) for _, h, _ in COLUMNS]
+    _print(console, fit_tables("per run and phase", cols, cells, width, keys=2, sections=ends))
     if result.get("by"):
         dim = result["by"]
-        b = Table(title=f"storage IO by {dim} (top rows per run and phase)", title_justify="left")
-        for name in ("phase", "run", dim):
-            b.add_column(name, overflow="fold")
-        for _, header, _ in BY_COLUMNS:
-            b.add_column(header, justify="right")
         parts = result.get("breakdown") or []
-        for i, p in enumerate(parts):
-            last = i + 1 == len(parts) or (parts[i + 1]["phase"], parts[i + 1]["run"]) != (p["phase"], p["run"])
-            b.add_row(escape(p["phase"]), escape(p["run"]), escape("-" if p[dim] is None else str(p[dim])),
-                      *[cell(p, k) for k, _, _ in BY_COLUMNS], end_section=last)
-        console.print(b)
+        cells = [[p["phase"], p["run"], "-" if p[dim] is None else str(p[dim]), *[cell(p, k) for k, _, _ in BY_COLUMNS]]
+                 for p in parts]
+        ends = [i + 1 == len(parts) or (parts[i + 1]["phase"], parts[i + 1]["run"]) != (p["phase"], p["run"])
+                for i, p in enumerate(parts)]
+        cols = [Col(name, number=False) for name in ("phase", "run", dim)] + [Col(h) for _, h, _ in BY_COLUMNS]
+        _print(console, fit_tables(f"storage IO by {dim} (top rows per run and phase)", cols, cells, width,
+                                   keys=3, sections=ends))
     console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in COLUMNS)))
     console.print(UNIT_NOTE + "; '-': not recorded, or nothing to divide by")
     for n in result.get("notes") or []:
         console.print(escape(f"note: {n}"))
     return buf.getvalue()
+
+
+def _print(console: Console, tables: list[Table]) -> None:
+    for t in tables:
+        console.print(t)
 
 
 RUN_FIELDS = ("engines", "version", "data_bytes")

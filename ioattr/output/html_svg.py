@@ -319,7 +319,9 @@ class BarChart:
 
     def svg(self) -> str:
         row = 22
-        ml = min(max((_text_width(_trunc(x, 22)) for x in self.labels), default=40) + 12, 170)
+        # the labels' margin sized for wide glyphs (digits, "m": ~0.7 em in DejaVu Sans), not the
+        # average letter: an end-anchored label wider than its margin is clipped at the left edge
+        ml = min(max((_text_width(_trunc(x, 22), 11 * 1.2) for x in self.labels), default=40) + 12, 180)
         mr, mt = 70, 8
         H = mt + row * len(self.labels) + 10
         pw = self.width - ml - mr
@@ -368,7 +370,9 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: 
     out = [f'<table class="{cls}">']
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(f'<th scope="col">{esc(h)}</th>' for h in headers) + "</tr></thead><tbody>")
+    # a header may break after "/" ("reads/<wbr>query"): a wide table of ratios fits the page
+    out.append("<thead><tr>" + "".join(f'<th scope="col">{esc(h).replace("/", "/<wbr>")}</th>' for h in headers)
+               + "</tr></thead><tbody>")
     for r in rows:
         cells = []
         for i, c in enumerate(r):

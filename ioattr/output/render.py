@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import io
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ioattr.model.labels import shorten_path
 from ioattr.model.storage import fmt_sig
+from ioattr.output.fit import Col, fit_tables, terminal_width
 
 
 def write_output(text: str, path: str | None, command: str | None = None) -> None:
@@ -40,11 +44,12 @@ def human_bytes(n: int) -> str:
 
 
 def _fmt(v: object) -> str:
+    """A cell as plain text (fit_tables shows it as rich Text: "[journal]" is data, not markup)."""
     if v is None:
         return "-"
     if isinstance(v, float):
         return f"{v:,.1f}"
-    return escape(str(v))  # "[journal]" is data, not rich markup
+    return str(v)
 
 
 def _int(v: object) -> str:
@@ -68,18 +73,19 @@ SUMMARY_COLUMNS = [("phase", "phase", _fmt), ("seconds", "s", _fmt), ("qps", "qp
                    ("cpu_us_per_query", "CPU µs/q", fmt_sig), ("context_switches_per_query", "cs/q", fmt_sig)]
 
 
-def _summary_table(summary: list[dict] | None) -> Table | None:
+def summary_tables(summary: list[dict] | None, width: int) -> list[Table]:
+    """The per-phase table, split over two or more tables when the terminal is narrow
+    (each repeats the phase column; no number is cut)."""
     if not summary:
-        return None
-    t = Table(title="per phase", title_justify="left")
-    for _, label, _f in SUMMARY_COLUMNS:
-        t.add_column(label, justify="left" if label == "phase" else "right")
+        return []
+    cols = [Col(label, number=label != "phase") for _, label, _f in SUMMARY_COLUMNS]
+    rows = []
     for row in summary:
         cells = [f(row.get(key)) for key, _, f in SUMMARY_COLUMNS]
         if row.get("open"):
             cells[0] += " (open)"
-        t.add_row(*cells)
-    return t
+        rows.append(cells)
+    return fit_tables("per phase", cols, rows, width)
 
 
 def engine_phase_lines(summary: list[dict]) -> list[str]:
@@ -121,42 +127,50 @@ def _pages_cell(pages: int | None) -> str:
     """A row's page count; `-` where pages are not counted (block rows, null in JSON)."""
     return "-" if pages is None else f"{pages:,}"
 
-def render_table(report: dict, by: list[str], width: int | None = None) -> str:
+def render_table(report: dict, by: list[str], width: int | None = None,
+                 datadirs: Sequence[str] = ()) -> str:
+    """The report as terminal tables within `width` columns (default: the terminal's); file
+    paths inside a server's datadir (`datadirs`, meta.json "servers") shown relative to it."""
     dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
-    table = Table(title=escape(str(report["recording"])), title_justify="left", expand=False)
     # --by file on a MyRocks recording: each SST's LSM level and indexes (meta.json "files")
     sst = [c for c in ("sst_level", "sst_indexes") if any(c in r for r in report["rows"])]
-    for d in dims + ["layer", "op"] + sst:
-        table.add_column(d.replace("_", " ") if d in sst else d, overflow="fold")
+    cols = [Col(d.replace("_", " ") if d in sst else d, number=False, floor=24 if d == "file" else 12)
+            for d in dims + ["layer", "op"] + sst]
+    keys = len(cols)
     # with page dimensions rows carry InnoDB pages next to the IO operations (count)
     pages = any("pages" in r for r in report["rows"])
     # --by query: the statement's executions in the row's scope, and the row's IO per execution
     execs = any("executions" in r for r in report["rows"])
-    for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs") + (
-            ("executions", "ops/exec", "bytes/exec") if execs else ()):
-        table.add_column(c, justify="right")
+    cols += [Col(c) for c in ("count",) + (("pages",) if pages else ()) + ("bytes", "p50 µs", "p99 µs") + (
+        ("executions", "ops/exec", "bytes/exec") if execs else ())]
+    dirs = sorted({d.rstrip("/") + "/" for d in datadirs if d}, key=len, reverse=True)
+    rows = []
     for r in report["rows"]:
         per = [_int(r.get("executions")), fmt_sig(r.get("count_per_execution")),
                _bytes(r.get("bytes_per_execution"))] if execs else []
-        table.add_row(*[_fmt(r.get(d)) for d in dims + ["layer", "op"] + sst],
-                      f"{r['count']:,}", *([_pages_cell(r.get("pages"))] if pages else []), human_bytes(r["bytes"]),
-                      _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]), *per)
-    buf = io.StringIO()
-    summary_table = _summary_table(report.get("summary"))
+        text = [shorten_path(_fmt(r.get(d)), dirs) if d == "file" else _fmt(r.get(d))
+                for d in dims + ["layer", "op"] + sst]
+        rows.append([*text, f"{r['count']:,}", *([_pages_cell(r.get("pages"))] if pages else []),
+                     human_bytes(r["bytes"]), _fmt(r["latency_us"]["p50"]), _fmt(r["latency_us"]["p99"]), *per])
     if width is None:
-        import shutil
-
-        width = max(100, shutil.get_terminal_size((160, 24)).columns)
+        width = terminal_width()
+    tables = fit_tables(str(report["recording"]), cols, rows, width, keys=keys)
+    buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     if state_line(report):
         console.print(escape(state_line(report) or ""))
-    if summary_table is not None:
-        console.print(summary_table)
+    summary = summary_tables(report.get("summary"), width)
+    if summary:
+        for t in summary:
+            console.print(t)
         for line in engine_phase_lines(report.get("summary") or []):
             console.print(escape(line))
         for line in _bulk_lines(report.get("summary") or []):
             console.print(escape(line))
-    console.print(table)
+    if dirs and "file" in dims:
+        console.print(escape(f"file: relative to the server's datadir ({', '.join(d.rstrip('/') for d in dirs)})"))
+    for t in tables:
+        console.print(t)
     for note in report.get("notes") or []:
         console.print(escape(f"NOTE: {note}"))
     if report.get("dropped"):

@@ -25,7 +25,7 @@ import numpy as np
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.hist import BOUNDS
-from ioattr.model.labels import LAYERS
+from ioattr.model.labels import LAYERS, shorten_path
 from ioattr.model.storage import STORAGE_FILE_CLASSES
 
 # short forms of file_class for an 80-column screen
@@ -179,14 +179,6 @@ class Totals:
 
 def _sum_by(groups: np.ndarray, n_groups: int, values: np.ndarray) -> np.ndarray:
     return np.bincount(groups, weights=values, minlength=n_groups) if len(groups) else np.zeros(n_groups)
-
-
-def shorten_path(path: str, prefixes: Sequence[str]) -> str:
-    """A path relative to the server's datadir when it lies inside it."""
-    for p in prefixes:
-        if p and path.startswith(p) and len(path) > len(p):
-            return path[len(p):].lstrip("/")
-    return path
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import signal
 import sys
 import time
@@ -225,7 +226,9 @@ class TopApp:
         o = self.opts
         width = o.width
         if width is None:
-            width = Terminal(1, 1).size()[0] if sys.stdout.isatty() else 160
+            # $COLUMNS first (as report and compare), then the terminal's, 160 when piped
+            width = (max(int(os.environ["COLUMNS"]), MIN_COLUMNS) if os.environ.get("COLUMNS", "").isdigit() else
+                     Terminal(1, 1).size()[0] if sys.stdout.isatty() else 160)
         next_tick = time.monotonic() + o.interval
         done = 0
         while not self.stop_requested and (o.iterations is None or done < o.iterations):

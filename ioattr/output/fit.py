@@ -1,0 +1,132 @@
+"""Tables that fit the terminal: every number whole, text folded, columns split when needed.
+
+rich shrinks a table wider than the console by cutting cells with "…", numbers included
+("57,479…"). Here the widths are chosen before rich sees the table: number columns get the
+width of their widest cell (never wrapped, never cut; their headers wrap at spaces), text
+columns (phase, file, run) shrink down to a floor and fold beyond it. When even that does
+not fit, the value columns are split over several tables that each repeat the key columns,
+so an 80-column terminal shows every number of a 200-column one, just in more lines.
+Before splitting, a table drops its box for a lighter layout (two spaces between columns, a
+rule under the header), which saves a column per cell border.
+"""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+
+NARROWEST = 40
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a table spends around its cells: per column, and once (rich's default box:
+    "│ x " per column and the closing "│"; the light layout: two spaces between columns)."""
+
+    per_col: int
+    once: int
+    boxed: bool
+
+
+BOXED = Layout(3, 1, True)
+LIGHT = Layout(2, -2, False)
+
+
+def terminal_width(default: int = 160) -> int:
+    """The width to lay out for: $COLUMNS or the terminal's, `default` when piped."""
+    return max(NARROWEST, shutil.get_terminal_size((default, 24)).columns)
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column: numbers are right-aligned and kept whole; text of up to `floor` characters
+    keeps its line, longer text wraps at spaces and a word longer than `floor` (a path) folds."""
+
+    header: str
+    number: bool = True
+    floor: int = 12
+
+
+def _longest_word(s: str) -> int:
+    return max((len(w) for w in s.split()), default=0)
+
+
+def _widths(col: Col, cells: Sequence[str]) -> tuple[int, int]:
+    """(narrowest, natural) width of a column."""
+    widest = max((max((len(line) for line in c.split("\n")), default=0) for c in cells), default=0)
+    if col.number:
+        return max(widest, _longest_word(col.header)), max(widest, len(col.header))
+    # text up to `floor` wide stays on one line (a row's key reads whole: "small setup"); past
+    # it, text wraps at spaces and a word longer than the floor (a path) is folded
+    return max(min(widest, col.floor), _longest_word(col.header), 1), max(widest, len(col.header))
+
+
+def _span(widths: Sequence[int], layout: Layout) -> int:
+    return sum(widths) + layout.per_col * len(widths) + layout.once
+
+
+def _chunks(keys: int, mins: Sequence[int], width: int, layout: Layout) -> list[list[int]]:
+    """Column indexes per table: the key columns, then as many value columns as fit."""
+    chunks: list[list[int]] = []
+    current = list(range(keys))
+    for i in range(keys, len(mins)):
+        if len(current) > keys and _span([mins[j] for j in current + [i]], layout) > width:
+            chunks.append(current)
+            current = list(range(keys))
+        current.append(i)
+    chunks.append(current)
+    return chunks
+
+
+def _settle(idx: Sequence[int], mins: Sequence[int], nats: Sequence[int], width: int,
+            layout: Layout) -> list[int]:
+    """Natural widths, shrunk (the column with most room first: a long header, a long path)
+    until the table fits; a number column never below its widest cell."""
+    w = [nats[i] for i in idx]
+    excess = _span(w, layout) - width
+    while excess > 0:
+        room = [(w[k] - mins[i], k) for k, i in enumerate(idx) if w[k] > mins[i]]
+        if not room:
+            break
+        _, k = max(room)
+        w[k] -= 1
+        excess -= 1
+    return w
+
+
+def fit_tables(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int,
+               keys: int = 1, sections: Sequence[bool] | None = None) -> list[Table]:
+    """rich Tables showing rows (cells already formatted, plain text: no markup) within `width` columns.
+
+    `keys` leading columns identify a row and are repeated in every table of a split;
+    `sections[i]` draws a line under row i (compare's phase groups)."""
+    per_col = [[r[i] for r in rows] for i in range(len(cols))]
+    mins, nats = zip(*(_widths(c, cells) for c, cells in zip(cols, per_col))) if cols else ((), ())
+    layout = BOXED if _span(mins, BOXED) <= width else LIGHT
+    chunks = _chunks(keys, mins, width, layout)
+    tables = []
+    for n, idx in enumerate(chunks):
+        widths = _settle(idx, mins, nats, width, layout)
+        name = title if n == 0 or title is None else f"{title} (continued)"
+        # the title on one line even over a narrow table ("per phase (continued)")
+        head = (None if name is None else Text(name, no_wrap=True, overflow="ignore") if len(name) <= width
+                else Text(name, overflow="fold"))
+        t = (Table(title=head, title_justify="left") if layout.boxed else
+             Table(title=head, title_justify="left", box=None, pad_edge=False))
+        for i, w in zip(idx, widths):
+            c = cols[i]
+            if c.number:
+                head = "\n".join(textwrap.wrap(c.header, w, break_long_words=False)) or c.header
+                t.add_column(Text(head, justify="right"), justify="right", no_wrap=True, width=w)
+            else:
+                t.add_column(Text(c.header), overflow="fold", width=w)
+        if not layout.boxed:  # the rule under the header that the box would have drawn
+            t.add_row(*["─" * w for w in widths])
+        for r_i, r in enumerate(rows):
+            t.add_row(*[Text(r[i]) for i in idx], end_section=bool(sections and sections[r_i]))
+        tables.append(t)
+    return tables

@@ -1,0 +1,114 @@
+"""`report` and `compare` as typed in an 80- and a 200-column terminal (no root).
+
+Two synthetic recordings (tests/unit/test_compare.py's writer) with the wide numbers of a real
+benchmark (57,479.2 queries/s, 2,600,000 rows) and files inside and outside the server's datadir.
+At each width: no line longer than the terminal, no cell cut with "…", every number whole, and
+at 200 columns the per-phase table in one piece. Once in a real tmux pane 80 columns wide, where
+a line too long would wrap (capture-pane -J joins it back)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ioattr.output.compare_view import short_version
+from tests.conftest import need_tool
+from tests.helpers import IOATTR, cli_in_process
+from tests.unit.test_compare import PAGE, _io_row, _write
+
+DATADIR = "/var/lib/mysql-benchmark-datadir-with-a-long-name"
+QPS = "57,479.2"          # 574,792 SELECTs in 10 s
+ROWS_PER_S = "260,000.0"  # 2,600,000 rows in 10 s
+
+
+def _rec(path: Path, label: str) -> Path:
+    rows = [_io_row("read", 0, "syscall", "read", "tablespace", 2_600_123, 2_600_123 * PAGE),
+            _io_row("read", 0, "block", "read", "tablespace", 1_234_567, 1_234_567 * PAGE),
+            _io_row("read", 0, "syscall", "write", "other", 77, 77 * 4096)]
+    rows[0]["file"] = rows[1]["file"] = f"{DATADIR}/sbtest/sbtest1.ibd"
+    rows[2]["file"] = "/home/someone/benchmarks/results/a-rather-long-directory-name/out.log"
+    _write(path, [("read", 10.0, rows, {"status:Com_select": 574_792.0, "status:Com_commit": 57_479.0,
+                                         "status:Handler_write": 2_600_000.0,
+                                         "status:Innodb_buffer_pool_reads": 1_234_567.0})],
+           settings={"innodb_buffer_pool_size": 256 << 20, "innodb_flush_method": "O_DIRECT",
+                     "innodb_page_size": PAGE})
+    meta = json.loads((path / "meta.json").read_text())
+    meta["servers"] = [{"pid": 4242, "connected": True, "datadir": DATADIR, "flavor": "mariadb",
+                        "version": "10.11.19-MariaDB-0+deb12u1"}]
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
+@pytest.fixture(scope="module")
+def recs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("width")
+    return _rec(tmp / "bp256m-run", "a"), _rec(tmp / "bp1g-run", "b")
+
+
+COMMANDS = [("report", "{a}", "--by", "phase"), ("report", "{a}"), ("report", "{a}", "--by", "phase,file,role"),
+            ("compare", "{a}", "{b}"), ("compare", "{a}", "{b}", "--by", "role")]
+
+
+def _check(text: str, width: int) -> None:
+    long = [line for line in text.splitlines() if len(line) > width]
+    assert not long, f"{len(long)} lines wider than {width}:\n" + "\n".join(long[:3])
+    assert "…" not in text, text
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:1] + a[2:]))
+def test_fits_the_terminal(recs, argv: tuple[str, ...], width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    a, b = recs
+    rc, out, err = cli_in_process([x.format(a=a, b=b) for x in argv])
+    assert rc == 0, err
+    _check(out, width)
+    if argv[0] == "report" and "phase" in argv:
+        assert QPS in out and ROWS_PER_S in out
+        if width == 200:   # the width it has: one boxed table, wider than 80 columns
+            assert "(continued)" not in out and max(len(line) for line in out.splitlines()) > 100
+    if argv[0] == "report":
+        assert "2,600,123" in out and "1,234,567" in out
+    if argv[0] == "report" and "file" in " ".join(argv[1:]) or argv == ("report", "{a}"):
+        # inside the datadir: relative; outside: absolute (folded at 80 columns, whole at 200)
+        assert "sbtest/sbtest1.ibd" in out and f"{DATADIR}/sbtest" not in out.split("datadir (")[-1]
+        assert f"relative to the server's datadir ({DATADIR})" in out.replace("\n", "")
+        if width == 200:
+            assert "/home/someone/benchmarks/results/a-rather-long-directory-name/out.log" in out
+    if argv[0] == "compare":
+        assert QPS in out and "10.11.19-MariaDB " in out and "deb12" not in out
+
+
+def test_short_version() -> None:
+    assert short_version("10.11.19-MariaDB-0+deb12u1") == "10.11.19-MariaDB"
+    assert short_version("8.0.36") == "8.0.36"
+    assert short_version("16.4 (Debian 16.4-1.pgdg120+1)") == "16.4"
+    assert short_version(None) == "-"
+
+
+def test_in_an_80_column_tmux_pane(recs, tmp_path: Path) -> None:
+    """As typed at a shell prompt in tmux: the output goes to the pane (a terminal), no COLUMNS."""
+    tmux = need_tool("tmux")
+    sock = str(tmp_path / "tmux.sock")
+    a, _ = recs
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
+    script = f"{IOATTR} report {a} --by phase,file; echo DONE-$?"
+    subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "50",
+                    "bash", "--norc", "-c", script + "; sleep 30"], check=True, env=env, timeout=10)
+    try:
+        text = ""
+        deadline = time.monotonic() + 60
+        while "DONE-" not in text:
+            assert time.monotonic() < deadline, text
+            time.sleep(0.2)
+            text = subprocess.run([tmux, "-S", sock, "capture-pane", "-p", "-J", "-S", "-"],
+                                  capture_output=True, text=True, timeout=10).stdout
+        assert "DONE-0" in text, text
+        _check(text.rstrip(), 80)
+        assert QPS in text and "sbtest/sbtest1.ibd" in text
+    finally:
+        subprocess.run([tmux, "-S", sock, "kill-server"], capture_output=True, timeout=10)
