@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import os
+import shutil
 import signal
 import sys
 import time
@@ -227,8 +227,8 @@ class TopApp:
         width = o.width
         if width is None:
             # $COLUMNS first (as report and compare), then the terminal's, 160 when piped
-            width = (max(int(os.environ["COLUMNS"]), MIN_COLUMNS) if os.environ.get("COLUMNS", "").isdigit() else
-                     Terminal(1, 1).size()[0] if sys.stdout.isatty() else 160)
+            # (shutil reads them in that order)
+            width = max(shutil.get_terminal_size((160, 24)).columns, MIN_COLUMNS)
         next_tick = time.monotonic() + o.interval
         done = 0
         while not self.stop_requested and (o.iterations is None or done < o.iterations):
