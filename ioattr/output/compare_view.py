@@ -19,7 +19,9 @@ from ioattr.output.render import human_bytes
 
 UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", "phase": "/phase", None: ""}
 PER_UNIT = ("writes_per_unit", "kb_written_per_unit", "block_kb_written_per_unit")
-RATES = ("seconds", "qps", "tps", "rows_per_s")
+RATES = ("seconds", "qps", "statements_per_s", "tps", "ops_per_s", "rows_per_s")
+# shown only when some run's phase has its benchmark's operation count (record --ops-pattern, mark --ops)
+OPS_COLUMNS = ("ops_per_s", "kb_read_per_op", "kb_written_per_op")
 UNIT_NOTE = ("a write column's '/q' or '/row': the phase had no transactions, so its writes are per query or per "
              "row inserted, whichever it did more of; '/phase': it had none of them (DDL, a flush), so the "
              "phase's total")
@@ -78,13 +80,14 @@ def render_table(result: dict[str, Any], width: int | None = None) -> str:
     t = Table(title="per run and phase", title_justify="left")
     t.add_column("phase", overflow="fold")
     t.add_column("run", overflow="fold")
-    for _, header, _ in COLUMNS:
-        t.add_column(header, justify="right")
     rows = result["rows"]
+    shown = [c for c in COLUMNS if c[0] not in OPS_COLUMNS or any(r.get("ops") is not None for r in rows)]
+    for _, header, _ in shown:
+        t.add_column(header, justify="right")
     for i, r in enumerate(rows):
         last = i + 1 == len(rows) or rows[i + 1]["phase"] != r["phase"]
         t.add_row(escape(r["phase"] + (" (open)" if r.get("open") else "")), escape(r["run"]),
-                  *[cell(r, k) for k, _, _ in COLUMNS], end_section=last)
+                  *[cell(r, k) for k, _, _ in shown], end_section=last)
     console.print(t)
     if result.get("by"):
         dim = result["by"]
@@ -99,7 +102,7 @@ def render_table(result: dict[str, Any], width: int | None = None) -> str:
             b.add_row(escape(p["phase"]), escape(p["run"]), escape("-" if p[dim] is None else str(p[dim])),
                       *[cell(p, k) for k, _, _ in BY_COLUMNS], end_section=last)
         console.print(b)
-    console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in COLUMNS)))
+    console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in shown)))
     console.print(UNIT_NOTE + "; '-': not recorded, or nothing to divide by")
     for n in result.get("notes") or []:
         console.print(escape(f"note: {n}"))
