@@ -18,8 +18,8 @@ The units, each counted from the server's own counters over the phase (counters 
   SELECTs, and a write-heavy phase's writes are rated per transaction or per row instead.
 - transaction: Com_commit + Com_rollback (explicit transactions; autocommit statements are none).
 - op: the benchmark's own operations (a sysbench event, a LinkBench request), as the benchmark
-  counted them: `record --ops-pattern` over the wrapped command's output, or `ioattr mark --ops N`.
-  Stored per phase in meta.json ("ops"); null when not given.
+  counted them: `record --ops-pattern` over the wrapped command's output. Stored per phase in
+  meta.json ("ops"); absent (null in reports) without --ops-pattern.
 
 Rates (qps, stmt/s, tps, ops/s) are per second of the phase, from its start to its end: a phase
 that also holds ioattr's start-up or idle seconds rates lower than the benchmark's own timer.
@@ -51,7 +51,7 @@ STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions le
                                       "count; sysbench's queries)")
 SELECT = Unit("select", "q", "per query = per SELECT: Com_select less ioattr's own (prepared executions included)")
 TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback")
-OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern, ioattr mark --ops)")
+OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern)")
 UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 
 #: the rates' legend: what "qps" and its neighbours count
@@ -59,7 +59,7 @@ RATES = {
     "qps": "SELECTs per second (Com_select less ioattr's own)",
     "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s)",
     "tps": "transactions per second (Com_commit + Com_rollback)",
-    "ops_per_s": "the benchmark's operations per second (record --ops-pattern, ioattr mark --ops)",
+    "ops_per_s": "the benchmark's operations per second (record --ops-pattern)",
 }
 
 
@@ -87,8 +87,9 @@ def transactions(counters: dict[str, float]) -> float | None:
     return sum(have) if have else None
 
 
-def legend(keys: list[str], per: list[Unit]) -> str:
-    """One legend line: what each rate in `keys` counts, then what each unit in `per` is."""
-    parts = [f"{k}: {RATES[k]}" for k in keys if k in RATES]
+def legend(rates: list[tuple[str, str]], per: list[Unit]) -> str:
+    """One legend line: what each rate counts ((column header, RATES key) pairs), then what
+    each unit in `per` divides by."""
+    parts = [f"{header}: {RATES[key]}" for header, key in rates if key in RATES]
     parts += [f"/{u.short}: {u.meaning}" for u in per]
     return "; ".join(parts)

@@ -84,7 +84,8 @@ def summary_legend(summary: list[dict]) -> str:
     from ioattr.model import per
 
     with_ops = any(r.get("ops") is not None for r in summary)
-    return ("legend: " + per.legend(["qps", "statements_per_s"] + (["ops_per_s"] if with_ops else []),
+    return ("legend: " + per.legend([("qps", "qps"), ("stmt/s", "statements_per_s")]
+                                    + ([("ops/s", "ops_per_s")] if with_ops else []),
                                     [per.SELECT] + ([per.OP] if with_ops else []))
             + "; ips: rows inserted/s; /i: per row inserted; rpq engine: the engine's own reads "
               "(Innodb_data_reads); rates are per second of the phase")
