@@ -15,7 +15,7 @@ Sources:
     status          SHOW GLOBAL STATUS, every variable under its own name ("Com_select",
                     "Innodb_buffer_pool_reads", ...). Plus "ioattr:Com_select": the SELECTs
                     ioattr itself ran on that server (its connection's session Com_select,
-                    read just before SHOW GLOBAL STATUS and summed over reconnects), which
+                    read just after SHOW GLOBAL STATUS and summed over reconnects), which
                     Com_select includes: INFORMATION_SCHEMA and performance_schema reads are
                     SELECTs. Subtract it for the workload's own count. Likewise
                     "ioattr:Questions": the statements ioattr sent on that connection
@@ -296,8 +296,12 @@ class CounterCollector:
                 rows.extend((ts, pid, source, n, v, t) for n, v, t in got)
 
         if not native:
-            own = self._safe("status", pid, self._own_selects, st, eng) or []
-            run("status", lambda: self._status(st, eng) + own)
+            def status() -> list[tuple[str, float | None, str | None]]:
+                got = self._status(st, eng)
+                # after the global read: see _own_selects
+                return got + (self._safe("status", pid, self._own_selects, st, eng) or [])
+
+            run("status", status)
         for src in st.sources:
             run(src.source, lambda src=src: src.read(eng))
         if ps_due and st.ps_on and not native:
@@ -356,8 +360,10 @@ class CounterCollector:
     @staticmethod
     def _own_selects(st: _Server, eng: Any) -> list[tuple[str, float | None, str | None]]:
         """ioattr's own SELECTs and statements on the server (its session's Com_select and
-        Questions, each summed over reconnects), read just before SHOW GLOBAL STATUS: the global
-        values include them, and this read itself."""
+        Questions, each summed over reconnects), read just after the global status: both then
+        hold every own statement up to the status read, whichever form it took (SHOW, not a
+        SELECT, the first time; the packed SELECT after), and this read's own Question is a
+        constant that cancels in every delta."""
         rows = {str(k).lower(): float(v) for k, v in
                 eng.query("SHOW SESSION STATUS WHERE Variable_name IN ('Com_select', 'Questions')")}
         out: list[tuple[str, float | None, str | None]] = []
