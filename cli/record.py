@@ -34,6 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--phase-pattern", metavar="REGEX",
                    help="start a phase when a line of the wrapped command's output matches "
                         "(the phase is group 'phase', else group 1, else the match)")
+    p.add_argument("--ops-pattern", metavar="REGEX",
+                   help="count the benchmark's own operations from the wrapped command's output: each "
+                        "matching line adds the number in group 'ops' (else group 1, else 1) to the phase "
+                        "in force; report --by phase and compare then show IO per op (docs/queries.md)")
     p.add_argument("--no-marker-wait", dest="marker_wait", action="store_false",
                    help="SQL phase markers don't wait for the boundary's engine-counter snapshot "
                         "(by default a marker statement is held, at most 2 s, until it is taken, "
@@ -68,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     duck.limits()
     if args.phase_pattern and not args.wrapped_command:
         raise UsageError("--phase-pattern reads the wrapped command's output: give -- CMD")
+    if args.ops_pattern and not args.wrapped_command:
+        raise UsageError("--ops-pattern reads the wrapped command's output: give -- CMD")
     if args.chunk_seconds < args.interval:
         raise UsageError("--chunk-seconds must be at least --interval")
     sets = None
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
                          innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
-                         phase_pattern=args.phase_pattern, auto_phases=args.auto_phases,
+                         phase_pattern=args.phase_pattern, ops_pattern=args.ops_pattern,
+                         auto_phases=args.auto_phases,
                          marker_wait=args.marker_wait, **live_options(args))
     return Recorder(opts).run()

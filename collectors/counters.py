@@ -15,9 +15,11 @@ Sources:
     status          SHOW GLOBAL STATUS, every variable under its own name ("Com_select",
                     "Innodb_buffer_pool_reads", ...). Plus "ioattr:Com_select": the SELECTs
                     ioattr itself ran on that server (its connection's session Com_select,
-                    read just before SHOW GLOBAL STATUS and summed over reconnects), which
+                    read just after SHOW GLOBAL STATUS and summed over reconnects), which
                     Com_select includes: INFORMATION_SCHEMA and performance_schema reads are
-                    SELECTs. Subtract it for the workload's own count.
+                    SELECTs. Subtract it for the workload's own count. Likewise
+                    "ioattr:Questions": the statements ioattr sent on that connection
+                    (its session Questions, read with Com_select), which Questions counts.
     <engine>        each of the server's engine adapters adds its own sources
                     (ioattr/engines/*: EngineAdapter.counter_sources, read in that order
                     after 'status'). InnoDB's (ioattr/engines/innodb/counters.py):
@@ -106,6 +108,9 @@ PS_FILE_COLUMNS = ("COUNT_READ", "SUM_NUMBER_OF_BYTES_READ", "SUM_TIMER_READ", "
 PS_TABLE_COLUMNS = ("COUNT_STAR", "COUNT_READ", "COUNT_WRITE", "COUNT_FETCH", "COUNT_INSERT", "COUNT_UPDATE",
                     "COUNT_DELETE", "SUM_TIMER_WAIT", "SUM_TIMER_READ", "SUM_TIMER_WRITE")
 OWN_SELECTS = "ioattr:Com_select"
+# the statements ioattr sent that server (its connection's session Questions, read with its
+# Com_select, summed over reconnects): Questions less this is the workload's (ioattr/model/per.py)
+OWN_STATEMENTS = "ioattr:Questions"
 # every global status variable in one value: name 0x1f value, 0x1e between (see _status).
 # A SELECT, so the server counts it in Com_select, as OWN_SELECTS does too.
 STATUS_PACKED = ("SET STATEMENT group_concat_max_len = 4194304 FOR "
@@ -154,6 +159,8 @@ class _Server:
     sources: list = field(default_factory=list)  # their CounterSources
     own_base: float = 0.0           # session Com_select of earlier connections
     own_last: float = 0.0
+    own_q_base: float = 0.0         # session Questions of earlier connections
+    own_q_last: float = 0.0
     next_reconnect: float = 0.0
     # SHOW GLOBAL STATUS's names by their upper-case form (INFORMATION_SCHEMA spells them so),
     # for the packed read (CounterCollector._status); None: read with SHOW only
@@ -282,8 +289,12 @@ class CounterCollector:
                 rows.extend((ts, pid, source, n, v, t) for n, v, t in got)
 
         if not native:
-            own = self._safe("status", pid, self._own_selects, st, eng)
-            run("status", lambda: self._status(st, eng) + ([(OWN_SELECTS, own, None)] if own is not None else []))
+            def status() -> list[tuple[str, float | None, str | None]]:
+                got = self._status(st, eng)
+                # after the global read: see _own_selects
+                return got + (self._safe("status", pid, self._own_selects, st, eng) or [])
+
+            run("status", status)
         for src in st.sources:
             run(src.source, lambda src=src: src.read(eng))
         if ps_due and st.ps_on and not native:
@@ -340,15 +351,28 @@ class CounterCollector:
 
     # -- the sources -------------------------------------------------------------------
     @staticmethod
-    def _own_selects(st: _Server, eng: Any) -> float | None:
-        rows = eng.query("SHOW SESSION STATUS LIKE 'Com_select'")
-        if not rows:
-            return None
-        v = float(rows[0][1])
-        if v < st.own_last:  # a new connection: its count restarted
-            st.own_base += st.own_last
-        st.own_last = v
-        return st.own_base + v
+    def _own_selects(st: _Server, eng: Any) -> list[tuple[str, float | None, str | None]]:
+        """ioattr's own SELECTs and statements on the server (its session's Com_select and
+        Questions, each summed over reconnects), read just after the global status: both then
+        hold every own statement up to the status read, whichever form it took (SHOW, not a
+        SELECT, the first time; the packed SELECT after), and this read's own Question is a
+        constant that cancels in every delta."""
+        rows = {str(k).lower(): float(v) for k, v in
+                eng.query("SHOW SESSION STATUS WHERE Variable_name IN ('Com_select', 'Questions')")}
+        out: list[tuple[str, float | None, str | None]] = []
+        if "com_select" in rows:
+            v = rows["com_select"]
+            if v < st.own_last:  # a new connection: its count restarted
+                st.own_base += st.own_last
+            st.own_last = v
+            out.append((OWN_SELECTS, st.own_base + v, None))
+        if "questions" in rows:
+            v = rows["questions"]
+            if v < st.own_q_last:
+                st.own_q_base += st.own_q_last
+            st.own_q_last = v
+            out.append((OWN_STATEMENTS, st.own_q_base + v, None))
+        return out
 
     @staticmethod
     def _status(st: _Server, eng: Any) -> list[tuple[str, float | None, str | None]]:

@@ -99,6 +99,8 @@ THD_STAGES_ENV = "IOATTR_THD_STAGES"
 WIRE_CHECK_QUESTIONS = 200
 WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
+# the bytes of a COM_QUERY the wire reader scans for ';' (bpf/ioattr.h IOATTR_QUERY_MAX)
+WIRE_SCANNED = abi.QUERY_MAX
 PG_WIRE_FLAG = 4  # bpf/ioattr.h IOA_TARGET_PG_WIRE: a targets value bit, "speaks PostgreSQL"
 
 
@@ -539,8 +541,11 @@ class StageProbes:
         self._wire_base[pid] = (wire, questions)
         if dw + WIRE_SLACK >= dq * WIRE_CHECK_SHARE:
             return ""
+        # which of the causes it is, the counts cannot tell: named, not guessed (docs/queries.md)
         return self.fallback(pid, f"the wire showed {dw} statements while the server counted {dq} Questions "
-                                  "(TLS or compressed clients?)")
+                                  "(clients over TLS or compression, which the wire reader cannot read, or "
+                                  f"multi-statement packets whose statements after the first {WIRE_SCANNED} "
+                                  "bytes it does not count)")
 
     @property
     def estimating(self) -> bool:

@@ -318,9 +318,10 @@ def test_views_aggregate_and_sort() -> None:
     assert t.reads == pytest.approx((600 + sum(1 + i % 7 for i in range(3))) / 2)
     assert t.fsyncs == pytest.approx(25.0)
     pq = snap.per_query()
-    assert pq["qps"] == pytest.approx(600.0)
-    assert pq["page_reads_per_query"] == pytest.approx(605 / 1200)
-    assert pq["cache_misses_per_query"] == pytest.approx(600 / 1200)  # the engine's own (Innodb_buffer_pool_reads)
+    # ioattr/model/per.py: qps counts SELECTs, statements every Question; per query is per SELECT
+    assert pq["qps"] == pytest.approx(500.0) and pq["statements_ps"] == pytest.approx(600.0)
+    assert pq["page_reads_per_query"] == pytest.approx(605 / 1000)
+    assert pq["cache_misses_per_query"] == pytest.approx(600 / 1000)  # the engine's own (Innodb_buffer_pool_reads)
 
 
 def test_sort_names_and_bad_sort() -> None:
@@ -403,7 +404,7 @@ def test_screen_fits_80x24(view: str) -> None:
         assert _visible(lines[-1]).startswith("f:files i:indexes t:threads s:queries d:devices")
         assert _visible(lines[-1]).endswith("?:help q:quit")
         text = _visible(screen)
-        assert re.search(r"queries 600/s \(select 500/s\)  reads/query 0\.\d\d  pages/query 0\.50", text), text
+        assert re.search(r"statements 600/s  SELECT 500/s  reads/SELECT 0\.\d\d  pages/SELECT 0\.60", text), text
         if view == "files":
             # long paths keep their informative end
             assert re.search(r"~.*table_number_\d{3}\.ibd", text), text
@@ -467,7 +468,7 @@ def test_batch_snapshots_show_the_busy_file_and_index(live_db) -> None:
     for rows in indexes:
         assert rows[0][0] == "live.hot.PRIMARY", r.stdout
         assert _number(rows[0][2]) > 0  # RPG/s
-    assert re.search(r"queries \S+/s \(select \S+/s\)  reads/query \d+\.\d\d", r.stdout), r.stdout
+    assert re.search(r"statements \S+/s  SELECT \S+/s  reads/SELECT \d+\.\d\d", r.stdout), r.stdout
     assert "files  layer syscall  sorted by IO/s desc" in r.stdout
     assert "indexes  InnoDB pages  sorted by PG/s desc" in r.stdout
     assert all(len(x) <= 120 for x in r.stdout.splitlines())

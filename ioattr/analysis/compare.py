@@ -30,21 +30,25 @@ from typing import Any
 from ioattr.analysis.phase_stats import PhaseStats, counter_deltas, phase_stats
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
-from ioattr.model import storage
+from ioattr.model import per as units, storage
 
 BY_DIMS = ("index", "file_class", "role", "stage")
-TRANSACTIONS = ("status:Com_commit", "status:Com_rollback")
+TRANSACTIONS = units.TRANSACTIONS
 KB = 1024.0
 
 # the per-phase columns: (key, table header, what it is and at which layer). One table for the
 # terminal legend, the JSON's "columns", the CSV and the HTML page.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("seconds", "s", "phase duration in seconds"),
-    ("qps", "qps", "queries per second (Com_select less ioattr's own)"),
-    ("tps", "tps", "transactions per second (Com_commit + Com_rollback)"),
+    ("qps", "qps", units.RATES["qps"]),
+    ("statements_per_s", "stmt/s", units.RATES["statements_per_s"]),
+    ("tps", "tps", units.RATES["tps"]),
+    ("ops_per_s", "ops/s", units.RATES["ops_per_s"]),
     ("rows_per_s", "rows/s", "rows inserted per second (counter in rows_source)"),
-    ("reads_per_query", "r/q", "storage reads per query [syscall layer, storage files]"),
-    ("kb_read_per_query", "KB r/q", "KB read from storage per query [syscall layer, storage files]"),
+    ("reads_per_query", "r/q", "storage reads per query (per SELECT) [syscall layer, storage files]"),
+    ("kb_read_per_query", "KB r/q", "KB read from storage per query (per SELECT) [syscall layer, storage files]"),
+    ("kb_read_per_op", "KB r/op", "KB read from storage per benchmark operation [syscall layer, storage files]"),
+    ("kb_written_per_op", "KB w/op", "KB written to storage per benchmark operation [syscall layer, storage files]"),
     ("writes_per_unit", "w/txn", "storage writes per transaction, else per query (/q) or per row inserted "
                                  "(/row), whichever the phase did more of, else the phase's total (/phase) "
                                  "[syscall layer, storage files]"),
@@ -231,8 +235,7 @@ def _layer_totals(rec: Recording) -> dict[tuple[str, str, str], tuple[float, flo
 def transactions(st: PhaseStats) -> float | None:
     """Explicit transactions ended in the phase (COMMIT and ROLLBACK statements); None without
     the server's counters."""
-    have = [st.counters[k] for k in TRANSACTIONS if k in st.counters]
-    return sum(have) if have else None
+    return units.transactions(st.counters)
 
 
 def engine_cache_misses(counters: dict[str, float]) -> float | None:
@@ -288,7 +291,11 @@ def phase_row(run: Run, st: PhaseStats, layers: dict, cpu_seconds: float | None)
         "open": st.open,
         "seconds": round(s, 3),
         "qps": _rate(q, s),
+        "statements_per_s": _rate(st.statements, s),
         "tps": _rate(txns, s),
+        "ops_per_s": _rate(st.ops, s),
+        "kb_read_per_op": _r(st.per(st.read_bytes / KB, st.ops)),
+        "kb_written_per_op": _r(st.per(st.write_bytes / KB, st.ops)),
         "rows_per_s": _rate(rows, s),
         "rows_source": storage.rows_inserted(st.counters)[1],
         "reads_per_query": _r(st.per(st.reads, q)),
@@ -304,6 +311,8 @@ def phase_row(run: Run, st: PhaseStats, layers: dict, cpu_seconds: float | None)
         "server_cpu_us_per_query": _r(st.per(None if cpu_seconds is None else cpu_seconds * 1e6, q)),
         # the counts behind the ratios (null: no counter)
         "queries": None if q is None else int(q),
+        "statements": None if st.statements is None else int(st.statements),
+        "ops": None if st.ops is None else int(st.ops),
         "transactions": None if txns is None else int(txns),
         "rows_inserted": None if rows is None else int(rows),
         "storage_reads": int(st.reads),

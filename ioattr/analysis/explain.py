@@ -43,8 +43,8 @@ class Metric:
 
 
 METRICS = {m.name: m for m in (
-    Metric("reads_per_query", "read", "ops", "query", "storage reads per query (Com_select)"),
-    Metric("read_bytes_per_query", "read", "bytes", "query", "bytes read from storage per query"),
+    Metric("reads_per_query", "read", "ops", "query", "storage reads per query (per SELECT: Com_select less ioattr's own)"),
+    Metric("read_bytes_per_query", "read", "bytes", "query", "bytes read from storage per query (per SELECT)"),
     Metric("writes_per_insert", "write", "ops", "insert", "storage writes per inserted row"),
     Metric("write_bytes_per_insert", "write", "bytes", "insert", "bytes written to storage per inserted row"),
 )}

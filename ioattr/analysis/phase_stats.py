@@ -19,7 +19,7 @@ from ioattr.analysis.rec_state import last_data_time
 from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
-from ioattr.model import storage
+from ioattr.model import per as units, storage
 
 EPS = 1e-3
 
@@ -41,6 +41,7 @@ class PhaseStats:
     write_bytes: float = 0.0
     io_ops: float = 0.0         # every syscall-layer op of the targets, for "has this phase any IO"
     open: bool = False          # the phase had not ended when the recording was read
+    ops: float | None = None    # the benchmark's own operations (meta.json phase "ops"; per.OP)
 
     @property
     def seconds(self) -> float:
@@ -65,6 +66,16 @@ class PhaseStats:
     def queries(self) -> float | None:
         """The workload's SELECTs (storage.queries)."""
         return storage.queries(self.counters, self.statement_counts)
+
+    @property
+    def statements(self) -> float | None:
+        """Statements the clients sent (per.STATEMENT: Questions less ioattr's own)."""
+        return units.statements(self.counters)
+
+    @property
+    def transactions(self) -> float | None:
+        """Transactions ended by COMMIT or ROLLBACK (per.TRANSACTION)."""
+        return units.transactions(self.counters)
 
     @property
     def inserts(self) -> float | None:
@@ -118,6 +129,18 @@ class PhaseStats:
             "ips": None if i is None else round(i / self.seconds, 2),   # rows inserted per second
             "ips_source": storage.rows_inserted(self.counters)[1],
             "insert_stmts_ps": None if stmts is None else round(stmts / self.seconds, 2),
+            # the denominators (ioattr/model/per.py) and their rates
+            "selects": None if q is None else int(q),
+            "statements": None if self.statements is None else int(self.statements),
+            "statements_per_s": None if self.statements is None else round(self.statements / self.seconds, 2),
+            "transactions": None if self.transactions is None else int(self.transactions),
+            "tps": None if self.transactions is None else round(self.transactions / self.seconds, 2),
+            "ops": None if self.ops is None else int(self.ops),
+            "ops_per_s": None if self.ops is None else round(self.ops / self.seconds, 2),
+            "reads_per_op": _r(self.per(self.reads, self.ops)),
+            "kb_read_per_op": _r(self.per(self.read_bytes / 1024, self.ops)),
+            "writes_per_op": _r(self.per(self.writes, self.ops)),
+            "kb_written_per_op": _r(self.per(self.write_bytes / 1024, self.ops)),
             "reads_per_query": _r(self.per(self.reads, q)),
             "engine_reads_per_query": _r(self.per(engine_reads, q)),
             "kb_read_per_query": _r(self.per(self.read_bytes / 1024, q)),
@@ -253,6 +276,9 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     st = PhaseStats(phase, start, end, counter_deltas(rec, phase))
     st.table_sizes = table_sizes(rec, phase)
     st.open = is_open
+    ops = next((m.get("ops") for m in rec.meta.get("phases") or [] if m.get("name") == phase), None)
+    if isinstance(ops, (int, float)):
+        st.ops = float(ops)
     for op, n, b in rec.query(
             f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "
             "AND op IN ('read', 'write') GROUP BY op", [phase]):

@@ -55,6 +55,7 @@ class RecordOptions(SessionOptions):
     chunk_seconds: float = 10.0
     discard_command_output: bool = False
     phase_pattern: str | None = None
+    ops_pattern: str | None = None  # the benchmark's operations in its output (ops_from_match)
     auto_phases: bool = False
     marker_wait: bool = True  # SQL markers wait (bounded) for the boundary's counters snapshot
 
@@ -69,12 +70,25 @@ STATS_NOTE = {"ioattr": "BPF run-time stats on until the stop",
               "off": "BPF run-time stats unavailable: own cost not counted"}
 
 
-def compile_phase_pattern(pattern: str) -> re.Pattern:
+def compile_phase_pattern(pattern: str, option: str = "--phase-pattern") -> re.Pattern:
     try:
         rx = re.compile(pattern)
     except re.error as e:
-        raise UsageError(f"--phase-pattern is not a valid regular expression: {e}") from e
+        raise UsageError(f"{option} is not a valid regular expression: {e}") from e
     return rx
+
+
+def ops_from_match(m: re.Match) -> float:
+    """The benchmark operations a matching output line counts (--ops-pattern): the number in
+    group 'ops', else in group 1 (sysbench's `total number of events: 1154`), else 1 (a line
+    per operation). A group that holds no number counts nothing."""
+    text = m.group("ops") if "ops" in m.re.groupindex else (m.group(1) if m.re.groups else None)
+    if text is None:
+        return 0.0 if m.re.groups else 1.0
+    try:
+        return max(float(text.replace(",", "")), 0.0)
+    except ValueError:
+        return 0.0
 
 
 def phase_tail_hint(phase: str, last_statement: float | None, end: float, interval: float,
@@ -115,6 +129,10 @@ class Recorder:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._pattern = compile_phase_pattern(opts.phase_pattern) if opts.phase_pattern else None
+        self._ops_pattern = compile_phase_pattern(opts.ops_pattern, "--ops-pattern") if opts.ops_pattern else None
+        # (time seen, operations) from the output thread, added to the phase in force at that time
+        self._ops_seen: "queue.Queue[tuple[float, float]]" = queue.Queue()
+        self._output_thread: threading.Thread | None = None
         self.auto = AutoPhaser() if opts.auto_phases else None
         self._last_statement: float | None = None  # end of the last interval with target statements
 
@@ -129,7 +147,7 @@ class Recorder:
             raise UsageError(f"command not found: {cmd[0]}")
         r, w = os.pipe()
         out_r = out_w = None
-        if self._pattern is not None:
+        if self._pattern is not None or self._ops_pattern is not None:
             out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
@@ -155,7 +173,8 @@ class Recorder:
         os.close(r)
         if out_r is not None:
             os.close(out_w)
-            threading.Thread(target=self._watch_output, args=(out_r,), daemon=True).start()
+            self._output_thread = threading.Thread(target=self._watch_output, args=(out_r,), daemon=True)
+            self._output_thread.start()
         return pid, w
 
     def _watch_output(self, fd: int) -> None:
@@ -165,7 +184,11 @@ class Recorder:
                 if not self.opts.discard_command_output:
                     sys.stdout.buffer.write(raw)
                     sys.stdout.flush()
-                m = self._pattern.search(raw.decode(errors="replace")) if self._pattern else None
+                line = raw.decode(errors="replace")
+                ops = self._ops_pattern.search(line) if self._ops_pattern else None
+                if ops:
+                    self._ops_seen.put((time.time(), ops_from_match(ops)))
+                m = self._pattern.search(line) if self._pattern else None
                 if m and self.session is not None:
                     name = phase_from_match(m)
                     try:
@@ -194,7 +217,8 @@ class Recorder:
                     o.output, targets=o.targets.describe(), interval=o.interval, phase=o.phase,
                     probe_sets=session.active_sets, degraded=session.degraded)
                 writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
-                                   phase_pattern=o.phase_pattern, max_entries={"io_stats": o.max_stats},
+                                   phase_pattern=o.phase_pattern, ops_pattern=o.ops_pattern,
+                                   max_entries={"io_stats": o.max_stats},
                                    syscall_hook=session.probes.syscall_hook if session.probes else None)
                 session.name_phase(o.phase)
                 self.session = session
@@ -226,6 +250,7 @@ class Recorder:
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
                         if writer.broken is None:  # after a write error nothing more is written
+                            self._take_ops(writer, final=True)
                             session.sweep_inflight()  # requests still open count in the last interval
                             self._write(writer, session.tick())
                             hint = phase_tail_hint(writer.current_phase, self._last_statement, time.time(),
@@ -537,8 +562,29 @@ class Recorder:
                 writer.note(text)
                 self.opts.log(text)
 
+    def _take_ops(self, writer: RecordingWriter, final: bool = False) -> None:
+        """--ops-pattern: add the operations the command's output counted to meta.json's phase
+        ("ops") in force when each line was read. At the end, the command's last lines first
+        (sysbench prints its total after its run): its output is read to the end, a bounded wait."""
+        if self._ops_pattern is None:
+            return
+        if final and self._output_thread is not None and self.child_status is not None:
+            self._output_thread.join(timeout=5.0)
+        phases = writer.meta["phases"]
+        while True:
+            try:
+                at, n = self._ops_seen.get_nowait()
+            except queue.Empty:
+                break
+            phase = next((p for p in reversed(phases) if float(p["start"]) <= at), phases[0])
+            phase["ops"] = (phase.get("ops") or 0) + (int(n) if float(n).is_integer() else n)
+        if final:
+            for p in phases:  # a pattern that never matched: 0 operations, said as such
+                p.setdefault("ops", 0)
+
     def _phases(self, session: LiveSession, writer: RecordingWriter, ctl: "control.Control") -> None:
         """Deal with every phase started since the last look (cheap when none did)."""
+        self._take_ops(writer)
         starts, marks = self._phase_changes(session, ctl)
         if starts:
             self._boundary(session, writer, starts, marks)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ioattr.collectors.file_classes import FILE_CLASSES
+from ioattr.model import per as units  # storage.per() below is the ratio
 
 #: the classes whose IO is storage IO (collectors/file_classes.py, column `storage`), in the
 #: table's order: InnoDB's page files and logs, the server's binary and relay logs, temporary
@@ -64,8 +65,8 @@ def storage_sql(table: str = "io") -> str:
 
 
 # -- counters: "source:name" keys as the counters table has them (collectors/counters.py) --
-QUERIES = "status:Com_select"
-OWN_QUERIES = "status:ioattr:Com_select"     # ioattr's own SELECTs on the server, taken off
+QUERIES = units.SELECTS            # the workload's queries are its SELECTs (ioattr/model/per.py)
+OWN_QUERIES = units.OWN_SELECTS    # ioattr's own SELECTs on the server, taken off
 # rows inserted, first available: InnoDB's own row counter (INNODB_METRICS dml_inserts when the
 # dml module is on; Innodb_rows_inserted on MySQL), else Handler_write: MariaDB's count of rows
 # written through the storage-engine API (internal temporary tables are Handler_tmp_write, so
@@ -80,13 +81,9 @@ ENGINE_READS = "status:Innodb_data_reads"    # the engine's own count of its sto
 
 
 def queries(counters: dict[str, float], statement_counts: dict[str, float] | None = None) -> float | None:
-    """The workload's queries: Com_select less ioattr's own, else SELECTs seen by the stage probes."""
-    v = counters.get(QUERIES)
-    if v is not None:
-        return v - counters.get(OWN_QUERIES, 0.0)
-    if statement_counts:
-        return statement_counts.get("select", 0.0)
-    return None
+    """The workload's queries, that is its SELECTs (ioattr/model/per.py: per query = per SELECT):
+    Com_select less ioattr's own, else SELECTs seen by the stage probes."""
+    return units.selects(counters, statement_counts)
 
 
 def rows_inserted(counters: dict[str, float]) -> tuple[float | None, str | None]:

@@ -21,7 +21,9 @@ from ioattr.output.render import human_bytes
 
 UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", "phase": "/phase", None: ""}
 PER_UNIT = ("writes_per_unit", "kb_written_per_unit", "block_kb_written_per_unit")
-RATES = ("seconds", "qps", "tps", "rows_per_s")
+RATES = ("seconds", "qps", "statements_per_s", "tps", "ops_per_s", "rows_per_s")
+# shown only when some run's phase has its benchmark's operation count (record --ops-pattern)
+OPS_COLUMNS = ("ops_per_s", "kb_read_per_op", "kb_written_per_op")
 UNIT_NOTE = ("a write column's '/q' or '/row': the phase had no transactions, so its writes are per query or per "
              "row inserted, whichever it did more of; '/phase': it had none of them (DDL, a flush), so the "
              "phase's total")
@@ -90,10 +92,11 @@ def render_table(result: dict[str, Any], width: int | None = None) -> str:
                                         for name, _ in RUN_COLUMNS],
                                runs, width))
     rows = result["rows"]
-    cells = [[r["phase"] + (" (open)" if r.get("open") else ""), r["run"], *[cell(r, k) for k, _, _ in COLUMNS]]
+    shown = [c for c in COLUMNS if c[0] not in OPS_COLUMNS or any(r.get("ops") is not None for r in rows)]
+    cells = [[r["phase"] + (" (open)" if r.get("open") else ""), r["run"], *[cell(r, k) for k, _, _ in shown]]
              for r in rows]
     ends = [i + 1 == len(rows) or rows[i + 1]["phase"] != r["phase"] for i, r in enumerate(rows)]
-    cols = [Col("phase", number=False), Col("run", number=False)] + [Col(h) for _, h, _ in COLUMNS]
+    cols = [Col("phase", number=False), Col("run", number=False)] + [Col(h) for _, h, _ in shown]
     _print(console, fit_tables("per run and phase", cols, cells, width, keys=2, sections=ends))
     if result.get("by"):
         dim = result["by"]
@@ -105,7 +108,7 @@ def render_table(result: dict[str, Any], width: int | None = None) -> str:
         cols = [Col(name, number=False) for name in ("phase", "run", dim)] + [Col(h) for _, h, _ in BY_COLUMNS]
         _print(console, fit_tables(f"storage IO by {dim} (top rows per run and phase)", cols, cells, width,
                                    keys=3, sections=ends))
-    console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in COLUMNS)))
+    console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in shown)))
     console.print(UNIT_NOTE + "; '-': not recorded, or nothing to divide by")
     for n in result.get("notes") or []:
         console.print(escape(f"note: {n}"))

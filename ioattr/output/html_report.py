@@ -46,8 +46,8 @@ DIM_COLUMNS = ("index", "level", "stage", "role", "file_class", "query")
 
 # per-phase metrics shown as bars: (summary key, label, value formatter)
 PER_OP = (
-    ("reads_per_query", "storage reads per query", fmt_num),
-    ("kb_read_per_query", "KB read per query", fmt_num),
+    ("reads_per_query", "storage reads per query (per SELECT)", fmt_num),
+    ("kb_read_per_query", "KB read per query (per SELECT)", fmt_num),
     ("writes_per_insert", "storage writes per insert", fmt_num),
     ("kb_written_per_insert", "KB written per insert", fmt_num),
 )
@@ -55,6 +55,7 @@ PER_OP = (
 # each engine's headline counters (EngineAdapter.report_counters), then the process and host's
 COUNTER_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("queries (Com_select)", ("status:Com_select",)),
+    ("statements (Questions)", ("status:Questions",)),
     ("rows inserted", storage.ROWS_INSERTED),           # rows (the benchmark's unit), ioattr/model/storage.py
     ("INSERT statements", ("status:Com_insert",)),
     ("INSERT ... SELECT statements", ("status:Com_insert_select",)),
@@ -315,22 +316,34 @@ class RecordingView:
         if self.stats_error:
             return f'<p class="section-error">per-phase metrics failed: <code>{esc(self.stats_error)}</code></p>'
         src = {p["name"]: p.get("source") for p in self.meta.get("phases") or [] if isinstance(p, dict)}
-        headers = ["phase", "start", "duration", "marked by", "qps", "ips (rows/s)", "inserts/s (statements)",
-                   "reads/query", "engine reads/query", "KB read/query", "writes/insert", "KB written/insert",
-                   "CPU µs/query", "ctx switches/query", "storage reads", "storage writes"]
+        # the denominators' names (ioattr/model/per.py): a query is a SELECT
+        headers = ["phase", "start", "duration", "marked by", "SELECT/s (qps)", "statements/s", "ips (rows/s)",
+                   "inserts/s (statements)", "reads/SELECT", "engine reads/SELECT", "KB read/SELECT",
+                   "writes/insert", "KB written/insert", "CPU µs/SELECT", "ctx switches/SELECT",
+                   "storage reads", "storage writes"]
+        with_ops = any(s.get("ops") is not None for s in self.summaries)
+        if with_ops:
+            headers += ["ops/s", "KB read/op", "KB written/op"]
         rows = []
         for span, s in zip(self.spans, self.summaries):
             # an open phase (recording still written, or crashed) lasts till its last data
             rows.append([span.name + (" (open)" if s.get("open") else ""), fmt_seconds(span.start),
                          fmt_seconds(s["seconds"] if s.get("open") else span.end - span.start),
                          src.get(span.name) or "start",
-                         fmt_num(s["qps"]), fmt_num(s["ips"]), fmt_num(s.get("insert_stmts_ps")),
+                         fmt_num(s["qps"]), fmt_num(s.get("statements_per_s")), fmt_num(s["ips"]),
+                         fmt_num(s.get("insert_stmts_ps")),
                          storage.fmt_sig(s["reads_per_query"]), storage.fmt_sig(s["engine_reads_per_query"]),
                          storage.fmt_sig(s["kb_read_per_query"]), storage.fmt_sig(s["writes_per_insert"]),
                          storage.fmt_sig(s["kb_written_per_insert"]), storage.fmt_sig(s["cpu_us_per_query"]),
                          storage.fmt_sig(s["context_switches_per_query"]),
-                         f"{s['storage_reads']:,}", f"{s['storage_writes']:,}"])
-        out = table(headers, rows, numeric=[False, True, True, False] + [True] * 12, cls="data phases")
+                         f"{s['storage_reads']:,}", f"{s['storage_writes']:,}"]
+                        + ([fmt_num(s.get("ops_per_s")), storage.fmt_sig(s.get("kb_read_per_op")),
+                            storage.fmt_sig(s.get("kb_written_per_op"))] if with_ops else []))
+        out = table(headers, rows, numeric=[False, True, True, False] + [True] * (len(headers) - 4),
+                    cls="data phases")
+        from ioattr.output.render import summary_legend
+
+        out += f"<p class=\"muted\">{esc(summary_legend(self.summaries))}</p>"
         # bulk loads (rows by statement kind, rows/s, per-row IO) and the tables' sizes from their files
         extra = [f"{esc(s['phase'])}: {esc(line)}" for s in self.summaries
                  for line in (bulk_line(s.get("bulk")), sizes_line(s.get("table_sizes"))) if line]

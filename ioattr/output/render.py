@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ioattr.model import per
 from ioattr.model.labels import shorten_path
 from ioattr.model.storage import fmt_sig
 from ioattr.output.fit import Col, fit_tables, terminal_width
@@ -67,10 +68,31 @@ def _rate(v: object) -> str:
 # the per-phase terms (ioattr/analysis/phase_stats.py; their definitions: ioattr/model/storage.py). Rates with one
 # decimal; per-operation ratios with three significant digits, ours next to the engine's.
 SUMMARY_COLUMNS = [("phase", "phase", _fmt), ("seconds", "s", _fmt), ("qps", "qps", _rate),
+                   ("statements_per_s", "stmt/s", _rate),
                    ("ips", "ips (rows)", _rate), ("insert_stmts_ps", "inserts/s (stmts)", _rate),
                    ("reads_per_query", "rpq", fmt_sig), ("engine_reads_per_query", "rpq engine", fmt_sig),
                    ("kb_read_per_query", "KB r/q", fmt_sig), ("kb_written_per_insert", "KB w/i", fmt_sig),
-                   ("cpu_us_per_query", "CPU µs/q", fmt_sig), ("context_switches_per_query", "cs/q", fmt_sig)]
+                   ("cpu_us_per_query", "CPU µs/q", fmt_sig), ("context_switches_per_query", "cs/q", fmt_sig),
+                   ("ops_per_s", "ops/s", _rate), ("kb_read_per_op", "KB r/op", fmt_sig),
+                   ("kb_written_per_op", "KB w/op", fmt_sig)]
+# shown only when a phase has the benchmark's own operation count (ioattr/model/per.py OP)
+OPS_SUMMARY = ("ops_per_s", "kb_read_per_op", "kb_written_per_op")
+
+
+def _summary_columns(summary: list[dict]) -> list[tuple]:
+    with_ops = any(r.get("ops") is not None for r in summary)
+    return [c for c in SUMMARY_COLUMNS if with_ops or c[0] not in OPS_SUMMARY]
+
+
+def summary_legend(summary: list[dict]) -> str:
+    """The per-phase table's legend: what each rate counts and what each "/x" divides by
+    (ioattr/model/per.py), so no number there is read against the benchmark's own wrongly."""
+    with_ops = any(r.get("ops") is not None for r in summary)
+    return ("legend: " + per.legend([("qps", "qps"), ("stmt/s", "statements_per_s")]
+                                    + ([("ops/s", "ops_per_s")] if with_ops else []),
+                                    [per.SELECT] + ([per.OP] if with_ops else []))
+            + "; ips: rows inserted/s; /i: per row inserted; rpq engine: the engine's own reads "
+              "(Innodb_data_reads); rates are per second of the phase")
 
 
 def summary_tables(summary: list[dict] | None, width: int) -> list[Table]:
@@ -78,10 +100,11 @@ def summary_tables(summary: list[dict] | None, width: int) -> list[Table]:
     (each repeats the phase column; no number is cut)."""
     if not summary:
         return []
-    cols = [Col(label, number=label != "phase") for _, label, _f in SUMMARY_COLUMNS]
+    columns = _summary_columns(summary)
+    cols = [Col(label, number=label != "phase") for _, label, _f in columns]
     rows = []
     for row in summary:
-        cells = [f(row.get(key)) for key, _, f in SUMMARY_COLUMNS]
+        cells = [f(row.get(key)) for key, _, f in columns]
         if row.get("open"):
             cells[0] += " (open)"
         rows.append(cells)
@@ -163,6 +186,7 @@ def render_table(report: dict, by: list[str], width: int | None = None,
     if summary:
         for t in summary:
             console.print(t)
+        console.print(escape(summary_legend(report.get("summary") or [])))
         for line in engine_phase_lines(report.get("summary") or []):
             console.print(escape(line))
         for line in _bulk_lines(report.get("summary") or []):

@@ -213,8 +213,11 @@ class IoattrCollector(Collector):
 
         # the metric keeps its name; what answers it is each engine's (base.SERVER_COUNTERS)
         misses = registry.status_counters("cache_misses")
-        for name, short, doc in (("ioattr_server_questions_total", "questions", "The server's Questions counter"),
-                                 ("ioattr_server_selects_total", "selects", "The server's Com_select counter"),
+        # ioattr/model/per.py: Questions are statements (sysbench's queries), a query is a SELECT
+        for name, short, doc in (("ioattr_server_questions_total", "questions", "The server's Questions counter "
+                                  "(statements: divide by it for per statement)"),
+                                 ("ioattr_server_selects_total", "selects", "The server's Com_select counter "
+                                  "(divide by it for per query, as ioattr report's r/q)"),
                                  ("ioattr_server_buffer_pool_reads_total", "cache_misses",
                                   f"The server's {' + '.join(v for c in misses for v in c.variables)} counter "
                                   f"({'; '.join(c.meaning for c in misses)})")):

@@ -251,14 +251,15 @@ class Snapshot:
         return float(pages[ops == "read"].sum())
 
     def per_query(self) -> dict[str, float] | None:
-        """Questions per second and reads per query, if known: storage reads (ioattr/model/storage.py,
-        the definition report, explain and the dashboards share) and InnoDB pages read, per
-        statement the server answered."""
+        """The server's rates and the IO per query, if known, in ioattr/model/per.py's terms (the
+        ones report, compare and explain use): qps counts SELECTs, statements_ps every statement
+        (Questions: sysbench's queries/s), and "per query" is per SELECT -- storage reads
+        (ioattr/model/storage.py), InnoDB pages read and the engine's own cache misses."""
         d = self.status_delta
         if not d or "questions" not in d:
             return None
-        q = d["questions"]
-        out = {"qps": q / self.seconds, "selects_ps": d.get("selects", 0) / self.seconds}
+        q = d.get("selects", 0)
+        out = {"qps": q / self.seconds, "statements_ps": d["questions"] / self.seconds}
         if q > 0:
             out["reads_per_query"] = self.totals("syscall", STORAGE_FILE_CLASSES).reads * self.seconds / q
             out["page_reads_per_query"] = self.page_reads() / q

@@ -176,9 +176,11 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     elif pq is None:
         lines.append("queries: no server counters (no server connection)")
     else:
-        line = f"queries {fmt_rate(pq['qps'])}/s (select {fmt_rate(pq['selects_ps'])}/s)"
+        # ioattr/model/per.py: statements are Questions, a query is a SELECT (as report's r/q)
+        line = f"statements {fmt_rate(pq['statements_ps'])}/s  SELECT {fmt_rate(pq['qps'])}/s"
         if "reads_per_query" in pq:
-            line += f"  reads/query {pq['reads_per_query']:.2f}  pages/query {pq['page_reads_per_query']:.2f}"
+            line += (f"  reads/SELECT {pq['reads_per_query']:.2f}"
+                     f"  pages/SELECT {pq['page_reads_per_query']:.2f}")
         lines.append(line)
     return lines
 

@@ -262,7 +262,8 @@ def test_report_rows_are_the_engines_between_the_servers() -> None:
         assert label and keys and all(k.split(":", 1)[0] in sources and k.split(":", 1)[1] for k in keys), label
     labels = [label for label, _ in COUNTER_ROWS]
     # the order the HTML report has always shown: statements, InnoDB's eight, then process and host
-    assert labels == ["queries (Com_select)", "rows inserted", "INSERT statements", "INSERT ... SELECT statements",
+    assert labels == ["queries (Com_select)", "statements (Questions)", "rows inserted", "INSERT statements",
+                      "INSERT ... SELECT statements",
                       "InnoDB data reads", "InnoDB data writes", "buffer pool reads (misses)",
                       "buffer pool read requests", "pages read ahead", "read-ahead evicted unused", "pages written",
                       "change-buffer merges", "RocksDB block cache misses", "RocksDB block cache hits",
@@ -272,9 +273,9 @@ def test_report_rows_are_the_engines_between_the_servers() -> None:
                       "buffers written by the background writer", "buffers written by backends",
                       "CPU seconds, user (traced processes)", "CPU seconds, system (traced processes)",
                       "context switches (traced processes)"]
-    assert COUNTER_ROWS[4:12] == tuple(a.report_counters)
-    assert COUNTER_ROWS[12:19] == tuple(MyrocksAdapter().report_counters)
-    assert COUNTER_ROWS[19:24] == tuple(registry.by_name("postgres").report_counters)
+    assert COUNTER_ROWS[5:13] == tuple(a.report_counters)
+    assert COUNTER_ROWS[13:20] == tuple(MyrocksAdapter().report_counters)
+    assert COUNTER_ROWS[20:25] == tuple(registry.by_name("postgres").report_counters)
 
 
 def test_advice_fields_fill_every_text() -> None:

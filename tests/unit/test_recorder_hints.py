@@ -24,3 +24,29 @@ def test_no_hint_where_it_is_not_relevant() -> None:
     # no statement seen (no server probes, or no server): nothing says the tail was idle
     assert phase_tail_hint("main", None, END, 1.0, wrapped=False, stop_reason="SIGINT") is None
 
+
+
+def test_ops_pattern_counts_into_the_phase_in_force(tmp_path) -> None:
+    """--ops-pattern: the number in group 'ops', else group 1, else 1 per line, added to the phase
+    whose span holds the time the line was read; 0 for a phase the pattern never matched in."""
+    import os
+    import re
+    import types
+
+    from ioattr.live.recorder import Recorder, RecordOptions, ops_from_match
+    from ioattr.collectors.targets import TargetSpec
+
+    assert ops_from_match(re.search(r"total number of events:\s+(\d+)", "    total number of events:   1154")) == 1154
+    assert ops_from_match(re.search(r"ops=(?P<ops>[\d,]+)", "ops=1,200 done")) == 1200
+    assert ops_from_match(re.search(r"request done", "a request done")) == 1
+    r = Recorder(RecordOptions(output=tmp_path / "rec", targets=TargetSpec(command=["true"]),
+                               ops_pattern=r"events:\s+(\d+)"))
+    writer = types.SimpleNamespace(meta={"phases": [{"name": "load", "start": 10.0, "end": 20.0},
+                                                    {"name": "run", "start": 20.0, "end": None},
+                                                    {"name": "idle", "start": 30.0, "end": None}]})
+    for at, n in ((12.0, 5.0), (21.0, 300.0), (25.0, 2.0)):
+        r._ops_seen.put((at, n))
+    r._take_ops(writer, final=True)  # type: ignore[arg-type]
+    assert [p.get("ops") for p in writer.meta["phases"]] == [5, 302, 0]
+    for fd in (r._wake_r, r._wake_w):
+        os.close(fd)

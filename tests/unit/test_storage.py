@@ -62,6 +62,32 @@ def test_phase_summary_terms() -> None:
     assert s["insert_stmts_ps"] == 34.9
     assert s["reads_per_query"] == 0.36         # 356.4 / 990, 4 significant digits
     assert s["engine_reads_per_query"] == 0.284
+    # without the server's Questions and the benchmark's ops, their terms are unknown, never 0
+    assert s["statements"] is None and s["statements_per_s"] is None and s["kb_read_per_op"] is None
+
+
+def test_denominators_are_named_once() -> None:
+    """ioattr/model/per.py: statements are Questions less ioattr's own (sysbench's queries: BEGIN,
+    COMMIT and prepared executions count), a query is a SELECT, an op is the benchmark's."""
+    from ioattr.model import per
+    from ioattr.output.render import render_table
+
+    c = {"status:Questions": 20074.0, "status:ioattr:Questions": 74.0, "status:Com_select": 14039.0,
+         "status:ioattr:Com_select": 39.0, "status:Com_commit": 999.0, "status:Com_rollback": 1.0}
+    assert per.statements(c) == 20000.0 and per.selects(c) == 14000.0 and per.transactions(c) == 1000.0
+    assert per.statements({}) is None and per.transactions({}) is None
+    st = PhaseStats("run", 0.0, 10.0, c)
+    st.reads, st.read_bytes, st.write_bytes, st.ops = 500.0, 500 * 16384.0, 1000 * 1024.0, 1000.0
+    s = st.summary()
+    assert (s["statements"], s["statements_per_s"], s["selects"], s["qps"]) == (20000, 2000.0, 14000, 1400.0)
+    assert (s["transactions"], s["tps"], s["ops"], s["ops_per_s"]) == (1000, 100.0, 1000, 100.0)
+    assert s["kb_read_per_op"] == 8.0 and s["kb_written_per_op"] == 1.0 and s["reads_per_op"] == 0.5
+    # the table names its denominators: a legend under it, the ops columns when a phase has ops
+    text = render_table({"recording": "r", "rows": [], "summary": [s]}, ["phase"], width=300)
+    assert "stmt/s" in text and "KB r/op" in text and "legend: qps: SELECTs per second" in text, text
+    assert "/q: per query = per SELECT" in text and "/op: the benchmark's own operations" in text, text
+    s.update(ops=None)
+    assert "KB r/op" not in render_table({"recording": "r", "rows": [], "summary": [s]}, ["phase"], width=300)
 
 
 def test_significant_digits() -> None:
@@ -86,3 +112,23 @@ def test_ioattrs_own_statements_are_never_storage_io() -> None:
     con.execute("INSERT INTO io VALUES ('syscall', 'tmp', NULL, 1), ('syscall', 'tmp', 7, 10), "
                 f"('syscall', 'tmp', {DIGEST_INTERNAL}, 100), ('block', 'tmp', 7, 1000)")
     assert con.execute(f"SELECT sum(count) FROM io WHERE {storage.storage_sql('io')}").fetchone()[0] == 11
+
+
+def test_own_statements_are_the_sessions_over_reconnects() -> None:
+    """collectors/counters.py: ioattr's own SELECTs and statements are its connection's session
+    Com_select and Questions, summed over reconnects (a new session starts from 0)."""
+    from ioattr.collectors.counters import OWN_SELECTS, OWN_STATEMENTS, CounterCollector, _Server
+
+    class Conn:
+        def __init__(self, answers: list[tuple[int, int]]) -> None:
+            self.answers = answers
+
+        def query(self, sql: str) -> list[tuple]:
+            assert sql.startswith("SHOW SESSION STATUS")
+            sel, q = self.answers.pop(0)
+            return [("Com_select", str(sel)), ("Questions", str(q))]
+
+    st = _Server(pid=1)
+    conn = Conn([(3, 10), (7, 25), (2, 4)])  # the third read is on a new connection
+    got = [dict((n, v) for n, v, _ in CounterCollector._own_selects(st, conn)) for _ in range(3)]
+    assert [g[OWN_SELECTS] for g in got] == [3, 7, 9] and [g[OWN_STATEMENTS] for g in got] == [10, 25, 29]
