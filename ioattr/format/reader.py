@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 
@@ -139,6 +139,8 @@ def _first_line(e: BaseException) -> str:
 
 CHECK_BATCH_ROWS = 65_536
 
+T = TypeVar("T")
+
 
 def damaged_part(con: "duckdb.DuckDBPyConnection", path: Path) -> str | None:
     """Why `path` can't be read whole as Parquet (one line), None if it can: its sizes
@@ -192,6 +194,7 @@ class Recording:
         self._kinds: dict[str, str] = {}
         self._bad: set[Path] = set()        # damaged parts, left out
         self._verified: set[Path] = set()   # parts read whole without error
+        self._memo: dict[Any, Any] = {}     # derived values (memo()), until the files change
         warned: set[str] = set()
 
         def warn_once(msg: str) -> None:
@@ -235,6 +238,14 @@ class Recording:
                 ssts.append((str(path), str(idx[0]["index"])))
         if ssts:
             self.con.executemany("INSERT INTO sst_index_names VALUES (?, ?)", ssts)
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """compute()'s value, once per recording and key: a command that asks for the same
+        derived numbers again (explain's phase statistics for every phase, then for its two
+        sides) reads the data once. Forgotten whenever the tables are listed again."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""
@@ -296,6 +307,7 @@ class Recording:
         with a warning, and the chunks a damaged segment covers are read instead if they
         are still there: whatever happened to one file, the others are reported."""
         warn = warn or self._warn
+        self._memo = {}
         for table, schema in TABLES.items():
             tdir = self.path / table
             if tdir.exists() and not tdir.is_dir():
