@@ -48,9 +48,12 @@ def _counters(rec: Recording) -> _Counters:
         out: _Counters = {}
         if not rec.has_table("counters"):
             return out
-        rows = rec.query(
-            "SELECT phase, source, name, pid, arg_max(value, ts), max(ts), arg_min(value, ts), min(ts), "
-            "max(value) FROM counters WHERE value IS NOT NULL GROUP BY ALL")
+        # kept beside the recording for the next command too (Recording.derived)
+        table = rec.derived("counter_phases", (
+            "SELECT phase, source, name, pid, arg_max(value, ts) AS last_v, max(ts) AS last_ts, "
+            "arg_min(value, ts) AS first_v, min(ts) AS first_ts, max(value) AS max_v "
+            "FROM counters WHERE value IS NOT NULL GROUP BY ALL"), ("counters",))
+        rows = rec.query(f"SELECT * FROM {table}")
         for phase, src, name, pid, last_v, last_ts, first_v, first_ts, max_v in rows:
             k = _Key(float(last_v), float(last_ts), float(first_v), float(first_ts), float(max_v))
             keys = out.setdefault(phase, {})
@@ -144,7 +147,7 @@ def io_sums(rec: Recording, phase: str) -> IoSums:
         for ph, r, rb, w, wb, ops in rec.query(
                 f"SELECT phase, sum(count) FILTER ({st} AND op = 'read'), sum(bytes) FILTER ({st} AND op = 'read'), "
                 f"sum(count) FILTER ({st} AND op = 'write'), sum(bytes) FILTER ({st} AND op = 'write'), "
-                "sum(count) FILTER (layer = 'syscall') FROM io GROUP BY phase"):
+                f"sum(count) FILTER (layer = 'syscall') FROM {rec.totals('io')} io GROUP BY phase"):
             out[ph] = IoSums(float(r or 0), float(rb or 0), float(w or 0), float(wb or 0), float(ops or 0))
         return out
     return rec.memo(("phase_sums", "io"), compute).get(phase) or IoSums()

@@ -142,3 +142,48 @@ def test_io_sums_equal_the_per_phase_query(rec: Recording) -> None:
         assert (st.writes, st.write_bytes) == tuple(float(x) for x in want.get("write", (0, 0)))
         ops = rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'", [phase])
         assert st.io_ops == float(ops[0][0])
+
+
+def _report(path: Path, by: list[str]) -> list[dict]:
+    from ioattr.analysis.report import ReportRequest, build_report
+
+    return build_report(Recording(path), ReportRequest(by=by))["rows"]
+
+
+def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Path) -> None:
+    """The sums over time written beside the recording (ioattr/format/derived.py) give the same
+    report as the rows they sum; a later command reads them; a part that changes, or a derived file
+    that is damaged or not the owner's alone, makes them computed again."""
+    import os
+    import stat
+
+    from ioattr.format.derived import DIR
+
+    path = _write(tmp_path / "rec")
+    with_rows = _report(path, ["file", "phase", "op"])
+    d = path / DIR
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    files = sorted(d.glob("io_totals-*"))
+    assert len(files) == 1
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+    # no intervals in them: one row per key
+    rec = Recording(path)
+    n_rows, n_keys = rec.query("SELECT count(*) FROM io")[0][0], rec.query(f"SELECT count(*) FROM {rec.totals('io')}")[0][0]
+    assert n_keys < n_rows
+    mtime = files[0].stat().st_mtime_ns
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    assert files[0].stat().st_mtime_ns == mtime            # read, not written again
+    # a part that changed: new sums, the old file removed
+    part = next((path / "io").glob("*.parquet"))
+    os.utime(part, ns=(part.stat().st_atime_ns, part.stat().st_mtime_ns + 1))
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    now = sorted(d.glob("io_totals-*"))
+    assert len(now) == 1 and now != files
+    # a damaged derived file is left aside and written anew
+    now[0].write_bytes(b"PAR1 not parquet PAR1")
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    # a derived file others may write is not read
+    now = sorted(d.glob("io_totals-*"))
+    os.chmod(now[0], 0o666)
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    assert stat.S_IMODE(sorted(d.glob("io_totals-*"))[0].stat().st_mode) == 0o600
