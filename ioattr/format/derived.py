@@ -19,6 +19,7 @@ be written or read is no derived file: the command computes the sums as before.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -108,6 +109,68 @@ def store(con, rec: Path, name: str, k: str, relation: str) -> None:
             if old.name.startswith(f"{name}-") and old.name.endswith(".parquet") and old != target:
                 old.unlink(missing_ok=True)
     except Exception:       # noqa: BLE001 - a derived file is an optimisation: never the command's failure
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+# -- parts already checked ----------------------------------------------------------------
+# Every part is checked (partcheck.py: its footer and every page header, ~0.3 s CPU for a
+# compacted day) before DuckDB reads it. Parts are immutable, so a part that passed stays
+# good while its name, size, mtime and inode are the same: CHECKED lists those, and a later
+# command skips the check for them.
+CHECKED = "checked.json"
+
+
+def _identity(p: Path) -> list[int] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def checked_parts(rec: Path) -> dict[str, list[int]]:
+    """"table/name" -> identity of the parts a command of this user found good."""
+    d = directory(rec, create=False)
+    if d is None:
+        return {}
+    f = d / CHECKED
+    try:
+        if not _own(os.lstat(f), stat.S_ISREG):
+            return {}
+        got = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def known_good(p: Path, checked: dict[str, list[int]]) -> bool:
+    """Whether part `p` is listed as checked, unchanged since."""
+    want = checked.get(f"{p.parent.name}/{p.name}")
+    return want is not None and want == _identity(p)
+
+
+def remember_checked(rec: Path, parts: list[Path], checked: dict[str, list[int]]) -> None:
+    """List `parts` (all found good) as checked, when that changes the list; never an error."""
+    now = {}
+    for p in parts:
+        ident = _identity(p)
+        if ident is not None:
+            now[f"{p.parent.name}/{p.name}"] = ident
+    if now == checked:
+        return
+    d = directory(rec, create=True)
+    if d is None:
+        return
+    tmp = d / f".{CHECKED}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(now, out)
+        os.replace(tmp, d / CHECKED)
+    except OSError:
         try:
             tmp.unlink(missing_ok=True)
         except OSError:

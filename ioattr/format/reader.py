@@ -377,6 +377,8 @@ class Recording:
         are still there: whatever happened to one file, the others are reported."""
         warn = warn or self._warn
         self._memo = {}
+        # parts a command of ours already checked, unchanged since: not checked again
+        checked = derived_files.checked_parts(self.path)
         for table, schema in TABLES.items():
             tdir = self.path / table
             if tdir.exists() and not tdir.is_dir():
@@ -384,7 +386,8 @@ class Recording:
             if table in self._kinds:
                 self.con.execute(f"DROP {self._kinds.pop(table)} {table}")
             while True:
-                good = snapshot(tdir, warn, locked=True, exclude=self._bad)
+                good = snapshot(tdir, warn, locked=True, exclude=self._bad,
+                                known_good=lambda p: derived_files.known_good(p, checked))
                 if not good or self._create_view(table, schema, good, warn):
                     break
             self.chunk_counts[table] = len(good)
@@ -393,6 +396,7 @@ class Recording:
                 cols = ", ".join(f'"{f.name}" {duck_type(f.type)}' for f in schema)
                 self.con.execute(f"CREATE TABLE {table} ({cols})")
                 self._kinds[table] = "TABLE"
+        derived_files.remember_checked(self.path, [f for fs in self._files.values() for f in fs], checked)
 
     def _create_view(self, table: str, schema, files: list[Path], warn) -> bool:
         """The view over `files`; False when some of them turned out damaged (now in

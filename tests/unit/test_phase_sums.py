@@ -165,6 +165,11 @@ def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Pa
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
     files = sorted(d.glob("io_totals-*"))
     assert len(files) == 1
+    # the parts partcheck passed, listed so that the next command does not check them again
+    checked = json.loads((d / "checked.json").read_text())
+    assert sorted(checked) == sorted(f"{p.parent.name}/{p.name}" for t in ("io", "counters")
+                                     for p in (path / t).glob("*.parquet"))
+    assert stat.S_IMODE((d / "checked.json").stat().st_mode) == 0o600
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
     # no intervals in them: one row per key
     rec = Recording(path)
