@@ -114,7 +114,7 @@ def summary(samples: list[tuple[float, float, int]]) -> dict:
 
 def shape(rec: Path) -> dict:
     out: dict = {}
-    for d in sorted(p for p in rec.iterdir() if p.is_dir()):
+    for d in sorted(p for p in rec.iterdir() if p.is_dir() and not p.name.startswith(".")):  # not .derived
         files = [f for f in d.iterdir() if f.name.endswith(".parquet")]
         out[d.name] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files),
                        "segments": sum(1 for f in files if f.name.startswith("seg")),
