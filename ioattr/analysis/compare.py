@@ -226,8 +226,8 @@ def _layer_totals(rec: Recording) -> dict[tuple[str, str, str], tuple[float, flo
     """(phase, layer, op) -> (count, bytes) of the block and pagecache layers, every file."""
     out = {}
     for phase, layer, op, n, b in rec.query(
-            "SELECT phase, layer, op, sum(count), sum(bytes) FROM io WHERE layer IN ('block', 'pagecache') "
-            "AND op IN ('read', 'write') GROUP BY ALL"):
+            f"SELECT phase, layer, op, sum(count), sum(bytes) FROM {rec.totals('io')} io "
+            "WHERE layer IN ('block', 'pagecache') AND op IN ('read', 'write') GROUP BY ALL"):
         out[(phase, layer, op)] = (float(n or 0), float(b or 0))
     return out
 

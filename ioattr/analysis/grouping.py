@@ -141,7 +141,8 @@ def _io_rows(rec: Recording, dims: list[str], req: ReportRequest) -> list[dict]:
     measures = "coalesce(sum(count), 0)::BIGINT AS n, coalesce(sum(bytes), 0)::BIGINT AS b, " + ", ".join(
         f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
     where, params = _where(req, expr["layer"])
-    sql = (f"SELECT {select}, {measures} FROM io "
+    # the io table summed over time (Recording.totals): the same groups from far fewer rows
+    sql = (f"SELECT {select}, {measures} FROM {rec.totals('io')} io "
            f"{'WHERE ' + ' AND '.join(where) if where else ''} "
            f"GROUP BY ALL ORDER BY b DESC, n DESC, {', '.join(str(i + 1) for i in range(len(group)))}")
     rows = []
@@ -175,7 +176,9 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     all_pg = [d for d in DIMENSIONS if d in PAGE_ONLY] + ["page_file_class"]
     doublewrite = "file_class" in dims
     # pages.dev/ino name the file of the IO; recordings from before they existed join by path
-    fmap = ("LEFT JOIN (SELECT file, arg_min(dev, ino) AS dev, min(ino) AS ino FROM io "
+    # io and pages summed over time (Recording.totals): no query here needs the intervals
+    io_t, pages_t = rec.totals("io"), rec.totals("pages")
+    fmap = (f"LEFT JOIN (SELECT file, arg_min(dev, ino) AS dev, min(ino) AS ino FROM {io_t} io "
             "WHERE layer = 'syscall' AND file IS NOT NULL GROUP BY file) fm ON fm.file = pages.file")
     if _has_column(rec, "pages", "ino"):
         p_dev, p_ino = "CASE WHEN pages.ino IS NULL THEN fm.dev ELSE pages.dev END", "coalesce(pages.ino, fm.ino)"
@@ -191,7 +194,7 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     pg_select = ", ".join(f"{sql_for(d, 'pages')} AS {d}" for d in all_pg if d != "page_file_class")
     pg_select += ", CASE WHEN pages.file_class = 'doublewrite' THEN 'doublewrite' END AS page_file_class"
     page_sql = (f"SELECT {p_key}, {pg_select}, coalesce(sum(pages.pages), 0)::BIGINT, "
-                f"coalesce(sum(pages.bytes), 0)::BIGINT FROM pages {fmap} "
+                f"coalesce(sum(pages.bytes), 0)::BIGINT FROM {pages_t} pages {fmap} "
                 f"{'WHERE ' + ' AND '.join(p_where) if p_where else ''} GROUP BY ALL")
     nk = len(JOIN_KEY)
     i_dev, i_ino = JOIN_KEY.index("dev"), JOIN_KEY.index("ino")
@@ -209,7 +212,7 @@ def _split_rows(rec: Recording, dims: list[str], req: ReportRequest) -> tuple[li
     io_expr = {d: sql_for(d, "io") for d in all_io}
     where, params = _where(req, io_expr["layer"])
     src = (f"(SELECT *, (layer = 'syscall' AND (dev || '/' || ino) IN (SELECT fk FROM _page_files)) AS m "
-           f"FROM io {'WHERE ' + ' AND '.join(where) if where else ''}) io")
+           f"FROM {io_t} io {'WHERE ' + ' AND '.join(where) if where else ''}) io")
     sums = "coalesce(sum(count), 0)::BIGINT, coalesce(sum(bytes), 0)::BIGINT"
     hists = ", ".join(f"coalesce(sum({c}), 0)::BIGINT" for c in HIST_COLUMNS)
     cells: dict[tuple, list] = {}   # -> [count, bytes, pages, histogram or None once split]

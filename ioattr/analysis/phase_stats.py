@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ioattr.analysis import phase_sums
+from ioattr.analysis.phase_sums import io_sums, statement_counts
 from ioattr.analysis.grouping import ReportRequest, report_rows
 from ioattr.analysis.rec_state import last_data_time
 from ioattr.engines import registry
@@ -188,28 +190,8 @@ def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) ->
     `<source>_last:<name>` (value at the phase's end) and `<source>_max:<name>`.
     Servers and host keys are summed (one benchmark, one server is the norm); `pids` keeps only
     those processes' rows (e.g. the servers' own CPU, without a wrapped client's)."""
-    if not rec.has_table("counters"):
-        return {}
-    names = rec.phase_names()
-    prev = names[: names.index(phase)]
-    only = "" if pids is None else f"AND pid IN ({', '.join(str(int(p)) for p in pids) or 'NULL'}) "
-    rows = rec.query(
-        "WITH c AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
-        f"           WHERE value IS NOT NULL {only}), "
-        "cur AS (SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
-        "               max(value) AS max_v FROM c WHERE phase = ? GROUP BY ALL), "
-        "before AS (SELECT source, name, pid, arg_max(value, ts) AS prev_v FROM c "
-        "           WHERE list_contains(?, phase) GROUP BY ALL) "
-        "SELECT cur.source, cur.name, sum(cur.last_v - coalesce(before.prev_v, cur.first_v)), "
-        "       sum(cur.last_v), sum(cur.max_v) "
-        "FROM cur LEFT JOIN before USING (source, name, pid) GROUP BY ALL",
-        [phase, prev])
-    out: dict[str, float] = {}
-    for src, name, delta, last, mx in rows:
-        out[f"{src}:{name}"] = float(delta)     # cumulative counters: what the phase added
-        out[f"{src}_last:{name}"] = float(last)  # gauges: the value at the phase's end
-        out[f"{src}_max:{name}"] = float(mx)     # gauges: the phase's peak
-    return out
+    # every phase's in one scan of the counters table, kept for the command (phase_sums.py)
+    return phase_sums.counter_deltas(rec, phase, pids)
 
 
 def table_sizes(rec: Recording, phase: str) -> dict[str, dict[str, int]]:
@@ -219,21 +201,7 @@ def table_sizes(rec: Recording, phase: str) -> dict[str, dict[str, int]]:
     it; a table that first shows up after the first read is new: it grew from 0."""
     if not rec.has_table("counters"):
         return {}
-    names = rec.phase_names()
-    prev = names[: names.index(phase)]
-    rows = rec.query(
-        "WITH t AS (SELECT name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
-        "           WHERE source = 'table_files' AND value IS NOT NULL), "
-        "t0 AS (SELECT pid, min(ts) AS first_read FROM t GROUP BY pid), "
-        "cur AS (SELECT name, pid, arg_max(value, ts) AS last_v, min(ts) AS first_ts, "
-        "               arg_min(value, ts) AS first_v FROM t WHERE phase = ? GROUP BY ALL), "
-        "before AS (SELECT name, pid, arg_max(value, ts) AS prev_v FROM t "
-        "           WHERE list_contains(?, phase) GROUP BY ALL) "
-        "SELECT name, sum(coalesce(cur.last_v, before.prev_v)), "
-        "       sum(CASE WHEN cur.name IS NULL THEN 0 ELSE cur.last_v - coalesce(before.prev_v, "
-        "           CASE WHEN cur.first_ts > t0.first_read THEN 0 ELSE cur.first_v END) END) "
-        "FROM cur FULL OUTER JOIN before USING (name, pid) JOIN t0 USING (pid) GROUP BY name",
-        [phase, prev])
+    rows = phase_sums.table_size_rows(rec, phase)   # from the same one scan as counter_deltas
     out: dict[str, dict[str, int]] = {}
     for name, last, change in rows:  # every table known by the phase's end: its size then
         table, _, what = str(name).rpartition(":")
@@ -279,18 +247,12 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     ops = next((m.get("ops") for m in rec.meta.get("phases") or [] if m.get("name") == phase), None)
     if isinstance(ops, (int, float)):
         st.ops = float(ops)
-    for op, n, b in rec.query(
-            f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "
-            "AND op IN ('read', 'write') GROUP BY op", [phase]):
-        if op == "read":
-            st.reads, st.read_bytes = float(n or 0), float(b or 0)
-        else:
-            st.writes, st.write_bytes = float(n or 0), float(b or 0)
+    # every phase's sums in one scan of io (and of statements), kept for the command
+    io = io_sums(rec, phase)
+    st.reads, st.read_bytes, st.writes, st.write_bytes = io.reads, io.read_bytes, io.writes, io.write_bytes
     if rec.has_table("statements"):
-        st.statement_counts = {k: float(v) for k, v in rec.query(
-            "SELECT kind, sum(count) FROM statements WHERE phase = ? GROUP BY kind", [phase])}
-    st.io_ops = float(rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'",
-                                [phase])[0][0])
+        st.statement_counts = statement_counts(rec, phase)
+    st.io_ops = io.io_ops
 
     def io_rows() -> list[dict[str, Any]]:
         return report_rows(rec, ReportRequest(by=["file_class", "role"], phase=phase, layer="syscall"))[0]

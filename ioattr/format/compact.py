@@ -229,15 +229,17 @@ def readable_live(parts: list[Part], warn: Warn = _stderr_warn,
 
 
 def snapshot(table_dir: Path, warn: Warn = _stderr_warn, locked: bool = False,
-             exclude: "set[Path] | frozenset[Path]" = frozenset()) -> list[Path]:
+             exclude: "set[Path] | frozenset[Path]" = frozenset(),
+             known_good: Callable[[Path], bool] = lambda p: False) -> list[Path]:
     """The files a reader should read now: live parts that are complete Parquet files.
 
     Listed under a shared lock (taken here unless the caller holds it), so never in
     the middle of a compactor's rename or deletions; damaged files (and those in
-    `exclude`, found damaged by the caller) are reported and left out (never fatal)."""
+    `exclude`, found damaged by the caller) are reported and left out (never fatal).
+    `known_good`: parts an earlier check found good, unchanged since (derived.py)."""
     with contextlib.nullcontext() if locked else dir_lock(table_dir, fcntl.LOCK_SH):
         parts = [p for p in scan(table_dir) if p.path not in exclude]
-        good, bad = readable_live(parts, warn)
+        good, bad = readable_live(parts, warn, lambda p: known_good(p.path) or usable_part(p))
     for p in bad:
         why = part_damage(p)
         warn(f"skipping damaged {'chunk' if p.level == 0 else 'segment'} {p.path}" + (f": {why}" if why else ""))

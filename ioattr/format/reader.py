@@ -26,11 +26,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 
 from ioattr.errors import RuntimeFailure, UsageError
+from ioattr.format import derived as derived_files
 from ioattr.format import duck
 from ioattr.format.compact import dir_lock, snapshot
 from ioattr.format.schema import FORMAT, NULL_WHEN_ABSENT, TABLES, duck_type
@@ -139,6 +140,15 @@ def _first_line(e: BaseException) -> str:
 
 CHECK_BATCH_ROWS = 65_536
 
+T = TypeVar("T")
+
+
+def part_ok(path: Path) -> bool:
+    """Whether a Parquet file's sizes are sane (partcheck.py): checked before DuckDB reads it."""
+    from ioattr.format.partcheck import part_problem
+
+    return part_problem(path) is None
+
 
 def damaged_part(con: "duckdb.DuckDBPyConnection", path: Path) -> str | None:
     """Why `path` can't be read whole as Parquet (one line), None if it can: its sizes
@@ -192,6 +202,9 @@ class Recording:
         self._kinds: dict[str, str] = {}
         self._bad: set[Path] = set()        # damaged parts, left out
         self._verified: set[Path] = set()   # parts read whole without error
+        self._memo: dict[Any, Any] = {}     # derived values (memo()), until the files change
+        self._derived_defs: dict[str, tuple[str, tuple[str, ...]]] = {}   # derived(): name -> (sql, tables)
+        self._making: set[str] = set()      # derived tables being made (their query names them)
         warned: set[str] = set()
 
         def warn_once(msg: str) -> None:
@@ -236,6 +249,53 @@ class Recording:
         if ssts:
             self.con.executemany("INSERT INTO sst_index_names VALUES (?, ?)", ssts)
 
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """compute()'s value, once per recording and key: a command that asks for the same
+        derived numbers again (explain's phase statistics for every phase, then for its two
+        sides) reads the data once. Forgotten whenever the tables are listed again."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def derived(self, name: str, sql: str, tables: tuple[str, ...]) -> str:
+        """A table `name` holding `sql`'s result over `tables` (a sum over time of 40M rows,
+        say), for the command's lifetime: read from the recording's derived file when one
+        was made from these same parts by this same query, else computed (and written for the
+        next command). Returns the name to select from. See ioattr/format/derived.py."""
+        self._derived_defs[name] = (sql, tables)
+
+        def compute() -> str:
+            with self._locked():
+                if self._stale():
+                    self._open_tables()
+                k = derived_files.key(sql, [f for t in tables for f in self._files.get(t, [])])
+                hit = derived_files.lookup(self.path, name, k) if k else None
+                if hit is not None and part_ok(hit):
+                    try:
+                        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM read_parquet({_lit(hit)})")
+                        return name
+                    except DUCKDB_ERRORS:
+                        pass        # unreadable after all: computed below, and written anew
+            self._making.add(name)
+            try:
+                self.query(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+            finally:
+                self._making.discard(name)
+            with self._locked():
+                # the parts it was made from (a damaged one found by the query is now left out)
+                k = derived_files.key(sql, [f for t in tables for f in self._files.get(t, [])])
+                if k and not self._stale():
+                    derived_files.store(self.con, self.path, name, k, name)
+            return name
+        return self.memo(("derived", name), compute)
+
+    def totals(self, table: str) -> str:
+        """`table` (io or pages) summed over time: the same columns but the timestamps, one row
+        per distinct key, to group instead of the table whenever the query needs no time."""
+        cols = [r[0] for r in self.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]).fetchall()]
+        return self.derived(f"{table}_totals", derived_files.totals_sql(table, cols), (table,))
+
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""
         return self.chunk_counts.get(table, 0) > 0
@@ -247,12 +307,17 @@ class Recording:
             if self._stale():
                 self._open_tables()
             while True:
+                # derived tables the query reads, made again once the files were listed again
+                self._refresh_derived(sql)
                 try:
                     return self.con.execute(sql, params or []).fetchall()
                 except DUCKDB_ERRORS as e:
                     # a file that is damaged inside (its footer was fine): find it, leave it
-                    # out and ask again; an error no file explains is raised as it is
-                    used = [(t, fs) for t, fs in self._files.items() if re.search(rf"\b{t}\b", sql)]
+                    # out and ask again; an error no file explains is raised as it is. A derived
+                    # table stands for its query over the files (hunt), so that it is the files
+                    # that are tried
+                    hunt = self._expand_derived(sql)
+                    used = [(t, fs) for t, fs in self._files.items() if re.search(rf"\b{t}\b", hunt)]
                     if not any([self._find_damaged(t, fs, self._warn) for t, fs in used]):
                         if isinstance(e, duckdb.OutOfMemoryException):
                             limit = self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
@@ -262,12 +327,27 @@ class Recording:
                         # every file reads whole, yet the query fails: a file whose values or
                         # types are damaged (a flipped bit makes a count 2^63, a column BLOB), or
                         # one only a filtered read trips on; find it by the query itself
-                        found = any([self._find_poisoning(t, fs, sql, params, self._warn) for t, fs in used])
+                        found = any([self._find_poisoning(t, fs, hunt, params, self._warn) for t, fs in used])
                         self._open_tables()
                         if not found:
                             raise
                         continue
                     self._open_tables()
+
+    def _derived_in(self, sql: str) -> list[str]:
+        """The derived tables `sql` reads (not the one it makes)."""
+        return [n for n in self._derived_defs if n not in self._making and re.search(rf"\b{n}\b", sql)]
+
+    def _refresh_derived(self, sql: str) -> None:
+        for name in self._derived_in(sql):
+            if ("derived", name) not in self._memo:
+                self.derived(name, *self._derived_defs[name])
+
+    def _expand_derived(self, sql: str) -> str:
+        """`sql` with each derived table replaced by the query that makes it."""
+        for name in self._derived_in(sql):
+            sql = re.sub(rf"\b{name}\b", lambda _: f"({self._derived_defs[name][0]})", sql)
+        return sql
 
     def _stale(self) -> bool:
         """Whether a file we listed is gone (one directory read per table)."""
@@ -296,6 +376,9 @@ class Recording:
         with a warning, and the chunks a damaged segment covers are read instead if they
         are still there: whatever happened to one file, the others are reported."""
         warn = warn or self._warn
+        self._memo = {}
+        # parts a command of ours already checked, unchanged since: not checked again
+        checked = derived_files.checked_parts(self.path)
         for table, schema in TABLES.items():
             tdir = self.path / table
             if tdir.exists() and not tdir.is_dir():
@@ -303,7 +386,8 @@ class Recording:
             if table in self._kinds:
                 self.con.execute(f"DROP {self._kinds.pop(table)} {table}")
             while True:
-                good = snapshot(tdir, warn, locked=True, exclude=self._bad)
+                good = snapshot(tdir, warn, locked=True, exclude=self._bad,
+                                known_good=lambda p: derived_files.known_good(p, checked))
                 if not good or self._create_view(table, schema, good, warn):
                     break
             self.chunk_counts[table] = len(good)
@@ -312,6 +396,7 @@ class Recording:
                 cols = ", ".join(f'"{f.name}" {duck_type(f.type)}' for f in schema)
                 self.con.execute(f"CREATE TABLE {table} ({cols})")
                 self._kinds[table] = "TABLE"
+        derived_files.remember_checked(self.path, [f for fs in self._files.values() for f in fs], checked)
 
     def _create_view(self, table: str, schema, files: list[Path], warn) -> bool:
         """The view over `files`; False when some of them turned out damaged (now in

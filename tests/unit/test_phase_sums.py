@@ -1,0 +1,194 @@
+"""Per-phase sums read in one pass (ioattr/analysis/phase_sums.py) equal the per-phase queries
+they replaced, on a recording with the awkward cases: counters a phase lacks, several processes
+and host rows (pid NULL), values that fall, tables that appear mid-recording, a phase with no
+rows at all, and `pids` filters. The replaced queries are kept here as the definition."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from ioattr.analysis.phase_stats import counter_deltas, phase_stats, table_sizes
+from ioattr.format.reader import Recording
+from ioattr.format.recording import RecordingWriter
+from ioattr.format.schema import HIST_COLUMNS, IO_SCHEMA
+
+PHASES = ["load", "empty", "q1", "q2"]
+T0 = 1_700_000_000.0
+
+
+def _write(path: Path) -> Path:
+    rng = random.Random(7)
+    w = RecordingWriter.create(path, targets=["pid 10"], interval=1.0, phase=PHASES[0],
+                               probe_sets=["syscalls"], degraded={})
+    w.auto_compact = False
+    w.meta["phases"][0]["start"] = T0
+    counters, io = [], []
+    t = T0
+    for i, phase in enumerate(PHASES):
+        if i:
+            w.start_phase(phase, at=t)
+        for _ in range(0 if phase == "empty" else 12):
+            t += 1.0
+            for pid in (10, 11, None):
+                for name in ("Com_select", "Innodb_data_reads", "Threads_running"):
+                    if rng.random() < 0.8:  # some snapshots lack some counters
+                        counters.append((t, phase, pid, "status", name, float(rng.randint(0, 10_000)), None))
+            for table in ("db.t1", "db.t2", "db.t3"):
+                # db.t3 is listed from q1 on only; sizes fall and grow
+                if (table != "db.t3" or phase.startswith("q")) and rng.random() < 0.5:
+                    for what in ("bytes", "allocated"):
+                        counters.append((t, phase, 10, "table_files", f"{table}:{what}",
+                                         float(rng.randint(1, 1 << 30)), None))
+            counters.append((t, phase, 10, "status", "Com_insert", None, "text"))  # value NULL: left out
+            row = {f.name: None for f in IO_SCHEMA}
+            row.update(ts_start=t - 1, ts_end=t, phase=phase, layer=rng.choice(["syscall", "block"]),
+                       op=rng.choice(["read", "write", "fsync"]), pid=10, tid=10, process="mariadbd",
+                       thread="mariadbd", role="connection", file_class=rng.choice(["tablespace", "redo_log"]),
+                       dev="8:0", ino=7, file="/d/t1.ibd", count=rng.randint(1, 100),
+                       bytes=rng.randint(1, 1 << 20), lat_sum_ns=0, **dict.fromkeys(HIST_COLUMNS, 0))
+            io.append(row)
+        t += 1.0
+    w.add_columns({f.name: [r[f.name] for r in io] for f in IO_SCHEMA})
+    cols = ("ts", "phase", "pid", "source", "name", "value", "text")
+    w.add_columns({c: [r[i] for r in counters] for i, c in enumerate(cols)}, table="counters")
+    w.close()
+    meta = json.loads((path / "meta.json").read_text())
+    meta["phases"][-1]["end"] = t
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
+def _deltas_sql(rec: Recording, phase: str, pids: list[int] | None) -> dict[str, float]:
+    names = rec.phase_names()
+    only = "" if pids is None else f"AND pid IN ({', '.join(str(int(p)) for p in pids) or 'NULL'}) "
+    rows = rec.query(
+        "WITH c AS (SELECT source, name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
+        f"           WHERE value IS NOT NULL {only}), "
+        "cur AS (SELECT source, name, pid, arg_max(value, ts) AS last_v, arg_min(value, ts) AS first_v, "
+        "               max(value) AS max_v FROM c WHERE phase = ? GROUP BY ALL), "
+        "before AS (SELECT source, name, pid, arg_max(value, ts) AS prev_v FROM c "
+        "           WHERE list_contains(?, phase) GROUP BY ALL) "
+        "SELECT cur.source, cur.name, sum(cur.last_v - coalesce(before.prev_v, cur.first_v)), "
+        "       sum(cur.last_v), sum(cur.max_v) "
+        "FROM cur LEFT JOIN before USING (source, name, pid) GROUP BY ALL",
+        [phase, names[: names.index(phase)]])
+    out = {}
+    for src, name, delta, last, mx in rows:
+        out[f"{src}:{name}"], out[f"{src}_last:{name}"], out[f"{src}_max:{name}"] = delta, last, mx
+    return out
+
+
+def _sizes_sql(rec: Recording, phase: str) -> dict[str, tuple[int, int]]:
+    names = rec.phase_names()
+    rows = rec.query(
+        "WITH t AS (SELECT name, coalesce(pid, 0) AS pid, value, ts, phase FROM counters "
+        "           WHERE source = 'table_files' AND value IS NOT NULL), "
+        "t0 AS (SELECT pid, min(ts) AS first_read FROM t GROUP BY pid), "
+        "cur AS (SELECT name, pid, arg_max(value, ts) AS last_v, min(ts) AS first_ts, "
+        "               arg_min(value, ts) AS first_v FROM t WHERE phase = ? GROUP BY ALL), "
+        "before AS (SELECT name, pid, arg_max(value, ts) AS prev_v FROM t "
+        "           WHERE list_contains(?, phase) GROUP BY ALL) "
+        "SELECT name, sum(coalesce(cur.last_v, before.prev_v)), "
+        "       sum(CASE WHEN cur.name IS NULL THEN 0 ELSE cur.last_v - coalesce(before.prev_v, "
+        "           CASE WHEN cur.first_ts > t0.first_read THEN 0 ELSE cur.first_v END) END) "
+        "FROM cur FULL OUTER JOIN before USING (name, pid) JOIN t0 USING (pid) GROUP BY name",
+        [phase, names[: names.index(phase)]])
+    return {n: (int(last or 0), int(change or 0)) for n, last, change in rows}
+
+
+@pytest.fixture(scope="module")
+def rec(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    return Recording(_write(tmp_path_factory.mktemp("sums") / "rec"))
+
+
+@pytest.mark.parametrize("pids", [None, [10], [11, 10], [12], []])
+def test_counter_deltas_equal_the_per_phase_query(rec: Recording, pids: list[int] | None) -> None:
+    for phase in PHASES:
+        want = _deltas_sql(rec, phase, pids)
+        got = counter_deltas(rec, phase, pids)
+        assert got.keys() == want.keys(), phase
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v, rel=1e-12, abs=1e-9), (phase, k)
+    assert counter_deltas(rec, "empty") == {}
+
+
+def test_table_sizes_equal_the_per_phase_query(rec: Recording) -> None:
+    seen = 0
+    for phase in PHASES:
+        want = _sizes_sql(rec, phase)
+        got = table_sizes(rec, phase)
+        for key, (last, change) in want.items():
+            table, _, what = key.rpartition(":")
+            if table in got:
+                assert (got[table][what], got[table][f"{what}_change"]) == (last, change), (phase, key)
+        changed = {k.rpartition(":")[0] for k, (_, c) in want.items() if c}
+        assert set(got) == changed, phase
+        seen += len(got)
+    assert seen  # the case is exercised: tables changed size
+
+
+def test_io_sums_equal_the_per_phase_query(rec: Recording) -> None:
+    from ioattr.model import storage
+
+    for phase in PHASES:
+        st = phase_stats(rec, phase)
+        want = {op: (n, b) for op, n, b in rec.query(
+            f"SELECT op, sum(count), sum(bytes) FROM io WHERE phase = ? AND {storage.storage_sql('io')} "
+            "AND op IN ('read', 'write') GROUP BY op", [phase])}
+        assert (st.reads, st.read_bytes) == tuple(float(x) for x in want.get("read", (0, 0)))
+        assert (st.writes, st.write_bytes) == tuple(float(x) for x in want.get("write", (0, 0)))
+        ops = rec.query("SELECT coalesce(sum(count), 0) FROM io WHERE phase = ? AND layer = 'syscall'", [phase])
+        assert st.io_ops == float(ops[0][0])
+
+
+def _report(path: Path, by: list[str]) -> list[dict]:
+    from ioattr.analysis.report import ReportRequest, build_report
+
+    return build_report(Recording(path), ReportRequest(by=by))["rows"]
+
+
+def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Path) -> None:
+    """The sums over time written beside the recording (ioattr/format/derived.py) give the same
+    report as the rows they sum; a later command reads them; a part that changes, or a derived file
+    that is damaged or not the owner's alone, makes them computed again."""
+    import os
+    import stat
+
+    from ioattr.format.derived import DIR
+
+    path = _write(tmp_path / "rec")
+    with_rows = _report(path, ["file", "phase", "op"])
+    d = path / DIR
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    files = sorted(d.glob("io_totals-*"))
+    assert len(files) == 1
+    # the parts partcheck passed, listed so that the next command does not check them again
+    checked = json.loads((d / "checked.json").read_text())
+    assert sorted(checked) == sorted(f"{p.parent.name}/{p.name}" for t in ("io", "counters")
+                                     for p in (path / t).glob("*.parquet"))
+    assert stat.S_IMODE((d / "checked.json").stat().st_mode) == 0o600
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+    # no intervals in them: one row per key
+    rec = Recording(path)
+    n_rows, n_keys = rec.query("SELECT count(*) FROM io")[0][0], rec.query(f"SELECT count(*) FROM {rec.totals('io')}")[0][0]
+    assert n_keys < n_rows
+    mtime = files[0].stat().st_mtime_ns
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    assert files[0].stat().st_mtime_ns == mtime            # read, not written again
+    # a part that changed: new sums, the old file removed
+    part = next((path / "io").glob("*.parquet"))
+    os.utime(part, ns=(part.stat().st_atime_ns, part.stat().st_mtime_ns + 1))
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    now = sorted(d.glob("io_totals-*"))
+    assert len(now) == 1 and now != files
+    # a damaged derived file is left aside and written anew
+    now[0].write_bytes(b"PAR1 not parquet PAR1")
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    # a derived file others may write is not read
+    now = sorted(d.glob("io_totals-*"))
+    os.chmod(now[0], 0o666)
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    assert stat.S_IMODE(sorted(d.glob("io_totals-*"))[0].stat().st_mode) == 0o600
