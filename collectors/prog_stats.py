@@ -25,6 +25,16 @@ class ProgStats:
     recursion_misses: int = 0
 
 
+def stats_enabled_by_sysctl() -> bool:
+    """Whether someone turned BPF run-time statistics on for everybody
+    (kernel.bpf_stats_enabled): then every program counts without our own switch."""
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
 def read_prog_stats(fd: int, fdinfo: str = "/proc/self/fdinfo") -> ProgStats | None:
     """The counters of one program fd of this process (None if unreadable or not a program)."""
     try:

@@ -84,13 +84,5 @@ def postgres_versions(pg_version: int) -> Iterator[PrivatePostgres]:
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PrivatePostgres]:
-    """A private PostgreSQL cluster shared by one test module."""
-    need_postgres()
-    pg = PrivatePostgres()
-    fixtures_mariadb._SESSION_SERVERS.append(pg)  # type: ignore[arg-type]  # the guard needs .pid only
-    try:
-        pg.start()
-        yield pg
-    finally:
-        pg.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
+    """A private PostgreSQL cluster (15) shared by one test module."""
+    yield from started_cluster(15)

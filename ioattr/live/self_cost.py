@@ -15,16 +15,7 @@ import resource
 import time
 
 from ioattr.collectors.libbpf import enable_run_time_stats
-from ioattr.collectors.prog_stats import all_prog_stats
-
-
-def stats_enabled_by_sysctl() -> bool:
-    """Whether someone turned the statistics on for everybody (then they count without us)."""
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-            return f.read().strip() == "1"
-    except OSError:
-        return False
+from ioattr.collectors.prog_stats import all_prog_stats, stats_enabled_by_sysctl
 
 
 def own_cpu_s() -> float:

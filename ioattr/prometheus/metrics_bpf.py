@@ -12,17 +12,9 @@ from __future__ import annotations
 
 import os
 
-from ioattr.collectors.prog_stats import ProgStats, all_prog_stats, read_prog_stats
+from ioattr.collectors.prog_stats import ProgStats, all_prog_stats, read_prog_stats, stats_enabled_by_sysctl
 
 __all__ = ["ProgStats", "RunTimeStats", "all_prog_stats", "read_prog_stats", "stats_enabled_by_sysctl"]
-
-
-def stats_enabled_by_sysctl() -> bool:
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-            return f.read().strip() == "1"
-    except OSError:
-        return False
 
 
 class RunTimeStats:
