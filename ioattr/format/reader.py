@@ -272,8 +272,14 @@ class Recording:
                 hit = derived_files.lookup(self.path, name, k) if k else None
                 if hit is not None and part_ok(hit):
                     try:
-                        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM read_parquet({_lit(hit)})")
-                        return name
+                        # a file of another shape under the right name (replaced, foreign) is
+                        # not the query's result: its columns and types must be the query's
+                        want = self.con.execute(f"DESCRIBE {sql}").fetchall()
+                        got = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(hit)})").fetchall()
+                        if [r[:2] for r in want] == [r[:2] for r in got]:
+                            self.con.execute(
+                                f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM read_parquet({_lit(hit)})")
+                            return name
                     except DUCKDB_ERRORS:
                         pass        # unreadable after all: computed below, and written anew
             self._making.add(name)
