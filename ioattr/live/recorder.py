@@ -244,8 +244,8 @@ class Recorder:
                         # held for the boundary snapshot like every later one
                         mark = f"ioattr mark --recording {shlex.quote(str(o.output.resolve()))} NAME"
                         o.log(f"recording {', '.join(o.targets.describe())} -> {o.output} "
-                              f"(interval {o.interval:g}s; Ctrl-C to stop; phases: {mark}; "
-                              f"{STATS_NOTE[session.cost.source]})")
+                              f"(interval {o.interval:g}s; {STATS_NOTE[session.cost.source]}; Ctrl-C to stop; "
+                              f"phases: {mark})")  # the mark command last: copied from the line's end
                         self._loop(session, writer, ctl)
                     finally:
                         session.ack_phases(0)  # nobody will snapshot any more: markers don't wait
