@@ -317,6 +317,8 @@ class Recording:
                 self._refresh_derived(sql)
                 try:
                     return self.con.execute(sql, params or []).fetchall()
+                except duckdb.ParserException:
+                    raise  # a syntax error is the query's own: no file can cause it
                 except DUCKDB_ERRORS as e:
                     # a file that is damaged inside (its footer was fine): find it, leave it
                     # out and ask again; an error no file explains is raised as it is. A derived
@@ -324,6 +326,9 @@ class Recording:
                     # that are tried
                     hunt = self._expand_derived(sql)
                     used = [(t, fs) for t, fs in self._files.items() if re.search(rf"\b{t}\b", hunt)]
+                    if not isinstance(e, duckdb.OutOfMemoryException) and self._fails_without_rows(
+                            hunt, params, [t for t, _ in used]):
+                        raise  # a misspelt column or a wrong type: the query's own error
                     if not any([self._find_damaged(t, fs, self._warn) for t, fs in used]):
                         if isinstance(e, duckdb.OutOfMemoryException):
                             limit = self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
@@ -468,6 +473,28 @@ class Recording:
             else:
                 self._verified.add(f)
         return found
+
+    def _fails_without_rows(self, sql: str, params: list[Any] | None, tables: list[str]) -> bool:
+        """Whether `sql` fails with each of `tables` empty (its columns kept, with the schema's
+        types): then no file's values can be the cause, and hunting for one would mark every
+        file damaged."""
+        try:
+            for table in tables:
+                cols = self.con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                                        "ORDER BY column_index", [table]).fetchall()
+                if not cols:
+                    continue
+                # the schema's types, not the files' union: a damaged file can turn a column BLOB
+                want = {f.name: duck_type(f.type) for f in TABLES[table]} if table in TABLES else {}
+                proj = ", ".join(f'CAST(NULL AS {want.get(c, t)}) AS "{c}"' for c, t in cols)
+                self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {proj} WHERE false")
+            try:
+                self.con.execute(sql, params or []).fetchall()
+            except DUCKDB_ERRORS:
+                return True
+            return False
+        finally:
+            self._open_tables()
 
     def _find_poisoning(self, table: str, files: list[Path], sql: str, params: list[Any] | None, warn) -> bool:
         """The files of `table` without which `sql` runs (only after it failed with every file

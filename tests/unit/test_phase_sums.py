@@ -192,3 +192,25 @@ def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Pa
     os.chmod(now[0], 0o666)
     assert _report(path, ["file", "phase", "op"]) == with_rows
     assert stat.S_IMODE(sorted(d.glob("io_totals-*"))[0].stat().st_mode) == 0o600
+
+
+def test_a_syntax_error_is_raised_as_it_is_without_searching_the_files(rec: Recording, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in a query is the query's fault: no part is reported damaged or left out."""
+    import duckdb
+
+    before = rec.query("SELECT count(*) FROM io")
+    with pytest.raises(duckdb.ParserException):
+        rec.query("SELEC count(*) FROM io")
+    assert "damaged" not in capsys.readouterr().err
+    assert rec.query("SELECT count(*) FROM io") == before
+
+
+def test_a_misspelt_column_is_raised_as_it_is_and_leaves_every_file_in(rec: Recording, capsys: pytest.CaptureFixture[str]) -> None:
+    """A binder error holds with no rows at all: it is the query's, so no file is left out."""
+    import duckdb
+
+    before = rec.query("SELECT count(*), sum(bytes) FROM io")
+    with pytest.raises(duckdb.BinderException):
+        rec.query("SELECT sum(bytez) FROM io")
+    assert "damaged" not in capsys.readouterr().err
+    assert rec.query("SELECT count(*), sum(bytes) FROM io") == before
