@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17, the seed report's bulk loads: LOAD DATA of one generated file (id, two ints, an
+# the seed report's bulk loads: LOAD DATA of one generated file (id, two ints, an
 # 80-byte string) into InnoDB, compressed InnoDB (ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8),
 # Archive and MyRocks, one private server (16M pool, 8M block cache) and one recording per engine
 # (OUT/innodb, OUT/innodb_kbs8, OUT/archive, OUT/myrocks) with the same phases:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 (a), the seed report's IO-bound full scans: the same table in InnoDB and in MyRocks
+# the seed report's IO-bound full scans: the same table in InnoDB and in MyRocks
 # (private servers; a buffer pool / block cache much smaller than the table; MyRocks with
 # direct reads), phases
 #   load        INSERT ... SELECT of the rows (MyRocks: then flushed and compacted into one SST)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 (b), the seed report's memory sweep: sysbench oltp_read_write on InnoDB and on
+# the seed report's memory sweep: sysbench oltp_read_write on InnoDB and on
 # MyRocks at three cache sizes each (InnoDB's buffer pool; MyRocks' block cache, direct reads),
 # the same data at every size (prepared once per engine; the server restarted cold with the
 # next size): six recordings OUT/<engine>-<size>, phases `warm` (a 1 s run) and `rw` (the

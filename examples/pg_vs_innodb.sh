@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, the seed case's other half: the miniature insert benchmark's shape
+# the seed case's other half: the miniature insert benchmark's shape
 # (examples/insert_benchmark.py: one table, auto-increment key, three covering secondary
 # indexes) on InnoDB (8M buffer pool, O_DIRECT) and on PostgreSQL 15 (8MB shared_buffers,
 # buffered IO), each on a private server, one recording each (OUT/innodb, OUT/postgres),

@@ -204,7 +204,7 @@ def full_scan(cur: Any, rows: int) -> None:
 
 
 def scans(out: Path, size: str, servers: Servers) -> Iterator[str]:
-    """Issue 15 (a): the same table in InnoDB and in MyRocks, scanned right after the load and
+    """The same table in InnoDB and in MyRocks, scanned right after the load and
     again after random updates that grow rows (InnoDB: page splits, the leaves no longer in key
     order on disk; MyRocks: the updated keys in newer SSTs, so a scan merges levels)."""
     rows, updates, pool, cache = SCAN_SIZES[size]
@@ -269,7 +269,7 @@ def sysbench(db: Any, test: str, tables: int, rows: int, engine: str, *extra: st
 
 
 def sweep(out: Path, size: str, servers: Servers) -> Iterator[str]:
-    """Issue 15 (b): sysbench oltp_read_write on InnoDB and on MyRocks at three cache sizes each
+    """sysbench oltp_read_write on InnoDB and on MyRocks at three cache sizes each
     (the buffer pool, or MyRocks' block cache), the same data each time: prepared once per
     engine, the server restarted cold at each size. One recording per engine and size, phase
     `rw` (the run) after `warm` (a first short run that fills the cache)."""
@@ -333,7 +333,7 @@ def write_rows(path: Path, rows: int) -> None:
 
 
 def bulk(out: Path, size: str, servers: Servers) -> Iterator[str]:
-    """Issue 17: LOAD DATA of one generated file into InnoDB, compressed InnoDB, Archive and
+    """LOAD DATA of one generated file into InnoDB, compressed InnoDB, Archive and
     MyRocks, one private server (16M buffer pool; MyRocks 8M block cache) and one recording per
     engine, so that each run's data on disk is its own, with the same phases: `load` (no
     secondary index), `add_index` (ALTER TABLE ADD INDEX on the loaded table), `load_ix` (the
@@ -401,7 +401,7 @@ def _insert(cur: Any, rows: list[tuple], batch: int) -> None:
 
 
 def pg_vs_innodb(out: Path, size: str, servers: Servers) -> Iterator[str]:
-    """Issue 16: the miniature insert benchmark's shape (examples/insert_benchmark.py) on InnoDB
+    """The miniature insert benchmark's shape (examples/insert_benchmark.py) on InnoDB
     (8M buffer pool) and PostgreSQL (8MB shared_buffers), one recording each, phases l.i0 (load
     in primary-key order, 1000-row INSERTs), l.x (the three secondary indexes), l.i1 (more rows,
     100-row INSERTs) and q (for a few seconds, one connection: a 10-row INSERT, then ten

@@ -10,9 +10,8 @@
 # BUFFER_POOL=32M (4 x 50000 rows is about 45 MiB: more than the pool, so reads reach
 # storage); IOATTR, PYTHON choose the programs (default: the checkout's .venv).
 #
-# sysbench runs with --db-ps-mode=disable: ioattr's statement probes digest the text
-# of COM_QUERY statements, and prepared statements are not digested yet, so with
-# prepared statements the `query` dimension would stay empty.
+# sysbench runs with its defaults, server-side prepared statements included: ioattr digests
+# each COM_STMT_PREPARE's text and charges every execution to it (docs/queries.md).
 #
 # Instead of `ioattr mark` you can let a regular expression over a wrapped command's
 # output start the phases:
@@ -56,7 +55,7 @@ say "mariadbd pid $PID, socket $SOCKET"
 sb() {
     local test=$1; shift
     sysbench "$test" --db-driver=mysql --mysql-socket="$SOCKET" --mysql-user=root --mysql-db=sbtest \
-        --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$THREADS" --db-ps-mode=disable "$@"
+        --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$THREADS" "$@"
 }
 
 # 2. The recorder, attached to that server (never a password on the command line: the
