@@ -96,6 +96,27 @@ PAGE_CLASSES = ("tablespace", "system_tablespace", "undo_tablespace")
 REDO_START = 12288  # ib_logfile0: the header and two checkpoint blocks, then the log (10.8+ format)
 
 
+def increases(rec: Path, source: str, name: str, phase: str = "run") -> float | None:
+    """What a cumulative counter added in a phase, summing its snapshots' increases from the
+    last one before the phase: a fall is the counter starting again from 0 (MariaDB 10.11's
+    INNODB_METRICS log_checkpoints fell from 254 to 0 once in a 64-thread run, which a
+    last-minus-first delta turns into a loss)."""
+    from ioattr.format.reader import Recording
+
+    r = Recording(rec)
+    rows = r.query("SELECT ts, value, phase FROM counters WHERE source = ? AND name = ? ORDER BY ts",
+                   [source, name])
+    inside = [i for i, (_, _, p) in enumerate(rows) if p == phase]
+    if not inside:
+        return None
+    first = max(inside[0] - 1, 0)  # the boundary snapshot that closed the phase before
+    total, prev = 0.0, rows[first][1]
+    for _, value, _ in rows[first + 1: inside[-1] + 1]:
+        total += value - prev if value >= prev else value
+        prev = value
+    return total
+
+
 def totals_vs_engine(rec: Path, st, log_file_size: int | None = None) -> dict:  # type: ignore[no-untyped-def]
     """ioattr's syscall-layer totals of the phase by file class against the counters InnoDB
     keeps for the same IO, over the same phase (the recorder's boundary snapshots):
@@ -131,7 +152,7 @@ def totals_vs_engine(rec: Path, st, log_file_size: int | None = None) -> dict:  
     # a checkpoint block that each checkpoint makes (INNODB_METRICS log_checkpoints, which the
     # recorder switches on); and where a write runs past the file's end InnoDB splits it in two
     # pwrites, counted once: at most one a pass over the file (LSN growth / the log's capacity)
-    writes, checkpoints = st.counter("status:Innodb_log_writes"), st.counter("innodb_metrics:log_checkpoints")
+    writes, checkpoints = st.counter("status:Innodb_log_writes"), increases(rec, "innodb_metrics", "log_checkpoints")
     lsn = st.counter("status:Innodb_lsn_current")
     if writes is not None and checkpoints is not None:
         engine = writes + checkpoints
