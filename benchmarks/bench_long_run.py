@@ -93,7 +93,31 @@ DATA_CLASSES = ("tablespace", "system_tablespace", "doublewrite", "undo_tablespa
 PAGE_CLASSES = ("tablespace", "system_tablespace", "undo_tablespace")
 
 
-def totals_vs_engine(rec: Path, st) -> dict:  # type: ignore[no-untyped-def]
+REDO_START = 12288  # ib_logfile0: the header and two checkpoint blocks, then the log (10.8+ format)
+
+
+def increases(rec: Path, source: str, name: str, phase: str = "run") -> float | None:
+    """What a cumulative counter added in a phase, summing its snapshots' increases from the
+    last one before the phase: a fall is the counter starting again from 0 (MariaDB 10.11's
+    INNODB_METRICS log_checkpoints fell from 254 to 0 once in a 64-thread run, which a
+    last-minus-first delta turns into a loss)."""
+    from ioattr.format.reader import Recording
+
+    r = Recording(rec)
+    rows = r.query("SELECT ts, value, phase FROM counters WHERE source = ? AND name = ? ORDER BY ts",
+                   [source, name])
+    inside = [i for i, (_, _, p) in enumerate(rows) if p == phase]
+    if not inside:
+        return None
+    first = max(inside[0] - 1, 0)  # the boundary snapshot that closed the phase before
+    total, prev = 0.0, rows[first][1]
+    for _, value, _ in rows[first + 1: inside[-1] + 1]:
+        total += value - prev if value >= prev else value
+        prev = value
+    return total
+
+
+def totals_vs_engine(rec: Path, st, log_file_size: int | None = None) -> dict:  # type: ignore[no-untyped-def]
     """ioattr's syscall-layer totals of the phase by file class against the counters InnoDB
     keeps for the same IO, over the same phase (the recorder's boundary snapshots):
     data reads and bytes (Innodb_data_reads/_read), data bytes written with the doublewrite
@@ -124,6 +148,19 @@ def totals_vs_engine(rec: Path, st) -> dict:  # type: ignore[no-untyped-def]
         engine = st.counter(f"status:{counter}")
         out[counter] = {"ioattr": mine, "engine": engine,
                         "diff_pct": round(100 * (mine - engine) / engine, 4) if engine else None}
+    # the redo log like for like: Innodb_log_writes counts the log's data writes, not the write of
+    # a checkpoint block that each checkpoint makes (INNODB_METRICS log_checkpoints, which the
+    # recorder switches on); and where a write runs past the file's end InnoDB splits it in two
+    # pwrites, counted once: at most one a pass over the file (LSN growth / the log's capacity)
+    writes, checkpoints = st.counter("status:Innodb_log_writes"), increases(rec, "innodb_metrics", "log_checkpoints")
+    lsn = st.counter("status:Innodb_lsn_current")
+    if writes is not None and checkpoints is not None:
+        engine = writes + checkpoints
+        mine = pairs["Innodb_log_writes"]
+        passes = lsn / (log_file_size - REDO_START) if lsn is not None and log_file_size else None
+        out["Innodb_log_writes+log_checkpoints"] = {
+            "ioattr": mine, "engine": engine, "diff_pct": round(100 * (mine - engine) / engine, 4) if engine else None,
+            "checkpoints": checkpoints, "log_passes": round(passes, 1) if passes is not None else None}
     return out
 
 
@@ -151,6 +188,7 @@ def main() -> int:
     with PrivateMariaDB(basedir=work / "server", buffer_pool=args.buffer_pool, extra_options=opts) as db:
         log(f"prepare: {args.tables} x {args.table_size} rows")
         db.sysbench("oltp_read_write", "prepare", tables=args.tables, table_size=args.table_size, threads=4)
+        log_file_size = int(db.query("SELECT @@innodb_log_file_size")[0][0])
         # its messages go to a file: a pipe nobody reads for hours would fill and stop it
         rec_log = open(work / "recorder.log", "w")
         recorder = subprocess.Popen([IOATTR, "record", "-o", str(rec), "-p", str(db.pid)],
@@ -218,7 +256,7 @@ def main() -> int:
     out["name_tables"] = meta.get("name_tables")
     out["max_entries"] = meta.get("max_entries")
     st = phase_stats(Recording(rec), "run")
-    out["totals_vs_engine"] = totals_vs_engine(rec, st)
+    out["totals_vs_engine"] = totals_vs_engine(rec, st, log_file_size)
     out["rec_bytes"] = sum(f.stat().st_size for f in rec.rglob("*") if f.is_file())
     out["analysis"] = [timed("report", str(rec), "--by", "phase"), timed("explain", str(rec)),
                        timed("compare", str(rec), str(rec))]

@@ -5,9 +5,15 @@ path, so nothing is lost to a read/delete race). Each interval we read the
 whole map with one batch syscall per 4096 keys, and subtract what we read
 last time, vectorised with numpy over the raw key bytes.
 
-Keys that stay idle are deleted only when the map is filling up, and only
-after being idle for `idle_intervals`, so in normal runs nothing is ever
-deleted and the deltas are exact.
+Keys that stay idle for `idle_intervals` drains are deleted, each with
+BPF_MAP_LOOKUP_AND_DELETE_ELEM: the value it had when it went is compared
+with the last one read, and whatever landed in between is counted in the
+drain that deleted it, so deleting loses nothing. Without this the map (and
+our copy of it, read and diffed in full every drain) only grew: a 64-thread
+sysbench run meets new (thread, statement, file, stage) combinations for
+hours, and the recorder's memory and drain time grew with them (docs/cost.md,
+"Long and wide runs"). Now both follow the keys that moved in the last
+`idle_intervals` drains. A key an IO creates again later starts from zero.
 
 Keys carry the phase the IO was issued in (bpf/ioattr.h, "Phases"), so a
 phase change makes new keys and leaves the old phase's keys idle for good.
@@ -63,8 +69,7 @@ class MapDrainer:
     """Per-interval deltas of one cumulative hash map (io_stats, page_stats)."""
 
     def __init__(self, map_fd: int, key_dtype: np.dtype, val_dtype: np.dtype, max_entries: int, *,
-                 moved_fields: tuple[str, ...] = ("count", "bytes"), idle_intervals: int = 30,
-                 gc_fill: float = 0.7) -> None:
+                 moved_fields: tuple[str, ...] = ("count", "bytes"), idle_intervals: int = 30) -> None:
         self.fd = map_fd
         self.key_dtype = key_dtype
         self.val_dtype = val_dtype
@@ -72,11 +77,17 @@ class MapDrainer:
         self.max_entries = max_entries
         self.moved_fields = moved_fields
         self.idle_intervals = idle_intervals
-        self.gc_fill = gc_fill
         self._buffers = libbpf.BatchBuffers(key_dtype.itemsize, val_dtype.itemsize, max_entries)
         self._prev_keys = np.empty(0, dtype=self.raw_key)
         self._prev_vals = np.empty(0, dtype=val_dtype)
         self._idle = np.empty(0, dtype=np.int64)
+        self._and_delete = True  # BPF_MAP_LOOKUP_AND_DELETE_ELEM works on this map (until it fails)
+        self._late: list[tuple[np.ndarray, np.ndarray]] = []  # what deleted entries gained since the read
+
+    @property
+    def entries(self) -> int:
+        """The map's entries at the last drain, less those it deleted (what it holds now)."""
+        return len(self._prev_keys)
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """The map's current contents: (keys as raw bytes, values)."""
@@ -113,7 +124,8 @@ class MapDrainer:
         if live_phase is not None and "phase" in (self.key_dtype.names or ()):
             self._retire_ended_phases(live_phase)
         self._collect_idle()
-        return Deltas(keys=keys[moved].view(self.key_dtype).reshape(-1), values=delta[moved],
+        out_keys, out_vals = self._take_late(keys[moved], delta[moved])
+        return Deltas(keys=out_keys.view(self.key_dtype).reshape(-1), values=out_vals,
                       map_entries=len(keys), drain_seconds=time.monotonic() - t0)
 
     def _retire_ended_phases(self, live_phase: int) -> None:
@@ -123,22 +135,52 @@ class MapDrainer:
         self._delete(np.nonzero((phases != live_phase) & (self._idle >= 2))[0])
 
     def _collect_idle(self) -> None:
-        if len(self._prev_keys) < self.gc_fill * self.max_entries:
-            return
-        self._delete(np.nonzero(self._idle >= self.idle_intervals)[0])
+        if len(self._prev_keys):
+            self._delete(np.nonzero(self._idle >= self.idle_intervals)[0])
 
     def _delete(self, stale: np.ndarray) -> None:
-        """Delete these entries (indexes into the last read) from the map and our memory."""
+        """Delete these entries (indexes into the last read) from the map and our memory. What
+        an entry gained since that read (an IO landing just before its deletion) is kept in
+        `_late`, added to this drain's deltas."""
         if not len(stale):
             return
+        size = self.key_dtype.itemsize
+        value = (ctypes.c_char * self.val_dtype.itemsize)()
+        late_at: list[int] = []
+        late_vals: list[np.ndarray] = []
         for i in stale:
-            key = (ctypes.c_char * self.key_dtype.itemsize).from_buffer_copy(self._prev_keys[i].tobytes())
-            libbpf.map_delete(self.fd, key)
+            key = (ctypes.c_char * size).from_buffer_copy(self._prev_keys[i].tobytes())
+            got = libbpf.map_lookup_and_delete(self.fd, key, value) if self._and_delete else None
+            if got is None:
+                self._and_delete = False  # an old kernel: deleted plainly, as before
+                libbpf.map_delete(self.fd, key)
+                continue
+            if not got:
+                continue
+            last = np.frombuffer(bytes(value), dtype=self.val_dtype).copy()
+            moved = False
+            for name in self.val_dtype.names:
+                last[name] -= self._prev_vals[i][name]
+            for name in self.moved_fields:
+                moved |= bool(np.any(last[name] != 0))
+            if moved:
+                late_at.append(int(i))
+                late_vals.append(last)
+        if late_at:
+            self._late.append((self._prev_keys[np.asarray(late_at)].copy(), np.concatenate(late_vals)))
         keep = np.ones(len(self._prev_keys), dtype=bool)
         keep[stale] = False
         self._prev_keys = self._prev_keys[keep]
         self._prev_vals = self._prev_vals[keep]
         self._idle = self._idle[keep]
+
+    def _take_late(self, keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """This drain's moved rows with the late gains of the entries it deleted (never among
+        them: a deleted entry was idle at this read)."""
+        if not self._late:
+            return keys, values
+        late, self._late = self._late, []
+        return (np.concatenate([keys] + [k for k, _ in late]), np.concatenate([values] + [v for _, v in late]))
 
 
 def io_stats_drainer(map_fd: int, max_entries: int) -> MapDrainer:

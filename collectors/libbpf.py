@@ -110,6 +110,7 @@ def lib() -> ctypes.CDLL:
         "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
         "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
         "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
+        "bpf_map_lookup_and_delete_elem": (c_int, [c_int, c_void_p, c_void_p]),
         "bpf_map_get_next_key": (c_int, [c_int, c_void_p, c_void_p]),
         "bpf_enable_stats": (c_int, [c_int]),
         "ring_buffer__new": (c_void_p, [c_int, c_void_p, c_void_p, c_void_p]),
@@ -197,6 +198,21 @@ def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
         if e == errno.ENOENT:
             return False
         raise LibbpfError("map delete", e)
+    return True
+
+
+def map_lookup_and_delete(fd: int, key: object, value: object) -> bool | None:
+    """Delete a hash map's key, reading its last value into `value` in the same step (no
+    update between the two is lost). True: deleted; False: it was not there; None: this
+    kernel cannot do it for this map (hash maps need 5.14): the caller deletes plainly."""
+    err = lib().bpf_map_lookup_and_delete_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+    if err:
+        e = ctypes.get_errno() or abs(err)
+        if e == errno.ENOENT:
+            return False
+        if e in (errno.EINVAL, errno.EOPNOTSUPP, 524):  # 524: the kernel's ENOTSUPP
+            return None
+        raise LibbpfError("map lookup and delete", e)
     return True
 
 

@@ -94,8 +94,12 @@ DISPATCH_PROGRAM = "ioattr_dispatch_command"
 THD_STAGES_ENV = "IOATTR_THD_STAGES"
 # check_wire's evidence: a verdict once the server counted this many Questions since the last
 # one, and the share of them the wire must have seen. In clear the wire sees at least every
-# Question (it also sees COM_STMT_PREPARE/CLOSE, COM_PING, which Questions skips); WIRE_SLACK
-# covers statements in flight between the two counters' reads (one per busy connection).
+# Question (it also sees COM_STMT_PREPARE/CLOSE, COM_PING, which Questions skips) and sees it
+# first (at the recv, before dispatch_command counts it). The wire is read before and after
+# Questions, so a statement counted in Questions is in the wire's later read however long the
+# reads took (a recorder off the CPU between them on a busy host); what the wire counted before
+# the window but Questions inside it is at most one statement per connection (its current
+# command): the server's Threads_connected, plus WIRE_SLACK.
 WIRE_CHECK_QUESTIONS = 200
 WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
@@ -522,24 +526,33 @@ class StageProbes:
         v = ctypes.c_uint64(0)
         return n + (int(v.value) if libbpf.map_lookup(self._wire_fd, ctypes.c_uint32(pid), v) else 0)
 
-    def check_wire(self, pid: int, questions: int) -> str:
+    def check_wire(self, pid: int, questions: int, wire_before: int | None = None, connections: int = 0) -> str:
         """Under --statements auto: given server pid's Questions counter now, decide whether the
         wire shows its statements. The wire reader sees every statement a client sends in clear
         (more than Questions counts); when, over at least WIRE_CHECK_QUESTIONS Questions, it saw
         fewer than WIRE_CHECK_SHARE of them, clients use TLS or compression (or a protocol it
-        cannot parse) and the uprobe is attached. Returns the line to say, or ""."""
+        cannot parse) and the uprobe is attached. Returns the line to say, or "".
+
+        `wire_before`: the wire's count read just before Questions (the caller's); it is read
+        again here, after. A window runs from the last verdict's `wire_before` to this read, so
+        every statement Questions counted in it is in the wire's count of it however long the
+        two reads were apart; `connections` (Threads_connected) bounds the statements the wire
+        counted before the window and Questions inside it. Without `wire_before` both ends are
+        this read (a stall between the caller's Questions and this read then looks like a
+        shortfall: the pre-sandwich check, kept for callers that cannot read it first)."""
         if self.requested != "auto" or self.source(pid) != "wire":
             return ""
-        wire = self.wire_count(pid)  # read first: a statement counted in Questions later was seen before
+        wire = self.wire_count(pid)  # after Questions: every statement counted there was seen before
+        start = wire if wire_before is None else wire_before
         base = self._wire_base.get(pid)
         if base is None:
-            self._wire_base[pid] = (wire, questions)
+            self._wire_base[pid] = (start, questions)
             return ""
         dq, dw = questions - base[1], wire - base[0]
         if dq < WIRE_CHECK_QUESTIONS:
             return ""
-        self._wire_base[pid] = (wire, questions)
-        if dw + WIRE_SLACK >= dq * WIRE_CHECK_SHARE:
+        self._wire_base[pid] = (start, questions)
+        if dw + WIRE_SLACK + max(connections, 0) >= dq * WIRE_CHECK_SHARE:
             return ""
         # which of the causes it is, the counts cannot tell: named, not guessed (docs/queries.md)
         return self.fallback(pid, f"the wire showed {dw} statements while the server counted {dq} Questions "

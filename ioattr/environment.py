@@ -19,6 +19,8 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "IOATTR_DUCKDB_MEMORY_LIMIT": ("", "memory limit of DuckDB when reading recordings (a size: 256MB, 2GB; "
                                        "at least 64MB)"),
     "IOATTR_DUCKDB_THREADS": ("", "DuckDB threads when reading recordings (1..256)"),
+    "IOATTR_MEMTRACE": ("", "a file: the recorder appends its memory use (RSS, Arrow, the Python lines that grew) "
+                            "to it every minute, tracing every allocation (slower: for debugging)"),
     "IOATTR_RUN_DIR": ("/run/ioattr", "where running recorders leave their control files (ioattr mark)"),
     "XDG_DATA_HOME": ("", "the demo keeps its recordings in $XDG_DATA_HOME/ioattr (else ~/.local/share/ioattr)"),
     # probes and the host

@@ -429,6 +429,36 @@ def test_page_writes_match_engine_and_roles(server, tmp_path: Path) -> None:
     assert any(k[1] == "doublewrite" for k in ours), ours
 
 
+def test_redo_log_writes_are_log_writes_and_checkpoints(server, tmp_path: Path) -> None:
+    """ioattr's redo log writes in a phase are Innodb_log_writes (the log's data, one per
+    log_t::write_buf) plus INNODB_METRICS log_checkpoints (one checkpoint-block write each,
+    which Innodb_log_writes does not count; the recorder switches that counter on): exactly,
+    as the log does not wrap here (a write past the file's end is two pwrites counted once)."""
+    from ioattr.analysis.phase_stats import phase_stats
+    from ioattr.format.reader import Recording
+
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3")
+    try:
+        bg.wait_recording()
+        server.query("SELECT 'ioattr:phase=redo'")
+        for i in range(12):
+            server.query(f"UPDATE bench.t SET c = UUID() WHERE id = {1000 + i}")
+            if i % 4 == 3:
+                server.query("SET GLOBAL innodb_log_checkpoint_now = ON")  # a checkpoint, now
+        server.query("SELECT 'ioattr:phase=after'")
+        bg.wait_for("phase after")
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    rows = report_json(rec, "--by", "phase,file_class,op", "--layer", "syscall")["rows"]
+    ours = sum(r["count"] for r in rows if (r["phase"], r["file_class"], r["op"]) == ("redo", "redo_log", "write"))
+    st = phase_stats(Recording(rec), "redo")
+    writes, checkpoints = st.counter("status:Innodb_log_writes"), st.counter("innodb_metrics:log_checkpoints")
+    assert checkpoints is not None and checkpoints >= 3, st.counters
+    assert ours == writes + checkpoints, (ours, writes, checkpoints)
+
+
 def test_roles_on_a_mixed_workload(server, tmp_path: Path) -> None:
     """Connections read, purge cleans up after the DELETE, the page cleaner writes.
 

@@ -236,7 +236,7 @@ def test_server_start_lines_mark_command_and_idle_tail(mariadb_factory, tmp_path
     assert code == 0, err
     metrics = [ln for ln in err.splitlines() if "INNODB_METRICS" in ln]
     assert metrics == [f"ioattr: counters: server {db.pid}: switched on INNODB_METRICS buffer_page, "
-                       "purge, index (left on; undo: meta.json notes)"], err
+                       "purge, index, log_checkpoints (left on; undo: meta.json notes)"], err
     assert "not a database server" not in err
     tail = [ln for ln in err.splitlines() if "past its last statement" in ln]
     assert len(tail) == 1 and tail[0].startswith("ioattr: phase q1 ran ") and tail[0].endswith(

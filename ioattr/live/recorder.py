@@ -34,12 +34,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ioattr import environment
 from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.targets import pid_alive
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.format import control
 from ioattr.format.recording import RecordingWriteError, RecordingWriter
 from ioattr.live.auto_phases import AutoPhaser
+from ioattr.live.memtrace import MemTrace
 from ioattr.live.session import Interval, LiveSession, PhaseStart, SessionOptions
 from ioattr.model.labels import drops_line
 
@@ -617,6 +619,7 @@ class Recorder:
         start = time.time()
         next_tick = start + o.interval
         next_flush = start + o.chunk_seconds
+        memtrace = MemTrace(environment.get("IOATTR_MEMTRACE") or None)  # a debugging aid (memtrace.py)
         while True:
             self._wait(session, ctl, min(0.1, next_tick - time.time()))
             session.poll()
@@ -661,3 +664,9 @@ class Recorder:
                 self._describe(session, writer)
                 self._flush(session, writer)
                 next_flush = now + o.chunk_seconds
+                if memtrace.due():
+                    memtrace.sample(phases=len(writer.meta["phases"]), notes=len(writer.meta["notes"]),
+                                    queries=len(session.naming.queries), files=len(session.naming.files.names),
+                                    threads=len(session.naming.tasks.threads),
+                                    io_keys=session.io_drain.entries, page_keys=session.page_drain.entries,
+                                    meta_bytes=len(json.dumps(writer.meta)))

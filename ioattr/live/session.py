@@ -446,13 +446,16 @@ class LiveSession:
         compares with the server's Questions; a fallback is said once and kept in meta.json)"""
         if ctx.engine is None or self.stage.source(pid) != "wire" or self.opts.statements != "auto":
             return
+        wire_before = self.stage.wire_count(pid)  # the wire before Questions, and after (check_wire)
         try:
-            rows = ctx.engine.query("SHOW GLOBAL STATUS LIKE 'Questions'")
-            questions = int(rows[0][1])
-        except (EngineError, IndexError, ValueError):
+            rows = dict(ctx.engine.query(
+                "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Threads_connected')"))
+            questions = int(rows["Questions"])
+            connections = int(rows.get("Threads_connected", 0))
+        except (EngineError, KeyError, ValueError, TypeError):
             return
         # less what ioattr itself sent over TLS (invisible to the wire, counted in Questions)
-        said = self.stage.check_wire(pid, questions - HIDDEN_QUERIES[pid])
+        said = self.stage.check_wire(pid, questions - HIDDEN_QUERIES[pid], wire_before, connections)
         if said:
             ctx.stage_status = self.stage.status.get(pid, ctx.stage_status)
             self.opts.log(said)

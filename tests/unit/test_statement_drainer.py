@@ -6,6 +6,8 @@ slot, and a key in both (one statement reached the hash while another CPU was cl
 key's slot) counted once with both parts."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -45,12 +47,26 @@ class FakeMaps:
         self.deleted.append(t)
         return self.hash.pop(t, None) is not None
 
+    def map_lookup_and_delete(self, fd: int, key, value) -> bool:  # type: ignore[no-untyped-def]
+        assert fd == HASH_FD, "a slot is never deleted"
+        k = np.frombuffer(bytes(key), dtype=abi.STMT_KEY_DTYPE)[0]
+        t = (int(k["tgid"]), int(k["phase"]), int(k["digest"]))
+        self.deleted.append(t)
+        got = self.hash.pop(t, None)
+        if got is None:
+            return False
+        v = np.zeros(1, dtype=abi.STMT_VAL_DTYPE)
+        v["count"], v["estimates"] = got
+        ctypes.memmove(value, v.tobytes(), v.nbytes)
+        return True
+
 
 @pytest.fixture
 def maps(monkeypatch: pytest.MonkeyPatch) -> FakeMaps:
     m = FakeMaps()
     monkeypatch.setattr(libbpf, "lookup_batch", m.lookup_batch)
     monkeypatch.setattr(libbpf, "map_delete", m.map_delete)
+    monkeypatch.setattr(libbpf, "map_lookup_and_delete", m.map_lookup_and_delete)
     return m
 
 

@@ -66,3 +66,46 @@ def test_forced_sources_are_never_checked() -> None:
         p = Probes(requested)
         p.check_wire(7, 0)
         assert p.check_wire(7, 10_000) == "" and not p.fell_back
+
+
+def test_a_stall_between_the_reads_is_no_shortfall() -> None:
+    """The 64-thread runs' false fallback: at ~12,000 statements/s the recorder, off the CPU for
+    0.2 s between the server's answer to Questions and its read of the wire, took a base whose
+    wire count ran ahead of its Questions; the next window, read without a stall, then showed the
+    wire 2,449 statements short (8,359 of 10,808). Read before and after Questions, the wire's
+    window holds every statement Questions counted, however long the reads were apart."""
+    rate = 12_000  # statements a second, every one on the wire (in clear) before Questions counts it
+
+    def check(p: Probes, t: float, stall: float, sandwich: bool) -> str:
+        before = int(rate * t)            # the wire just before Questions
+        questions = int(rate * t)         # what the server counted when it answered
+        p.wire = int(rate * (t + stall))  # the wire once the recorder ran again
+        return p.check_wire(7, questions, before if sandwich else None, connections=66)
+
+    old, new = Probes(), Probes()
+    for p, sandwich in ((old, False), (new, True)):
+        assert check(p, 10.0, 0.2, sandwich) == ""    # the base, read across a 0.2 s stall
+    assert check(old, 10.9, 0.001, False)              # one read after: 2,400 statements "missing"
+    assert check(new, 10.9, 0.001, True) == "" and not new.fell_back
+    for i in range(2, 60):                             # a minute of windows, stalls of any length
+        assert check(new, 10.0 + 0.9 * i, 0.3 * (i % 3), True) == ""
+    assert not new.fell_back
+
+
+def test_statements_in_flight_on_every_connection_are_no_shortfall() -> None:
+    """64 busy connections: at the base each has a command the wire counted that Questions
+    counts only later (in the window's Questions, not its wire). Threads_connected bounds that."""
+    for connections, falls_back in ((65, False), (0, True)):  # 0: the bare WIRE_SLACK alone
+        p = Probes()
+        assert p.check_wire(7, 10_000, 10_000 + 64, connections=connections) == ""
+        p.wire = 10_000 + 64 + 136  # 136 more on the wire; Questions counts those and the 64
+        said = p.check_wire(7, 10_000 + sp.WIRE_CHECK_QUESTIONS, p.wire, connections=connections)
+        assert bool(said) == falls_back and len(p.fell_back) == int(falls_back)
+
+
+def test_tls_clients_still_fall_back_with_the_wire_read_twice() -> None:
+    p = Probes()
+    assert p.check_wire(7, 0, 0, connections=65) == ""
+    p.wire = 30                                     # only ioattr's own statements show
+    assert p.check_wire(7, 5_000, 20, connections=65)
+    assert len(p.fell_back) == 1 and p.source(7) == "wire+uprobe"

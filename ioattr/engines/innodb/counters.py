@@ -5,8 +5,10 @@ innodb_metrics  COUNT of every enabled counter, by NAME. When a server is first 
                 modules are enabled if they are not (SET GLOBAL innodb_monitor_enable, needs
                 SUPER): module_buffer_page (buffer_page_read_* / buffer_page_written_* by page
                 type and level), module_ibuf_system (ibuf_merges*, change buffer size),
-                module_purge (purge_*), module_index (index_page_splits/merges/reorgs/discards).
-                They are left on afterwards (see collectors/counters.py for why); a note says
+                module_purge (purge_*), module_index (index_page_splits/merges/reorgs/discards),
+                and the one counter log_checkpoints (each checkpoint is one write of a
+                checkpoint block of the redo log, which Innodb_log_writes does not count:
+                docs/cost.md "Long and wide runs"). They are left on afterwards (see collectors/counters.py for why); a note says
                 what was switched on and how to undo it. Also adds to the server's settings
                 change_buffer_size_pages (ibuf_size when first seen) and buffer_pool_pages.
 innodb_status   SHOW ENGINE INNODB STATUS parsed by status.py. Needs PROCESS.
@@ -23,6 +25,8 @@ from ioattr.engines.innodb.status import parse_innodb_status
 # INNODB_METRICS module -> its SUBSYSTEM
 MONITOR_MODULES = {"module_buffer_page": "buffer_page_io", "module_ibuf_system": "change_buffer",
                    "module_purge": "purge", "module_index": "index"}
+# single INNODB_METRICS counters switched on by name (their module's others are not needed)
+MONITOR_COUNTERS = ("log_checkpoints",)
 
 
 def _flavor(conn: Connection) -> str:
@@ -66,9 +70,14 @@ class InnodbMetrics(CounterSource):
             note(("monitors",), f"INNODB_METRICS unreadable ({e})")
             return
         off = {subsystem for _, subsystem, enabled in rows if not int(enabled or 0)}
-        for module, subsystem in MONITOR_MODULES.items():
-            if subsystem not in off:
-                continue
+        try:
+            names = ", ".join(f"'{n}'" for n in MONITOR_COUNTERS)
+            off_names = [n for n, enabled in conn.query(f"SELECT NAME, {on} FROM INFORMATION_SCHEMA.INNODB_METRICS "
+                                                         f"WHERE NAME IN ({names})") if not int(enabled or 0)]
+        except EngineError:
+            off_names = []
+        wanted = [(m, s) for m, s in MONITOR_MODULES.items() if s in off] + [(n, n) for n in off_names]
+        for module, subsystem in wanted:
             try:
                 conn.query(f"SET GLOBAL innodb_monitor_enable = '{module}'")
             except EngineError as e:
