@@ -163,7 +163,14 @@ def _lines(r: dict[str, Any]) -> list[str]:
                      f"{c['target_per_op']:<10.4g}  {_dims(c['dims'])}")
     lines.append("")
     lines.append("Findings (most explained first):")
+    # an engine that did none of the IO compared (InnoDB beside MyRocks): its findings in one line
+    idle: dict[str, list[dict[str, Any]]] = {}
     for f in r["findings"]:
+        if f["verdict"] == "not_applicable" and (f.get("evidence") or {}).get("engine_idle"):
+            idle.setdefault(str(f["evidence"]["engine_idle"]), []).append(f)
+    for f in r["findings"]:
+        if any(f in group for group in idle.values()):
+            continue
         mark = HOLDS_IN_BOTH if words(f) == HOLDS_IN_BOTH else VERDICT_MARK[f["verdict"]]
         lines.append(f"  [{mark}] {f['title']}")
         lines.append(f"      {f['evidence'].get('summary', '')}")
@@ -173,6 +180,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
                 lines.append(f"      why: {tip['mechanism']}")
             if tip.get("next_step"):
                 lines.append(f"      try: {tip['next_step']}")
+    for engine, group in idle.items():
+        lines.append(f"  [n/a] {len(group)} {engine} findings")
+        lines.append(f"      {group[0]['evidence'].get('summary', '')}")
     for m in r.get("missing") or []:
         lines.append(f"  missing: {m}")
     for n in r.get("notes") or []:

@@ -5,8 +5,10 @@ recorder kept them (innodb_status, innodb_metrics, Innodb_* status, innodb_* set
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
+from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, SUPPORT_SHARE, Evidence,
                                        absent, by_share, finding, is_write_statement, pct)
 from ioattr.engines.base import AdviceField
@@ -467,10 +469,43 @@ def async_read_fraction(side: Any) -> float | None:
     return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / total
 
 
-FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
+#: InnoDB's own files, and the storage files of the other engines a MySQL/MariaDB server can hold
+#: (collectors/file_classes.py; the server's logs and temporary files are anyone's)
+INNODB_FILE_CLASSES = frozenset(c.name for c in FILE_CLASSES if c.engine == "InnoDB")
+OTHER_ENGINE_FILE_CLASSES = frozenset(c.name for c in FILE_CLASSES if c.storage and c.engine in
+                                      ("MyRocks", "the Archive engine"))
+
+
+def other_engine_only(e: Evidence) -> frozenset[str]:
+    """The other engines' file classes the comparison's storage IO (of the metric's kind) went to,
+    when none of it, on either side, went to InnoDB's files; empty otherwise. A MyRocks run on a
+    server that also has InnoDB (every MariaDB does) then names no InnoDB mechanism as a candidate."""
+    classes = {k[I_CLASS] for c in (e.base_contrib, e.target_contrib) for k, v in c.items() if v}
+    if classes & INNODB_FILE_CLASSES:
+        return frozenset()
+    return frozenset(classes & OTHER_ENGINE_FILE_CLASSES)
+
+
+def _of_innodb(f: Callable[[Evidence], dict[str, Any]]) -> Callable[[Evidence], dict[str, Any]]:
+    """An InnoDB finding that is not_applicable when InnoDB did none of the IO compared."""
+    @functools.wraps(f)
+    def judged(e: Evidence) -> dict[str, Any]:
+        out = f(e)
+        other = other_engine_only(e)
+        if other:
+            out["verdict"] = "not_applicable"
+            out.pop("moves", None)
+            out["evidence"]["summary"] = (f"InnoDB did no storage {e.metric.op}s in either phase: they went to "
+                                          f"another engine's files ({', '.join(sorted(other))})")
+            out["evidence"]["engine_idle"] = "InnoDB"  # the text folds these into one line
+        return out
+    return judged
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = tuple(_of_innodb(f) for f in (
     clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
     readahead_waste, purge_reads, write_amplification, flush_storms, random_access, write_statement_reads,
-)
+))
 
 #: what each finding means in a benchmarker's terms and the one thing to try next (the adapter's
 #: `next_steps`; explain_text.NEXT_STEPS documents the form and fills the {name} fields)
