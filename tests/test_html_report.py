@@ -291,7 +291,9 @@ def test_explain_html_in_chromium(recording: Path, tmp_path: Path) -> None:
     assert "SUPPORTED" in findings["clustered_lookups"]["text"]
     assert "explain" in findings["clustered_lookups"]["text"]  # the evidence summary
     badges = {e["text"].strip() for e in dom.find("span") if "badge" in e["attrs"].get("class", "")}
-    assert "SUPPORTED" in badges and badges <= {"SUPPORTED", "REFUTED", "INCONCLUSIVE", "N/A"}, badges
+    # explain's words (ioattr/analysis/direction.py), as the text marks them
+    assert "SUPPORTED" in badges and badges <= {"SUPPORTED", "refuted: not what changed", "holds in both; not the cause",
+                                                "inconclusive", "n/a"}, badges
     assert "Missing evidence" in text
     assert int(dom.plots()["explain-metric"]["attrs"]["data-points"]) == 2
 

@@ -20,6 +20,12 @@ phase` and `explain` say for the same phase:
 
 `--by index|file_class|role|stage` adds the storage terms split one level down (the rows of
 `report --by phase,DIM,file_class --layer syscall` that are storage IO), top N per run and phase.
+
+Changes: for each phase two runs or more have, each later run's reads per query against the first
+run's, judged by explain's noise model (ioattr/model/explain_math.noise_reason, the phases' own
+interval variation included) and said in explain's words (ioattr/analysis/direction.py): "no
+significant change" with the noise figure, or "a significant change" with the explain command
+that tells why. compare names no causes.
 """
 from __future__ import annotations
 
@@ -27,9 +33,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ioattr.analysis.direction import change_words
+from ioattr.analysis.explain import read_intervals
 from ioattr.analysis.phase_stats import PhaseStats, counter_deltas, phase_stats
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
+from ioattr.model import explain_math as em
 from ioattr.model import per as units, storage
 
 BY_DIMS = ("index", "file_class", "role", "stage")
@@ -368,6 +377,31 @@ def breakdown(run: Run, dim: str, phases: list[str],
     return out
 
 
+CHANGE_METRIC = "reads_per_query"
+
+
+def change(phase: str, base: tuple[Run, PhaseStats, tuple], target: tuple[Run, PhaseStats, tuple]) -> dict[str, Any] | None:
+    """One run's reads per query in a phase against another run's, in explain's words: the noise
+    model's verdict (explain_math.noise_reason) and, for a significant change, the explain command
+    that tells why. None when a side counted no queries. base/target: (run, stats, intervals)."""
+    (rb, sb, ib), (rt, stt, it) = base, target
+    vb, vt = sb.per(sb.reads, sb.queries), stt.per(stt.reads, stt.queries)
+    if vb is None or vt is None:
+        return None
+    sides = [em.SideCounts(phase, s.queries, s.reads, s.seconds, i) for s, i in ((sb, ib), (stt, it))]
+    noise = em.noise_reason(sides[0], sides[1], vb, vt, metric=CHANGE_METRIC, per="query", per_second=False)
+    words = change_words(noise)
+    if noise:
+        summary = noise
+    else:
+        rel = f" ({100 * (vt - vb) / vb:+.0f}%)" if vb else ""
+        summary = (f"{words}: {CHANGE_METRIC} {vb:.4g} -> {vt:.4g}{rel}; why: ioattr explain {rb.rec.path} "
+                   f"--against {rt.rec.path} --baseline {phase} --target {phase}")
+    return {"phase": phase, "metric": CHANGE_METRIC, "baseline_run": rb.label, "target_run": rt.label,
+            "baseline_value": _r(vb), "target_value": _r(vt), "significant": noise is None, "words": words,
+            "summary": summary}
+
+
 def _phase_order(runs: list[Run]) -> list[str]:
     """Every phase name, in the order the runs first have them (runs aligned by name)."""
     out: list[str] = []
@@ -413,6 +447,7 @@ def compare(recs: list[Recording], labels: list[str] | None = None, *, phases: l
     rows: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     per_run: dict[str, list[dict[str, Any]]] = {}
+    sides: dict[str, list[tuple[Run, PhaseStats, tuple]]] = {}
     for run in runs:
         run.info = run_info(run)
         layers = _layer_totals(run.rec)
@@ -422,6 +457,7 @@ def compare(recs: list[Recording], labels: list[str] | None = None, *, phases: l
         per_run[run.label] = []
         for name in mine:
             st = phase_stats(run.rec, name)
+            sides.setdefault(name, []).append((run, st, read_intervals(run.rec, name)))
             row = phase_row(run, st, layers, server_cpu_seconds(run.rec, name, pids))
             per_run[run.label].append(row)
             units[name] = (st.queries, *write_unit(st.queries, transactions(st), st.inserts))
@@ -436,6 +472,8 @@ def compare(recs: list[Recording], labels: list[str] | None = None, *, phases: l
         "phases": names,
         "rows": rows,
         "columns": {k: what for k, _, what in COLUMNS},
+        "changes": [c for name in names for t in sides.get(name, [])[1:]
+                    if (c := change(name, sides[name][0], t)) is not None],
         "notes": notes,
     }
     if by is not None:

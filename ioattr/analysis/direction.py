@@ -12,10 +12,16 @@ change ties it (it accounts for at least SUPPORT_SHARE of the gross change).
 
 Verdict words (the verdicts themselves stay the JSON contract's four):
   supported                        the mechanism accounts for the change, in its direction
-  refuted                          not what changed
+  refuted: not what changed        the evidence is there and says no
   holds in both; not the cause     refuted, and the condition is present on both sides
   inconclusive                     the evidence is missing or points both ways
   n/a                              the mechanism can't move this metric
+and of a change itself (explain's headline, compare's changes between runs):
+  no significant change            within the noise model (ioattr/model/explain_math.py), said with
+                                   its figure; no finding is supported by it
+  a significant change             beyond it
+The one definition of these words: the text output's marks, the JSON's verdict_words, the HTML
+report's badges and compare's change lines all take them from here (mark, words, change_words).
 """
 from __future__ import annotations
 
@@ -23,10 +29,14 @@ import re
 from typing import Any
 
 from ioattr.model.evidence import SUPPORT_SHARE
+from ioattr.model.explain_math import NO_SIGNIFICANT_CHANGE
 
 WORDS = {"supported": "supported", "refuted": "refuted: not what changed", "inconclusive": "inconclusive",
          "not_applicable": "n/a"}
 HOLDS_IN_BOTH = "holds in both; not the cause"
+SIGNIFICANT_CHANGE = "a significant change"
+__all__ = ["WORDS", "HOLDS_IN_BOTH", "NO_SIGNIFICANT_CHANGE", "SIGNIFICANT_CHANGE", "words", "mark",
+           "change_words", "judge", "explained_share"]
 
 
 def explained_share(f: dict[str, Any]) -> float | None:
@@ -82,3 +92,16 @@ def words(f: dict[str, Any]) -> str:
     if f.get("verdict") == "refuted" and (f.get("evidence") or {}).get("holds_in_both"):
         return HOLDS_IN_BOTH
     return WORDS.get(f.get("verdict", ""), str(f.get("verdict")))
+
+
+def mark(f: dict[str, Any]) -> str:
+    """A finding's mark, as the text prints it in brackets and the HTML report on its badge: its
+    words, a supported one in capitals (what a reader scans for)."""
+    w = words(f)
+    return w.upper() if f.get("verdict") == "supported" else w
+
+
+def change_words(noise: str | None) -> str:
+    """A change said in words: NO_SIGNIFICANT_CHANGE when the noise model says why (noise_reason),
+    else SIGNIFICANT_CHANGE."""
+    return NO_SIGNIFICANT_CHANGE if noise else SIGNIFICANT_CHANGE

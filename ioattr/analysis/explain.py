@@ -330,6 +330,12 @@ def _intervals(rec: Recording, phase: str, m: Metric) -> tuple[tuple[float, floa
     return tuple((n1 - n0, d1 - d0) for (n0, d0), (n1, d1) in zip(pts, pts[1:]) if n1 >= n0 and d1 >= d0)
 
 
+def read_intervals(rec: Recording, phase: str) -> tuple[tuple[float, float], ...]:
+    """A phase's per-interval (engine reads, queries): what reads per query's noise model reads
+    the phase's own variation from (for compare's changes between runs, the same as explain's)."""
+    return _intervals(rec, phase, METRICS["reads_per_query"])
+
+
 def _ops_out(s: Side) -> float | None:
     """The phase's queries / inserts (whatever the metric's unit ended up being); None: not counted."""
     return None if s.ops is None else _r(s.ops)

@@ -5,13 +5,10 @@ import re
 import textwrap
 from typing import Any
 
-from ioattr.analysis.direction import HOLDS_IN_BOTH, words
+from ioattr.analysis.direction import mark
 from ioattr.model.explain_math import plural
 from ioattr.engines import registry
 from ioattr.engines.base import AdviceField
-
-VERDICT_MARK = {"supported": "SUPPORTED", "refuted": "refuted", "inconclusive": "inconclusive",
-                "not_applicable": "n/a"}
 
 #: What each of the MySQL/MariaDB server's findings (ioattr.analysis.findings) means in a
 #: benchmarker's terms, and the one thing to try next, keyed by finding id; an engine's own
@@ -163,9 +160,15 @@ def _lines(r: dict[str, Any]) -> list[str]:
                      f"{c['target_per_op']:<10.4g}  {_dims(c['dims'])}")
     lines.append("")
     lines.append("Findings (most explained first):")
+    # an engine that did none of the IO compared (InnoDB beside MyRocks): its findings in one line
+    idle: dict[str, list[dict[str, Any]]] = {}
     for f in r["findings"]:
-        mark = HOLDS_IN_BOTH if words(f) == HOLDS_IN_BOTH else VERDICT_MARK[f["verdict"]]
-        lines.append(f"  [{mark}] {f['title']}")
+        if f["verdict"] == "not_applicable" and (f.get("evidence") or {}).get("engine_idle"):
+            idle.setdefault(str(f["evidence"]["engine_idle"]), []).append(f)
+    for f in r["findings"]:
+        if any(f in group for group in idle.values()):
+            continue
+        lines.append(f"  [{mark(f)}] {f['title']}")
         lines.append(f"      {f['evidence'].get('summary', '')}")
         if f["verdict"] == "supported":
             tip = f if "next_step" in f else {**f, **advice(f)}
@@ -173,6 +176,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
                 lines.append(f"      why: {tip['mechanism']}")
             if tip.get("next_step"):
                 lines.append(f"      try: {tip['next_step']}")
+    for engine, group in idle.items():
+        lines.append(f"  [{mark(group[0])}] {len(group)} {engine} findings")
+        lines.append(f"      {group[0]['evidence'].get('summary', '')}")
     for m in r.get("missing") or []:
         lines.append(f"  missing: {m}")
     for n in r.get("notes") or []:

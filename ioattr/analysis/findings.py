@@ -98,7 +98,7 @@ def optimizer_reads(e: Evidence) -> dict[str, Any]:
         f"LIMIT range ends not scanned: {', '.join(sp.limited[:4])}" if sp.limited else "") if x]
     parts.append(f"added (pages the execution did not need{': ' + '; '.join(why_added) if why_added else ''}) "
                  f"{sp.added_base:.4g} -> {sp.added_target:.4g}, {pct(sp.added_share)}; moved (pages of the "
-                 f"plan's index the execution then read from the buffer pool) {sp.moved_base:.4g} -> "
+                 f"plan's index the execution then read from the engine's cache) {sp.moved_base:.4g} -> "
                  f"{sp.moved_target:.4g}, {pct(sp.moved_share)} (told per statement and index: no page numbers "
                  f"per stage are recorded)")
     if by_share(share) == "supported" and by_share(sp.added_share) != "supported":

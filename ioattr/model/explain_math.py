@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 
 MIN_OPS = 30
+#: how a change within noise is said (ioattr/analysis/direction.py has the rest of the words)
+NO_SIGNIFICANT_CHANGE = "no significant change"
 MIN_IOS = 100
 MIN_RELATIVE = 0.05
 MIN_SECONDS = 1.0
@@ -117,7 +119,7 @@ class SideCounts:
 def noise_reason(base: SideCounts, target: SideCounts, vb: float, vt: float, *, metric: str,
                  per: str, per_second: bool) -> str | None:
     """Why the change from vb to vt is within noise, with the numbers; None when it is significant."""
-    head = f"no significant change: {metric} {vb:.4g} -> {vt:.4g}"
+    head = f"{NO_SIGNIFICANT_CHANGE}: {metric} {vb:.4g} -> {vt:.4g}"
     if not per_second:
         for s in (base, target):
             if s.denominator is not None and s.denominator < MIN_OPS:

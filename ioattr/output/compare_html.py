@@ -12,7 +12,7 @@ from typing import Any
 
 from ioattr import __version__
 from ioattr.analysis.compare import BY_COLUMNS, COLUMNS
-from ioattr.output.compare_view import RUN_COLUMNS, UNIT_NOTE, cell
+from ioattr.output.compare_view import RUN_COLUMNS, UNIT_NOTE, cell, change_line
 from ioattr.output.html_report import page_head
 from ioattr.output.html_svg import PALETTE, BarChart, esc, table
 
@@ -67,6 +67,10 @@ def render_compare_html(result: dict[str, Any]) -> str:
     for n in result.get("notes") or []:
         body.append(f'<p class="notrec">{esc(n)}</p>')
     body.append("</section>")
+    if result.get("changes"):  # explain's words, as the terminal table says them
+        body.append('<section id="changes"><h2>Changes between runs</h2><ul>'
+                    + "".join(f'<li data-significant="{str(c["significant"]).lower()}">{esc(change_line(c))}</li>'
+                              for c in result["changes"]) + "</ul></section>")
     body.append('<section id="plots"><h2>Per phase, run by run</h2>')
     for idx, phase in enumerate(result["phases"]):
         body.append(f"<h3>{esc(phase)}</h3>{_bars(result, phase, idx)}")

@@ -108,11 +108,18 @@ def render_table(result: dict[str, Any], width: int | None = None) -> str:
         cols = [Col(name, number=False) for name in ("phase", "run", dim)] + [Col(h) for _, h, _ in BY_COLUMNS]
         _print(console, fit_tables(f"storage IO by {dim} (top rows per run and phase)", cols, cells, width,
                                    keys=3, sections=ends))
+    for c in result.get("changes") or []:
+        console.print(escape(change_line(c)))
     console.print(escape("columns: " + "; ".join(f"{h} = {what}" for _, h, what in shown)))
     console.print(UNIT_NOTE + "; '-': not recorded, or nothing to divide by")
     for n in result.get("notes") or []:
         console.print(escape(f"note: {n}"))
     return buf.getvalue()
+
+
+def change_line(c: dict[str, Any]) -> str:
+    """One run against another in a phase, in explain's words (ioattr/analysis/direction.py)."""
+    return f"change: phase {c['phase']}, {c['target_run']} against {c['baseline_run']}: {c['summary']}"
 
 
 def _print(console: Console, tables: list[Table]) -> None:

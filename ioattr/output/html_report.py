@@ -33,13 +33,14 @@ from ioattr.output.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, R
                                     fmt_num, fmt_seconds, fmt_us, share_bar, table)
 from ioattr.analysis.phase_stats import PhaseStats, bulk_line, phase_stats, sizes_line
 from ioattr.analysis.report import ReportRequest, build_report
-from ioattr.analysis.direction import HOLDS_IN_BOTH, words
+from ioattr.analysis.direction import mark, words
 from ioattr.engines import registry
 from ioattr.format.reader import Recording
 from ioattr.model import storage
 
-VERDICTS = {"supported": ("SUPPORTED", "v-supported"), "refuted": ("REFUTED", "v-refuted"),
-            "inconclusive": ("INCONCLUSIVE", "v-inconclusive"), "not_applicable": ("N/A", "v-na")}
+#: each verdict's badge style; its words are explain's (ioattr/analysis/direction.py mark/words)
+VERDICT_CLASS = {"supported": "v-supported", "refuted": "v-refuted", "inconclusive": "v-inconclusive",
+                 "not_applicable": "v-na"}
 REQUESTED_MAX_ROWS = 500
 WRAP_DIMS = ("file", "query", "index", "thread", "process", "device", "cgroup")
 DIM_COLUMNS = ("index", "level", "stage", "role", "file_class", "query")
@@ -588,16 +589,13 @@ def render_explanation(r: dict[str, Any]) -> str:
     # findings
     findings = r.get("findings") or []
     counts: dict[str, int] = {}
-    for f in findings:
-        counts[f.get("verdict")] = counts.get(f.get("verdict"), 0) + 1
+    for f in findings:  # by the words the text says them in (a refuted condition of both sides apart)
+        counts[words(f)] = counts.get(words(f), 0) + 1
     out.append('<h3 id="findings-h">Findings</h3>')
-    out.append('<p class="muted">' + ", ".join(f"{n} {esc(VERDICTS.get(v, (v, ''))[0].lower())}"
-                                               for v, n in counts.items()) + "</p>")
+    out.append('<p class="muted">' + "; ".join(f"{esc(w)}: {n}" for w, n in counts.items()) + "</p>")
     for f in findings:
         verdict = f.get("verdict")
-        label, cls = VERDICTS.get(verdict, (str(verdict).upper(), "v-na"))
-        if words(f) == HOLDS_IN_BOTH:  # the text output's words (ioattr/analysis/direction.py)
-            label = HOLDS_IN_BOTH.upper()
+        label, cls = mark(f), VERDICT_CLASS.get(str(verdict), "v-na")
         ev = f.get("evidence") or {}
         nums = [(k, v) for k, v in ev.items() if k != "summary"]
         ev_html = ""

@@ -53,7 +53,7 @@ def test_text_prints_why_and_try_under_supported_findings_only() -> None:
     lines = render_text(r).splitlines()
     i = lines.index("  [SUPPORTED] W")
     assert lines[i + 2].startswith("      why: the tables and indexes") and lines[i + 3].startswith("      try: raise")
-    j = lines.index("  [refuted] L")
+    j = lines.index("  [refuted: not what changed] L")
     assert not any(ln.startswith("      why:") for ln in lines[j:]), lines[j:]
 
 

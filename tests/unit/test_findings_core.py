@@ -53,3 +53,49 @@ def test_random_access_lost_read_ahead_is_supported() -> None:
 def test_random_access_kept_read_ahead_is_refuted() -> None:
     f = random_access(_evidence([("io_uring", 50.0), ("sync", 50.0)], [("io_uring", 45.0), ("sync", 55.0)]))
     assert f["verdict"] == "refuted"
+
+
+def _readahead_evidence(base: tuple[float, float], target: tuple[float, float], gross: float) -> Any:
+    """Read-ahead (pages, evicted unused) per side over 100 queries each, no pages table rows."""
+    counters = {"base": base, "target": target}
+    rec = _Rec({})
+
+    def counter(side: str, name: str) -> float:
+        ra, ev = counters[side]
+        return ev if name.endswith("_evicted") else ra
+
+    side = SimpleNamespace(rec=rec, phase=1, denominator=100.0, unit="query")
+    return SimpleNamespace(reads=True, change=gross, gross=gross, counter=counter,
+                           metric=SimpleNamespace(measure="ops", per="query"), setting=lambda *a: None,
+                           base=side, target=SimpleNamespace(rec=rec, phase=2, denominator=100.0, unit="query"),
+                           connected=True)
+
+
+def test_readahead_wasted_pages_are_added_io_and_supported() -> None:
+    from ioattr.engines.innodb.findings import readahead_waste
+
+    # 1,000 pages read ahead per 100 queries, 800 evicted unused; reads per query +12
+    f = readahead_waste(_readahead_evidence((0.0, 0.0), (1000.0, 800.0), 12.0))
+    ev = f["evidence"]
+    assert f["verdict"] == "supported", f
+    assert (ev["wasted_per_op_target"], ev["used_per_op_target"]) == (8.0, 2.0)
+    assert ev["share_of_change"] == round(8 / 12, 6) and ev["moved_share"] == round(2 / 12, 6)
+    assert "wasted (added" in ev["summary"] and "used (moved" in ev["summary"]
+
+
+def test_readahead_used_pages_are_moved_io_and_refuted() -> None:
+    from ioattr.engines.innodb.findings import readahead_waste
+
+    # the same read-ahead, all used: moved IO, not a cause, however much of the change it is
+    f = readahead_waste(_readahead_evidence((0.0, 0.0), (1000.0, 0.0), 12.0))
+    assert f["verdict"] == "refuted", f
+    assert f["evidence"]["share_of_change"] == 0.0
+    assert "moved IO, not extra" in f["evidence"]["summary"]
+
+
+def test_readahead_little_waste_of_a_big_change_is_not_supported() -> None:
+    from ioattr.engines.innodb.findings import readahead_waste
+
+    # 10% wasted, but the wasted pages are 1/100 of the change: not its cause
+    f = readahead_waste(_readahead_evidence((0.0, 0.0), (100.0, 10.0), 10.0))
+    assert f["verdict"] == "refuted", f

@@ -5,8 +5,10 @@ recorder kept them (innodb_status, innodb_metrics, Innodb_* status, innodb_* set
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
+from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, SUPPORT_SHARE, Evidence,
                                        absent, by_share, finding, is_write_statement, pct)
 from ioattr.engines.base import AdviceField
@@ -291,27 +293,72 @@ def log_rereads(e: Evidence) -> dict[str, Any]:
               target_per_op=t)
 
 
+def _readahead(e: Evidence, side: str) -> tuple[float, float]:
+    """InnoDB's read-ahead in one side's phase, per operation: (pages read ahead, of them evicted
+    before any access), from Innodb_buffer_pool_read_ahead and _read_ahead_evicted."""
+    s = e.base if side == "base" else e.target
+    ra = e.counter(side, "status:Innodb_buffer_pool_read_ahead") or 0.0
+    ev = e.counter(side, "status:Innodb_buffer_pool_read_ahead_evicted") or 0.0
+    return ra / s.denominator, min(ev, ra) / s.denominator
+
+
 def readahead_waste(e: Evidence) -> dict[str, Any]:
+    """Read-ahead, told as used (moved) and wasted (added), as the index dives are
+    (ioattr.analysis.dives): a page read ahead that a statement then accesses would have been read
+    by that statement anyway, one synchronous read later; read-ahead only added the pages evicted
+    unused. Supported only for the wasted part's share of the change; InnoDB reads one page per
+    read-ahead IO, so for a bytes metric the pages count innodb_page_size each."""
     title = "Read-ahead waste (pages read ahead and evicted unused)"
+    mirror = "Less read-ahead waste (fewer pages read ahead and evicted unused)"
     ra = e.counter("target", "status:Innodb_buffer_pool_read_ahead")
     ev = e.counter("target", "status:Innodb_buffer_pool_read_ahead_evicted")
-    if ra is None or ev is None:
-        return finding("readahead_waste", title, "inconclusive", absent(e, "read-ahead counters"))
+    if ra is None or ev is None or e.counter("base", "status:Innodb_buffer_pool_read_ahead") is None:
+        return finding("readahead_waste", title, "inconclusive", absent(e, "read-ahead counters"), mirror=mirror)
     waste = ev / ra if ra else 0.0
-    ra_per_b = (e.counter("base", "status:Innodb_buffer_pool_read_ahead") or 0) / e.base.denominator
-    ra_per_t = ra / e.target.denominator
+    (ra_b, ev_b), (ra_t, ev_t) = _readahead(e, "base"), _readahead(e, "target")
+    used_b, used_t = ra_b - ev_b, ra_t - ev_t
+    page = e.setting("innodb_page_size") if e.metric.measure == "bytes" else 1
+    unit = page if isinstance(page, int) and page > 0 else None
+    gross = e.gross or e.change
+    added = (ev_t - ev_b) * unit / gross if unit and gross else None
+    moved = (used_t - used_b) * unit / gross if unit and gross else None
+    added = None if added is None else max(-1.0, min(1.0, added))
+    moved = None if moved is None else max(-1.0, min(1.0, moved))
     if ra == 0 or waste < 0.05:
         verdict = "refuted"
-    elif waste >= 0.2 and ra_per_t > ra_per_b:
-        verdict = "supported"
     else:
-        verdict = "inconclusive"
-    summary = (f"{int(ev)} of {int(ra)} read-ahead pages evicted unused ({pct(waste)})" if ra
-               else "no read-ahead in the target phase")
-    return finding("readahead_waste", title, verdict, summary,
-              read_ahead=ra, read_ahead_evicted=ev, waste=waste, read_ahead_per_op_baseline=ra_per_b,
-              read_ahead_per_op_target=ra_per_t, innodb_read_ahead_threshold=e.setting("innodb_read_ahead_threshold"),
-              innodb_random_read_ahead=e.setting("innodb_random_read_ahead"))
+        verdict = by_share(added)
+    # ioattr's own view: the pages it saw read asynchronously (read-ahead's io_uring/libaio reads)
+    own_b, own_t = async_page_reads(e.base), async_page_reads(e.target)
+    per = e.metric.per if e.target.unit != "second" else "second"
+    parts = [f"{int(ev)} of {int(ra)} read-ahead pages evicted unused ({pct(waste)})" if ra
+             else "no read-ahead in the target phase",
+             f"wasted (added: read ahead and evicted unused) {ev_b:.4g} -> {ev_t:.4g} pages per {per}, "
+             f"{pct(added)} of the gross change; used (moved: pages the statements then read, which they "
+             f"would have read one by one anyway) {used_b:.4g} -> {used_t:.4g}, {pct(moved)} "
+             "(Innodb_buffer_pool_read_ahead, _read_ahead_evicted)"]
+    if own_t is not None:
+        parts.append(f"ioattr saw {own_b or 0:.4g} -> {own_t:.4g} pages per {per} read asynchronously")
+    if verdict != "supported" and (moved or 0.0) >= SUPPORT_SHARE:
+        parts.append("read-ahead moved IO, not extra: the statements used the pages it read")
+    return finding("readahead_waste", title, verdict, "; ".join(parts), mirror=mirror,
+                   share_of_change=added, moved_share=moved, read_ahead=ra, read_ahead_evicted=ev, waste=waste,
+                   read_ahead_per_op_baseline=ra_b, read_ahead_per_op_target=ra_t,
+                   wasted_per_op_baseline=ev_b, wasted_per_op_target=ev_t,
+                   used_per_op_baseline=used_b, used_per_op_target=used_t,
+                   async_pages_per_op_baseline=own_b, async_pages_per_op_target=own_t,
+                   innodb_read_ahead_threshold=e.setting("innodb_read_ahead_threshold"),
+                   innodb_random_read_ahead=e.setting("innodb_random_read_ahead"))
+
+
+def async_page_reads(side: Any) -> float | None:
+    """Pages ioattr saw read asynchronously (io_uring or libaio: InnoDB's read-ahead) in a phase,
+    per operation of the side; None when it classified no page reads there."""
+    rows = side.rec.query("SELECT api, sum(pages) FROM pages WHERE phase = ? AND op = 'read' "
+                          "AND file_class IS DISTINCT FROM 'sst' GROUP BY api", [side.phase])
+    if not sum(float(n or 0) for _, n in rows):
+        return None
+    return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / side.denominator
 
 
 def purge_reads(e: Evidence) -> dict[str, Any]:
@@ -467,10 +514,43 @@ def async_read_fraction(side: Any) -> float | None:
     return sum(float(n or 0) for api, n in rows if api in ("io_uring", "libaio")) / total
 
 
-FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
+#: InnoDB's own files, and the storage files of the other engines a MySQL/MariaDB server can hold
+#: (collectors/file_classes.py; the server's logs and temporary files are anyone's)
+INNODB_FILE_CLASSES = frozenset(c.name for c in FILE_CLASSES if c.engine == "InnoDB")
+OTHER_ENGINE_FILE_CLASSES = frozenset(c.name for c in FILE_CLASSES if c.storage and c.engine in
+                                      ("MyRocks", "the Archive engine"))
+
+
+def other_engine_only(e: Evidence) -> frozenset[str]:
+    """The other engines' file classes the comparison's storage IO (of the metric's kind) went to,
+    when none of it, on either side, went to InnoDB's files; empty otherwise. A MyRocks run on a
+    server that also has InnoDB (every MariaDB does) then names no InnoDB mechanism as a candidate."""
+    classes = {k[I_CLASS] for c in (e.base_contrib, e.target_contrib) for k, v in c.items() if v}
+    if classes & INNODB_FILE_CLASSES:
+        return frozenset()
+    return frozenset(classes & OTHER_ENGINE_FILE_CLASSES)
+
+
+def _of_innodb(f: Callable[[Evidence], dict[str, Any]]) -> Callable[[Evidence], dict[str, Any]]:
+    """An InnoDB finding that is not_applicable when InnoDB did none of the IO compared."""
+    @functools.wraps(f)
+    def judged(e: Evidence) -> dict[str, Any]:
+        out = f(e)
+        other = other_engine_only(e)
+        if other:
+            out["verdict"] = "not_applicable"
+            out.pop("moves", None)
+            out["evidence"]["summary"] = (f"InnoDB did no storage {e.metric.op}s in either phase: they went to "
+                                          f"another engine's files ({', '.join(sorted(other))})")
+            out["evidence"]["engine_idle"] = "InnoDB"  # the text folds these into one line
+        return out
+    return judged
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = tuple(_of_innodb(f) for f in (
     clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
     readahead_waste, purge_reads, write_amplification, flush_storms, random_access, write_statement_reads,
-)
+))
 
 #: what each finding means in a benchmarker's terms and the one thing to try next (the adapter's
 #: `next_steps`; explain_text.NEXT_STEPS documents the form and fills the {name} fields)

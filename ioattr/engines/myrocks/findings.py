@@ -9,6 +9,11 @@ ROCKSDB_CFSTATS, ROCKSDB_COMPACTION_STATS as the recorder kept them).
   compaction_debt      L0 files piling up (compaction behind: score >= 1, compaction pending,
                        write stalls): a point lookup checks every L0 file whose key range holds
                        its key, newest first, so reads per lookup grow with them
+  block_cache          the working set no longer fits the block cache (RocksDB's own miss rate,
+                       Rocksdb_block_cache_miss / (hit + miss), rose): the condition under which
+                       lookups read SST blocks at all; its share is the foreground SST reads the
+                       two mechanisms above do not claim, and a decrease is its mirror (the
+                       working set now fits)
 
 Not here yet: bloom filter misses. MyRocks' default column families have no filter
 (FILTER_POLICY nullptr in ROCKSDB_CF_OPTIONS), and the reads a filter would save are the same
@@ -186,7 +191,68 @@ def compaction_debt(e: Evidence) -> dict[str, Any]:
                    gets_l2_and_up_per_op_target=gets["l2_and_up"][1], **extra)
 
 
-FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (index_filter_misses, compaction_debt)
+#: a miss rate at or above this on both sides: the working set is larger than the block cache in
+#: both (a cache that holds it still misses a little while it warms, or on the rows written since)
+HOLDS_MISS_RATE = 0.01
+
+
+def _miss_rate(e: Evidence, side: str) -> tuple[float | None, float | None, float | None]:
+    """RocksDB's block-cache (misses, hits, miss rate) in one side's phase (status counters;
+    None where not recorded or nothing was looked up)."""
+    s = e.base if side == "base" else e.target
+    miss = s.stats.counters.get("status:Rocksdb_block_cache_miss")
+    hit = s.stats.counters.get("status:Rocksdb_block_cache_hit")
+    rate = miss / (miss + hit) if miss is not None and hit is not None and miss + hit > 0 else None
+    return miss, hit, rate
+
+
+def block_cache(e: Evidence) -> dict[str, Any]:
+    """The block cache's working set, MyRocks' counterpart of InnoDB's buffer pool working set:
+    the verdict from RocksDB's own miss rate, the share (which ranks it) from the foreground SST
+    reads that neither index/filter misses nor L0 reads claim."""
+    title = "Working set larger than the block cache (MyRocks: block-cache miss rate)"
+    mirror = "Working set now fits the block cache (MyRocks: block-cache miss rate fell)"
+    if not _has_rocksdb(e):
+        return finding("block_cache", title, "not_applicable", NO_MYROCKS)
+    if not e.reads:
+        return finding("block_cache", title, "not_applicable", "a read cause; this metric counts writes")
+    mb, hb, rb = _miss_rate(e, "base")
+    mt, ht, rt = _miss_rate(e, "target")
+    if rb is None or rt is None:
+        return finding("block_cache", title, "inconclusive",
+                       absent(e, "block-cache counters (Rocksdb_block_cache_hit, _miss)"), mirror=mirror)
+    ratio = rt / rb if rb else (float("inf") if rt else 1.0)
+    sst_share = e.share(_fg_sst)
+    claimed = [f(e)["evidence"].get("share_of_change") for f in (index_filter_misses, compaction_debt)]
+    share = None if sst_share is None else sst_share - sum(max(c, 0.0) for c in claimed if isinstance(c, float))
+    if rt >= 0.001 and ratio >= 2.0 and share is not None and share >= SUPPORT_SHARE:
+        verdict = "supported"
+    elif ratio < 1.25:
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    holds = min(rb, rt) >= HOLDS_MISS_RATE
+    cache, cache_b = e.setting("rocksdb_block_cache_size"), e.setting("rocksdb_block_cache_size", "base")
+    changed = (f"rocksdb_block_cache_size {cache_b / 2**20:.3g} MiB -> {cache / 2**20:.3g} MiB"
+               if isinstance(cache, int) and isinstance(cache_b, int) and cache != cache_b else None)
+    how = f"{ratio:.1f}x" if ratio != float("inf") else "none missed in the baseline"
+    size = f"the {cache / 2**20:.3g} MiB block cache" if isinstance(cache, int) else "the block cache"
+    per = e.metric.per
+    parts = [f"block-cache miss rate (Rocksdb_block_cache_miss / (hit + miss)) {rb:.5f} -> {rt:.5f} ({how}) "
+             f"in {size}; misses per {per} {_g((mb or 0) / e.base.denominator)} -> "
+             f"{_g((mt or 0) / e.target.denominator)}",
+             f"foreground SST reads beyond index/filter misses and L0 reads are {pct(share)} of the gross change"]
+    if changed:
+        parts.insert(0, changed)
+    return finding("block_cache", title, verdict, "; ".join(parts), mirror=mirror,
+                   holds_in_both=holds, setting_changed=changed, share_of_change=share,
+                   sst_share=sst_share, miss_rate_baseline=rb, miss_rate_target=rt,
+                   ratio=ratio if ratio != float("inf") else None,
+                   block_cache_misses_baseline=mb, block_cache_misses_target=mt,
+                   block_cache_hits_baseline=hb, block_cache_hits_target=ht, rocksdb_block_cache_size=cache)
+
+
+FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (index_filter_misses, compaction_debt, block_cache)
 
 #: what each finding means and the one thing to try next (the adapter's `next_steps`)
 NEXT_STEPS: dict[str, tuple[str, str]] = {
@@ -203,6 +269,11 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "range holds its key before the levels below, while writes slow down or stop at the L0 triggers",
         "give compaction more room (rocksdb_max_background_jobs{jobs}, larger write buffers so flushes make "
         "fewer L0 files) or lower the write rate; check ROCKSDB_COMPACTION_STATS' L0 files and score"),
+    "block_cache": (
+        "the SST blocks the statements look up no longer fit in RocksDB's block cache, so lookups that "
+        "used to hit memory now read blocks from the SST files",
+        "raise rocksdb_block_cache_size{cache} above the data the statements touch "
+        "(INFORMATION_SCHEMA.ROCKSDB_SST_PROPS DATA_BLOCKS of the tables read), or shrink that working set"),
 }
 
 ADVICE_FIELDS: dict[str, AdviceField] = {
