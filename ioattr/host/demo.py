@@ -132,7 +132,11 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
         "(temp datadir, socket and port; not the host's service): small fits in it, large does not")
     for name, rows in zip(RUNS, (opts.table_size, opts.large_table_size)):
         record_run(runs[name], rows, opts)
+    return show(opts, runs, run_cli)
 
+
+def show(opts: DemoOptions, runs: dict[str, Path], run_cli: Callable[[list[str]], int]) -> int:
+    """What the demo prints once both runs are recorded, laid out for the terminal's width."""
     recs = {name: Recording(path) for name, path in runs.items()}
     from rich.console import Console
 

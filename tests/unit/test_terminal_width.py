@@ -130,3 +130,21 @@ def test_in_a_tmux_pane(recs, width: int, tmp_path: Path) -> None:
     if width == 200:
         assert all(w > 80 for w in widest.values()), widest
         assert "(continued)" not in parts["report"]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_demos_results(recs, width: int, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """What `ioattr demo` prints after its two runs (ioattr.host.demo.show, on these recordings
+    as its small and large runs) at 80 and 200 columns: within the width, the width used at 200.
+    tests/test_demo.py runs the whole demo once, at 80 columns."""
+    from ioattr.cli.main import main
+    from ioattr.host import demo
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    a, b = recs
+    assert demo.show(demo.DemoOptions(output=a.parent), {"small": a, "large": b}, main) == 0
+    out = capsys.readouterr().out
+    _check(out, width)
+    pasted = " ".join(out.replace(" \\\n", " ").split())  # the commands as a shell joins them
+    assert QPS in out and f"$ ioattr explain {a} --against {b} " in pasted
+    assert (max(map(len, out.splitlines())) > 80) == (width == 200)
