@@ -598,3 +598,26 @@ def test_interactive_in_tmux(live_db, tmux_top: Tmux) -> None:
         t.keys("q")  # quits, as in top(1)
         lines = t.wait(lambda s: any("EXITED 0" in x for x in s))
     assert_no_leftover_programs()
+
+
+def test_the_terminal_going_away(live_db, tmp_path: Path) -> None:
+    """The terminal top runs in closes (tmux killed: SIGHUP, the tty gone): top stops, no
+    traceback (its stderr kept in a file for the look), nothing left loaded."""
+    need_root()
+    err, pidfile = tmp_path / "top.err", tmp_path / "top.pid"
+    t = Tmux(tmp_path, f"bash -c 'echo $$ > {pidfile}; exec {IOATTR} top --pid {live_db.pid} --interval 0.5 2>{err}'")
+    try:
+        t.wait(lambda s: _first_row(s, "FILE") is not None or any(x.startswith("FILE ") for x in s), timeout=30)
+    finally:
+        t.kill()
+    pid = int(pidfile.read_text())
+
+    def gone() -> bool:
+        try:
+            return "zombie" in Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+
+    wait_until(gone, 30, "top to stop when its terminal went away")
+    assert "Traceback" not in err.read_text() and "Error" not in err.read_text(), err.read_text()
+    assert_no_leftover_programs()
