@@ -46,6 +46,7 @@ import os
 import random
 import signal
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
@@ -404,6 +405,27 @@ class Bench:
             self.query_phase(rate)
 
 
+def stderr_columns() -> int | None:
+    """The width progress lines fold at: $COLUMNS, else stderr's terminal; None (one line per
+    event, for grep) when stderr is a file or a pipe."""
+    try:
+        return max(40, int(os.environ["COLUMNS"]))
+    except (KeyError, ValueError):
+        pass
+    try:
+        return max(40, os.get_terminal_size(2).columns)
+    except OSError:
+        return None
+
+
+def fold(line: str, width: int | None) -> list[str]:
+    """A line folded at spaces to `width`, continuation lines indented (a word stays whole)."""
+    if not width or len(line) <= width:
+        return [line]
+    return textwrap.wrap(line, width=width, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
 def name_pad(name: str) -> str:
     return f"{name:<6}"
 
@@ -621,7 +643,9 @@ def _connector(args: argparse.Namespace, socket_path: str | None) -> Callable[[]
 
 def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
-        print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+        # progress folds to the terminal; an error or a warning stays one line (grep, scripts)
+        width = None if msg.startswith(("error:", "warning:")) else stderr_columns()
+        print("\n".join(fold(f"{PROG}: {msg}", width)), file=sys.stderr, flush=True)
 
     try:
         args = parse_args(argv)

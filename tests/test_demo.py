@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,23 @@ from tests.conftest import need_root
 from tests.helpers import assert_no_ioattr_programs, ioattr, recording_phases
 
 BENCHMARK_PHASES = ["setup", "l.i0", "l.x", "l.i1", "q100", "q500", "q1000"]
+
+
+def _unfolded(text: str) -> list[str]:
+    """Lines as they were before folding to the terminal (continuations start with 4 spaces)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("    ") and out:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
+def _fits(text: str, width: int) -> list[str]:
+    """The lines wider than `width` that need not be: a longer line must hold a word (a path)
+    that does not fit with its indent."""
+    return [ln for ln in text.splitlines() if len(ln) > width and max(map(len, ln.split())) <= width - 12]
 
 
 def test_default_output_is_under_xdg_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,14 +90,17 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     assert r.returncode == 0, r.stderr
     assert list(cwd.iterdir()) == [], "the demo wrote into the directory it ran in"
 
+    # progress lines folded to the 80 columns (a path longer than that on its own line)
+    assert not _fits(r.stderr, 80), _fits(r.stderr, 80)
+    err = _unfolded(r.stderr)
     # it says where, first thing, and both recordings are there
-    first = r.stderr.splitlines()[0]
+    first = err[0]
     assert first.startswith("ioattr demo: the recordings go to "), first
     out = Path(first.removeprefix("ioattr demo: the recordings go to "))
     assert out.parent == data / "ioattr"
     small, large = out / "small", out / "large"
     assert (small / "meta.json").is_file() and (large / "meta.json").is_file()
-    assert r.stdout.rstrip().splitlines()[-3] == f"recordings kept at {out}"
+    assert f"\nrecordings kept at {out}\n" in r.stdout
 
     # the miniature insert benchmark ran twice, every phase marked, recorded with record's defaults
     for rec in (small, large):
@@ -88,9 +109,11 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
         # record's default --stages auto: the fine stages, read from the server's THD
         assert meta["stages"] == "full" and meta["interval"] == 1.0, meta
         assert {s["source"] for s in meta["stage_sources"].values()} == {"thd"}, meta
-    assert "insert_benchmark.py" in r.stderr and "sysbench" not in r.stderr
-    assert "is not a database server" not in r.stderr, r.stderr   # the wrapped command is no -p slip
-    assert "--rows 1000 " in r.stderr and "--rows 3000 " in r.stderr
+    joined = "\n".join(err)
+    assert "insert_benchmark.py" in joined and "sysbench" not in joined
+    assert "is not a database server" not in joined, joined   # the wrapped command is no -p slip
+    assert "--rows 1000 " in joined and "--rows 3000 " in joined
+    assert sum(ln.startswith("insert_benchmark: q1000 ") and "storage reads/query" in ln for ln in err) == 2, joined
 
     # the per-phase summary table once (its title is "per phase"), both runs in it
     lines = r.stdout.splitlines()
@@ -108,12 +131,23 @@ def test_demo_records_two_sizes_outside_the_cwd_and_explains(tmp_path: Path) -> 
     own = lines[:titles.index("Why do the queries read more in the large run?")]
     assert all(len(line) <= 80 for line in own) and "…" not in "\n".join(own), "\n".join(own)
 
+    # all of stdout within 80 columns too: explain's text, the commands (folded with a backslash)
+    assert not _fits(r.stdout, 80), _fits(r.stdout, 80)
+
     # the exact explain command it ran, then its output: rerunning the command gives the same
     i = titles.index("Why do the queries read more in the large run?")
-    command = lines[i + 1]
+    j = i + 1
+    while lines[j].endswith(" \\"):
+        j += 1
+    command = " ".join(ln.removesuffix(" \\").strip() for ln in lines[i + 1:j + 1])
     assert command == f"$ ioattr explain {small} --against {large}", command
     end = lines.index(f"recordings kept at {out}")
-    shown = "\n".join(lines[i + 2:end]).strip("\n")
+    shown = "\n".join(lines[j + 1:end]).strip("\n")
+    # the commands to run next, as pasted into a shell (bash joins the backslashed lines)
+    pasted = subprocess.run(["bash", "-c", "\n".join(["ioattr() { printf '%s\\n' \"$@\"; }", *lines[end + 1:]])],
+                            capture_output=True, text=True, check=True).stdout.split("\n")
+    assert pasted == ["report", str(large), "--by", "phase,index", "explain", str(small), "--against", str(large),
+                      "--format", "html", "-o", "explain.html", ""], pasted
     again = ioattr(*shlex.split(command.removeprefix("$ ioattr ")), check=True, env=env)
     assert shown == again.stdout.strip("\n")
     # explain wraps at the terminal's width: a path longer than it stands on its own line

@@ -247,3 +247,27 @@ def test_server_start_lines_mark_command_and_idle_tail(mariadb_factory, tmp_path
     undo = [n["text"] for n in meta["notes"] if "INNODB_METRICS" in n["text"]]
     assert len(undo) == 1 and "SET GLOBAL innodb_monitor_disable = 'module_buffer_page'" in undo[0]
     assert_no_ioattr_programs()
+
+
+def test_a_server_that_goes_away_mid_recording(mariadb_factory, tmp_path: Path) -> None:
+    """`record -p SERVER` and the server dies (kill -9: its connections reset under the counter
+    reads): no traceback, every stderr line one `ioattr:` line, the recorder stops by itself
+    (its only target exited) with a complete recording of the statements run before."""
+    db = mariadb_factory()
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3")
+    try:
+        bg.wait_recording()
+        for i in range(20):
+            db.query(f"SELECT {i}")
+        pid = db.pid
+        db._kill()  # SIGKILL to our own server's pid
+        wait_until(lambda: bg.proc.poll() is not None, 60, "the recorder to stop after its server died")
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    assert "Traceback" not in err and all(ln.startswith("ioattr: ") for ln in err.splitlines()), err
+    assert "stopping: every --pid target exited" in err, err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert meta["status"] == "complete" and any(f"[{pid}] exited" in n["text"] for n in meta["notes"]), meta
+    assert_no_ioattr_programs()

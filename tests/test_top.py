@@ -476,12 +476,18 @@ def test_batch_snapshots_show_the_busy_file_and_index(live_db) -> None:
 
 
 class Tmux:
-    """A private tmux server (own socket) with one 80x24 window."""
+    """A private tmux server (own socket) with one 80x24 window (resize: another size)."""
 
     def __init__(self, tmp: Path, command: str) -> None:
         self.tmux = need_tool("tmux")
         self.sock = str(tmp / "tmux.sock")
+        self.height = 24
         self._run("-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", command)
+
+    def resize(self, width: int, height: int) -> None:
+        """The terminal window resized, as a user drags it (the program gets SIGWINCH)."""
+        self._run("resize-window", "-x", str(width), "-y", str(height))
+        self.height = height
 
     def _run(self, *args: str) -> str:
         r = subprocess.run([self.tmux, "-S", self.sock, *args], capture_output=True, text=True, timeout=10)
@@ -493,7 +499,7 @@ class Tmux:
             self._run("send-keys", "-l", k)
 
     def screen(self) -> list[str]:
-        return self._run("capture-pane", "-p").split("\n")[:24]
+        return self._run("capture-pane", "-p").split("\n")[:self.height]
 
     def wait(self, predicate: Callable[[list[str]], bool], timeout: float = 20) -> list[str]:
         deadline = time.monotonic() + timeout
@@ -582,6 +588,36 @@ def test_interactive_in_tmux(live_db, tmux_top: Tmux) -> None:
         t.keys("f", "l")
         t.wait(lambda s: any("files  layer block" in x for x in s))
         assert all(len(x) <= 80 for x in t.screen())
+        # a 200-column terminal: the screen redrawn to its width and height, nothing past them
+        t.keys("l", "l", "s")  # the layers cycle: block, pagecache, syscall again
+        t.resize(200, 50)
+        lines = t.wait(lambda s: s[-1].startswith("f:files ") and _first_row(s, "QUERY") is not None)
+        assert len(lines) == 50 and all(len(x) <= 200 for x in lines), lines
+        assert " ".join(_first_row(lines, "QUERY") or []).startswith("SELECT c FROM live.hot"), lines
+        assert "~" not in "\n".join(lines), lines  # nothing cut: the width is there
         t.keys("q")  # quits, as in top(1)
         lines = t.wait(lambda s: any("EXITED 0" in x for x in s))
+    assert_no_leftover_programs()
+
+
+def test_the_terminal_going_away(live_db, tmp_path: Path) -> None:
+    """The terminal top runs in closes (tmux killed: SIGHUP, the tty gone): top stops, no
+    traceback (its stderr kept in a file for the look), nothing left loaded."""
+    need_root()
+    err, pidfile = tmp_path / "top.err", tmp_path / "top.pid"
+    t = Tmux(tmp_path, f"bash -c 'echo $$ > {pidfile}; exec {IOATTR} top --pid {live_db.pid} --interval 0.5 2>{err}'")
+    try:
+        t.wait(lambda s: _first_row(s, "FILE") is not None or any(x.startswith("FILE ") for x in s), timeout=30)
+    finally:
+        t.kill()
+    pid = int(pidfile.read_text())
+
+    def gone() -> bool:
+        try:
+            return "zombie" in Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+
+    wait_until(gone, 30, "top to stop when its terminal went away")
+    assert "Traceback" not in err.read_text() and "Error" not in err.read_text(), err.read_text()
     assert_no_leftover_programs()

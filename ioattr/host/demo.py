@@ -18,7 +18,6 @@ default, see default_output), so a demo never leaves files in the tree.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from ioattr import environment
 from ioattr.errors import RuntimeFailure
 from ioattr.format.reader import Recording
 from ioattr.live.recorder import RecordOptions, Recorder
-from ioattr.output.fit import terminal_width
+from ioattr.output.fit import shell_lines, stderr_width, terminal_width, wrap_words
 from ioattr.output.render import render_table, summary_tables
 
 #: the benchmark as installed (package data) and in a source checkout (editable installs)
@@ -65,7 +64,9 @@ class DemoOptions:
 
 
 def say(msg: str) -> None:
-    print(f"ioattr demo: {msg}", file=sys.stderr, flush=True)
+    """A progress line on stderr, wrapped to the terminal's width (stderr_width)."""
+    lines = wrap_words(f"ioattr demo: {msg}", stderr_width())
+    print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 def insert_benchmark() -> Path:
@@ -131,7 +132,11 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
         "(temp datadir, socket and port; not the host's service): small fits in it, large does not")
     for name, rows in zip(RUNS, (opts.table_size, opts.large_table_size)):
         record_run(runs[name], rows, opts)
+    return show(opts, runs, run_cli)
 
+
+def show(opts: DemoOptions, runs: dict[str, Path], run_cli: Callable[[list[str]], int]) -> int:
+    """What the demo prints once both runs are recorded, laid out for the terminal's width."""
     recs = {name: Recording(path) for name, path in runs.items()}
     from rich.console import Console
 
@@ -158,12 +163,15 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
 
     argv = explain_argv(runs["small"], runs["large"])
     print("\nWhy do the queries read more in the large run?")
-    print("$ ioattr " + " ".join(shlex.quote(a) for a in argv), flush=True)
+    # the commands shown as a shell takes them pasted, folded at spaces with a trailing backslash
+    width = console.width
+    print("\n".join(shell_lines(["ioattr", *argv], width, prefix="$ ")), flush=True)
     code = run_cli(argv)
     sys.stdout.flush()
-    print(f"\nrecordings kept at {opts.output}\n"
-          f"  ioattr report {runs['large']} --by phase,index\n"
-          f"  ioattr explain {runs['small']} --against {runs['large']} --format html -o explain.html")
+    print(f"\nrecordings kept at {opts.output}")
+    for cmd in (["ioattr", "report", str(runs["large"]), "--by", "phase,index"],
+                ["ioattr", *argv, "--format", "html", "-o", "explain.html"]):
+        print("\n".join(shell_lines(cmd, width, prefix="  ", indent=6)))
     return 0 if code == 0 else 1  # explain failing on the demo's own runs is a runtime failure
 
 

@@ -11,6 +11,8 @@ rule under the header), which saves a column per cell border.
 """
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import textwrap
 from collections.abc import Sequence
@@ -39,6 +41,51 @@ LIGHT = Layout(2, -2, False)
 def terminal_width(default: int = 160) -> int:
     """The width to lay out for: $COLUMNS or the terminal's, `default` when piped."""
     return max(NARROWEST, shutil.get_terminal_size((default, 24)).columns)
+
+
+def stderr_width() -> int | None:
+    """The width for progress lines on stderr: $COLUMNS, else stderr's terminal; None when
+    stderr is a file or a pipe (a log keeps one line per event, for grep)."""
+    try:
+        cols = int(os.environ.get("COLUMNS", ""))
+        if cols > 0:
+            return max(NARROWEST, cols)
+    except ValueError:
+        pass
+    try:
+        return max(NARROWEST, os.get_terminal_size(2).columns)
+    except OSError:
+        return None
+
+
+def wrap_words(line: str, width: int | None, indent: int = 4) -> list[str]:
+    """A line wrapped at spaces to `width` (None: not wrapped), continuation lines indented;
+    never inside a word, so a path longer than the width stands whole on its own line."""
+    if not width or len(line) <= width:
+        return [line]
+    return textwrap.wrap(line, width=width, subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
+def shell_lines(argv: Sequence[str], width: int | None, prefix: str = "", indent: int = 4) -> list[str]:
+    """A command as lines a shell accepts pasted whole: quoted arguments packed up to `width`,
+    each line but the last ending in ` \\` (an argument longer than the width stands alone); an
+    option stays on the line of its value."""
+    words: list[str] = []
+    for a in argv:
+        q = shlex.quote(a)
+        if words and words[-1].startswith("-") and " " not in words[-1] and not a.startswith("-"):
+            words[-1] += " " + q
+        else:
+            words.append(q)
+    lines = [prefix + words[0]]
+    for w in words[1:]:
+        if width and len(lines[-1]) + 1 + len(w) + 2 > width:
+            lines[-1] += " \\"
+            lines.append(" " * indent + w)
+        else:
+            lines[-1] += " " + w
+    return lines
 
 
 @dataclass(frozen=True)

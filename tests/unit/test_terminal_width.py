@@ -1,10 +1,10 @@
-"""`report` and `compare` as typed in an 80- and a 200-column terminal (no root).
+"""`report`, `compare` and `explain` as typed in an 80- and a 200-column terminal (no root).
 
 Two synthetic recordings (tests/unit/test_compare.py's writer) with the wide numbers of a real
 benchmark (57,479.2 queries/s, 2,600,000 rows) and files inside and outside the server's datadir.
 At each width: no line longer than the terminal, no cell cut with "…", every number whole, and
-at 200 columns the per-phase table in one piece. Once in a real tmux pane 80 columns wide, where
-a line too long would wrap (capture-pane -J joins it back)."""
+at 200 columns the per-phase table in one piece. Then all three in real tmux panes 80 and 200
+columns wide, where a line too long would wrap (capture-pane -J joins it back)."""
 from __future__ import annotations
 
 import json
@@ -90,25 +90,61 @@ def test_short_version() -> None:
     assert short_version(None) == "-"
 
 
-def test_in_an_80_column_tmux_pane(recs, tmp_path: Path) -> None:
-    """As typed at a shell prompt in tmux: the output goes to the pane (a terminal), no COLUMNS."""
+def _in_tmux_pane(script: str, width: int, tmp_path: Path) -> str:
+    """What a shell in a tmux pane `width` columns wide shows after running script (the output
+    goes to the pane, a terminal; no COLUMNS), lines tmux wrapped joined back (-J)."""
     tmux = need_tool("tmux")
-    sock = str(tmp_path / "tmux.sock")
-    a, _ = recs
+    sock = str(tmp_path / f"tmux-{width}.sock")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
-    script = f"{IOATTR} report {a} --by phase,file; echo DONE-$?"
-    subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "50",
-                    "bash", "--norc", "-c", script + "; sleep 30"], check=True, env=env, timeout=10)
+    subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", "50",
+                    "bash", "--norc", "-c", script + "; echo DONE-$?; sleep 60"], check=True, env=env, timeout=10)
     try:
         text = ""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while "DONE-" not in text:
             assert time.monotonic() < deadline, text
             time.sleep(0.2)
             text = subprocess.run([tmux, "-S", sock, "capture-pane", "-p", "-J", "-S", "-"],
                                   capture_output=True, text=True, timeout=10).stdout
         assert "DONE-0" in text, text
-        _check(text.rstrip(), 80)
-        assert QPS in text and "sbtest/sbtest1.ibd" in text
+        return text.rstrip()
     finally:
         subprocess.run([tmux, "-S", sock, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_in_a_tmux_pane(recs, width: int, tmp_path: Path) -> None:
+    """report, compare and explain as typed at a shell prompt in a tmux pane 80 and 200 columns
+    wide: within the width, numbers whole, and at 200 the width used (lines past 80 columns)."""
+    a, b = recs
+    cmds = {"report": f"{IOATTR} report {a} --by phase,file", "compare": f"{IOATTR} compare {a} {b}",
+            "explain": f"{IOATTR} explain {a} --against {b}"}
+    text = _in_tmux_pane(" && ".join(f"echo =={name}== && {c}" for name, c in cmds.items()), width, tmp_path)
+    _check(text, width)
+    parts = dict(zip(cmds, text.split("==report==")[1].split("==compare==")[0:1]
+                     + text.split("==compare==")[1].split("==explain==")))
+    assert QPS in parts["report"] and "sbtest/sbtest1.ibd" in parts["report"] and "2,600,123" in parts["report"]
+    assert QPS in parts["compare"] and "10.11.19-MariaDB " in parts["compare"]
+    assert "reads_per_query (per query): 4.524 -> 4.524" in " ".join(parts["explain"].split())
+    widest = {name: max(map(len, part.splitlines())) for name, part in parts.items()}
+    if width == 200:
+        assert all(w > 80 for w in widest.values()), widest
+        assert "(continued)" not in parts["report"]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_demos_results(recs, width: int, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """What `ioattr demo` prints after its two runs (ioattr.host.demo.show, on these recordings
+    as its small and large runs) at 80 and 200 columns: within the width, the width used at 200.
+    tests/test_demo.py runs the whole demo once, at 80 columns."""
+    from ioattr.cli.main import main
+    from ioattr.host import demo
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    a, b = recs
+    assert demo.show(demo.DemoOptions(output=a.parent), {"small": a, "large": b}, main) == 0
+    out = capsys.readouterr().out
+    _check(out, width)
+    pasted = " ".join(out.replace(" \\\n", " ").split())  # the commands as a shell joins them
+    assert QPS in out and f"$ ioattr explain {a} --against {b} " in pasted
+    assert (max(map(len, out.splitlines())) > 80) == (width == 200)
