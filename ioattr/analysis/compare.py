@@ -62,7 +62,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("engine_cache_misses_per_query", "eng miss/q", "the engine's own cache misses per query "
                                                     "(Innodb_buffer_pool_reads, Rocksdb_block_cache_miss, "
                                                     "PostgreSQL's blks_read)"),
-    ("server_cpu_us_per_query", "CPU µs/q", "server CPU (user+sys, the servers' /proc/PID/stat) per query"),
+    ("server_cpu_us_per_query", "CPU µs/q", "server CPU (user+sys, the servers' /proc/PID/stat; a PostgreSQL "
+                                              "server's backends and auxiliary processes too) per query"),
 )
 BY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("reads_per_query", "r/q", "storage reads per query [syscall layer]"),
@@ -121,8 +122,17 @@ def _servers(rec: Recording) -> list[dict[str, Any]]:
 
 
 def server_pids(rec: Recording) -> list[int]:
-    """The traced servers' pids (meta.json "servers"), for the servers' own CPU."""
-    return [int(s["pid"]) for s in _servers(rec) if isinstance(s.get("pid"), int) and not isinstance(s["pid"], bool)]
+    """The traced servers' pids (meta.json "servers"), for the servers' own CPU: with the processes
+    a forking server (PostgreSQL) listed as its own (its backends and auxiliary processes, not
+    ioattr's own connections), whose CPU is the server's too."""
+    out: list[int] = []
+    for s in _servers(rec):
+        if isinstance(s.get("pid"), int) and not isinstance(s["pid"], bool):
+            out.append(int(s["pid"]))
+        procs = s.get("processes")
+        if isinstance(procs, dict):
+            out += [int(p) for p, role in procs.items() if str(p).isdigit() and role != "ioattr" and int(p) not in out]
+    return out
 
 
 def run_settings(rec: Recording) -> dict[str, Any]:
@@ -234,8 +244,8 @@ def _layer_totals(rec: Recording) -> dict[tuple[str, str, str], tuple[float, flo
 
 def transactions(st: PhaseStats) -> float | None:
     """Explicit transactions ended in the phase (COMMIT and ROLLBACK statements); None without
-    the server's counters."""
-    return units.transactions(st.counters)
+    the server's counters (PostgreSQL: its xact_commit + xact_rollback, PhaseStats.transactions)."""
+    return st.transactions
 
 
 def engine_cache_misses(counters: dict[str, float]) -> float | None:

@@ -17,7 +17,9 @@ pg_stat_database   per database "<database>:<column>": blks_read, blks_hit, temp
                    xact_commit, xact_rollback, tup_*, blk_read_time, blk_write_time, deadlocks,
                    conflicts; and the cluster's totals of blks_read and blks_hit (no prefix), which
                    `top` and the exporter show as the cache misses and requests, and of
-                   tup_inserted (the rows inserted of explain's and report's per-insert terms).
+                   tup_inserted (the rows inserted of explain's and report's per-insert terms),
+                   xact_commit and xact_rollback (the transactions of the rates, less
+                   xact_commit_ioattr: the transactions ioattr's own connections committed).
 pg_stat_wal        the one row (PostgreSQL 14+): wal_records, wal_fpi (full-page images: the first
                    change to a page after a checkpoint logs the whole page), wal_bytes (of every
                    record inserted), wal_buffers_full, wal_write, wal_sync, wal_write_time,
@@ -53,7 +55,9 @@ STATUS_SQL = "SELECT sum(blks_read), sum(blks_hit) FROM pg_stat_database"
 STATUS_NAMES = ("blks_read", "blks_hit")
 #: the cluster's totals pg_stat_database adds without a database prefix: the status counters, and
 #: the rows inserted (explain's and report --by phase's per-insert terms: model/storage.ROWS_INSERTED)
-TOTALS = STATUS_NAMES + ("tup_inserted",)
+TOTALS = STATUS_NAMES + ("tup_inserted", "xact_commit", "xact_rollback")
+#: the transactions ioattr's own connections committed (server._Counted), in xact_commit's totals too
+OWN_COMMITS = "xact_commit_ioattr"
 
 
 def _rows(name: str, columns: tuple[str, ...], values: tuple) -> list[CounterRow]:
@@ -126,6 +130,9 @@ class PgStatDatabase(CounterSource):
             totals["blks_read"] += float(v_read or 0)
             totals["blks_hit"] += float(v_hit or 0)
         out += [(name, v, None) for name, v in totals.items()]
+        own = getattr(getattr(conn, "server", None), "own_transactions", None)
+        if isinstance(own, int):
+            out.append((OWN_COMMITS, float(own), None))
         return out
 
 
