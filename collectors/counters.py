@@ -216,6 +216,12 @@ class CounterCollector:
         for pid in pids:
             ts = time.time()
             rows += [(ts, pid, "proc", n, v, t) for n, v, t in self._safe("proc", pid, self.procs.rows, pid) or []]
+        for pid, ctx in servers.items():
+            if pid in pids and getattr(ctx, "native", False):
+                # a server forking its connections' processes (PostgreSQL): the whole cluster's CPU,
+                # without ioattr's own backends (compare's CPU per query)
+                own = set(getattr(ctx, "own_pids", ()) or ())
+                rows += [(ts, pid, "proc", n, v, t) for n, v, t in self.procs.tree_rows(pid, own)]
         self.cost_ms["proc"] = (time.perf_counter() - t0) * 1e3
 
         for pid in [p for p in self._servers if p not in servers]:

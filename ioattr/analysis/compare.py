@@ -122,17 +122,9 @@ def _servers(rec: Recording) -> list[dict[str, Any]]:
 
 
 def server_pids(rec: Recording) -> list[int]:
-    """The traced servers' pids (meta.json "servers"), for the servers' own CPU: with the processes
-    a forking server (PostgreSQL) listed as its own (its backends and auxiliary processes, not
-    ioattr's own connections), whose CPU is the server's too."""
-    out: list[int] = []
-    for s in _servers(rec):
-        if isinstance(s.get("pid"), int) and not isinstance(s["pid"], bool):
-            out.append(int(s["pid"]))
-        procs = s.get("processes")
-        if isinstance(procs, dict):
-            out += [int(p) for p, role in procs.items() if str(p).isdigit() and role != "ioattr" and int(p) not in out]
-    return out
+    """The traced servers' pids (meta.json "servers"), for the servers' own CPU (a forking
+    server's counter cpu:tree_* holds its backends' and auxiliary processes' CPU too)."""
+    return [int(s["pid"]) for s in _servers(rec) if isinstance(s.get("pid"), int) and not isinstance(s["pid"], bool)]
 
 
 def run_settings(rec: Recording) -> dict[str, Any]:
@@ -338,6 +330,9 @@ def server_cpu_seconds(rec: Recording, phase: str, pids: list[int]) -> float | N
     if not pids:
         return None
     d = counter_deltas(rec, phase, pids=pids)
+    if d.get("proc:cpu:tree_user") is not None:
+        # a forking server (PostgreSQL): its backends' and auxiliary processes' too, in one sum
+        return d["proc:cpu:tree_user"] + d.get("proc:cpu:tree_sys", 0.0)
     user = d.get("proc:cpu:user")
     return None if user is None else user + d.get("proc:cpu:sys", 0.0)
 
