@@ -164,7 +164,8 @@ def setting_names() -> list[str]:
 
 def data_bytes(rec: Recording) -> int | None:
     """Bytes on disk of the engines' data as the recording measured it at its end: InnoDB's
-    tablespace files (meta.json "tablespace_sizes", every table) plus MyRocks' live SST files
+    tablespace files (meta.json "tablespace_sizes", every table; PostgreSQL: every user table's
+    pg_total_relation_size) plus MyRocks' live SST files
     (meta.json "files", those not deleted). None when neither was recorded."""
     total, known = 0, False
     sizes = rec.meta.get("tablespace_sizes")

@@ -349,11 +349,12 @@ class Recorder:
         from ioattr.collectors.engine import EngineError
 
         sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
-        for pid, ctx in session.naming.servers.items():
-            if ctx.engine is None:
+        # a native server (PostgreSQL) too: its tables per database (compare's data on disk)
+        for pid, ctx in {**session.naming.servers, **session.native_servers}.items():
+            if getattr(ctx, "engine", None) is None:
                 continue
             try:
-                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}
+                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}  # type: ignore[attr-defined]
             except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
                 continue
         if sizes:

@@ -98,8 +98,13 @@ class PostgresAdapter(EngineAdapter):
             return None
         return f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
 
+    def object_sizes(self, conn: Connection) -> dict[str, int]:
+        """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""
+        return counters.object_sizes(conn)
+
     def counter_sources(self) -> list[CounterSource]:
-        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal()]
+        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal(),
+                counters.PgStatIo(), counters.PgStatStatements()]
 
     # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
     # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)

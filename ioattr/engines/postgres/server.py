@@ -169,8 +169,10 @@ class _Counted:
     def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         self._server.own_transactions += 1
         if isinstance(query, str):
-            # digested as ioattr's own (bpf/stage.bpf.c): neither the workload's statements nor its IO
-            query = INTERNAL_TAG + query
+            # digested as ioattr's own (bpf/stage.bpf.c): neither the workload's statements nor its IO;
+            # tagged at the end too, which pg_stat_statements keeps in its text (18 drops a leading
+            # comment from it: counters.PgStatStatements leaves out both)
+            query = INTERNAL_TAG + query + " " + INTERNAL_TAG.strip()
         return self._conn.execute(query, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
