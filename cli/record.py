@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from ioattr.cli.definition import add_duration_argument, add_interval_argument, 
     examples, live_options
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
-from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.live.recorder import RecordOptions, Recorder
 
@@ -88,12 +86,6 @@ def run(args: argparse.Namespace) -> int:
         if "syscalls" not in sets:
             sets = ("syscalls",) + sets
     spec = TargetSpec(pids=list(args.pid), comms=list(args.comm), command=list(args.wrapped_command))
-    for pid in spec.pids:
-        worker = registry.server_of(pid)
-        if worker is not None and worker[1] not in spec.pids:
-            # recorded as asked, but only the server's own pid brings its names, roles and queries
-            print(f"ioattr: pid {pid} is a {worker[0].name} backend, not its server: record --pid {worker[1]} "
-                  "(the postmaster) for relation names, roles and queries", file=sys.stderr)
     if args.only_command and not spec.command:
         raise UsageError("--only-command needs a command: ioattr record --only-command -- CMD ARGS")
     if not spec.pids and not spec.comms and not args.only_command:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.targets import pid_alive
+from ioattr.engines import registry
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.format import control
 from ioattr.format.recording import RecordingWriteError, RecordingWriter
@@ -443,8 +444,14 @@ class Recorder:
             if pid == self.child_pid:
                 continue
             comm = session.naming.tasks.process(pid) or "?"
-            text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
-                    f"is traced (no index, page, query or role names)")
+            worker = registry.server_of(pid)
+            if worker is not None and worker[1] not in session.opts.targets.pids:
+                # a process its server forked (a PostgreSQL backend): the server's pid is the one to give
+                text = (f"pid {pid} is a {worker[0].name} backend, not its server: record --pid {worker[1]} "
+                        "(the postmaster) for relation names, roles and queries")
+            else:
+                text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
+                        f"is traced (no index, page, query or role names)")
             self.opts.log(text)
             writer.note(text)
 
