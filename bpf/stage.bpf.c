@@ -206,7 +206,7 @@ struct digest_ctx {
 	__u8 quote;
 	__u8 prev;      /* last character that went into the hash */
 	__u8 extra;     /* statements after the first in the text (a multi-statement COM_QUERY) */
-	__u8 pad;
+	__u8 prev2;     /* the character that went into the hash before prev */
 	/* what digest_byte() must look at besides the byte itself, as one word: 0 (S_CODE, no
 	 * match under way) or S_SPACE alone is the fast path's case (digest_plain_byte) */
 	union {
@@ -264,6 +264,7 @@ static __always_inline __u8 local_char(__u32 i)
 static __always_inline void mix(struct digest_ctx *c, __u8 ch)
 {
 	c->hash = (c->hash ^ ch) * FNV_PRIME;
+	c->prev2 = c->prev;
 	c->prev = ch;
 }
 
@@ -405,6 +406,15 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 	if ((ch == '-' && next == '-') || ch == '#') {
 		c->state = S_LINE_COMMENT;
 		return 0;
+	}
+	/* a sign before a number where no operand ends ("= -5", "+ -5", "(-5", ", -5"): part of the
+	 * literal, so "a + -5" and "a + 5" are one statement (pgbench's deltas); "a - 5", "5-3" and
+	 * "x) - 5" stay binary. Spaces are folded, so the last code byte is prev or the one before. */
+	if (ch == '-' && next >= '0' && next <= '9') {
+		__u8 last = c->prev == ' ' ? c->prev2 : c->prev;
+
+		if (last && !ident_char(last) && last != '?' && last != ')' && last != ']')
+			return 0;
 	}
 	if (c->state == S_SPACE) {
 		if (c->prev && c->prev != ' ')

@@ -88,6 +88,7 @@ statement.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -165,6 +166,7 @@ class _Server:
     # SHOW GLOBAL STATUS's names by their upper-case form (INFORMATION_SCHEMA spells them so),
     # for the packed read (CounterCollector._status); None: read with SHOW only
     status_names: dict[str, str] | None = field(default_factory=dict)
+    eng: Any = None                 # its connection, as last read (CounterCollector._lost)
 
 
 class CounterCollector:
@@ -214,6 +216,12 @@ class CounterCollector:
         for pid in pids:
             ts = time.time()
             rows += [(ts, pid, "proc", n, v, t) for n, v, t in self._safe("proc", pid, self.procs.rows, pid) or []]
+        for pid, ctx in servers.items():
+            if pid in pids and getattr(ctx, "native", False):
+                # a server forking its connections' processes (PostgreSQL): the whole cluster's CPU,
+                # without ioattr's own backends (compare's CPU per query)
+                own = set(getattr(ctx, "own_pids", ()) or ())
+                rows += [(ts, pid, "proc", n, v, t) for n, v, t in self.procs.tree_rows(pid, own)]
         self.cost_ms["proc"] = (time.perf_counter() - t0) * 1e3
 
         for pid in [p for p in self._servers if p not in servers]:
@@ -251,9 +259,23 @@ class CounterCollector:
         except Exception as e:  # a parser or /proc surprise must not stop the recording
             err = f"{type(e).__name__}: {e}"
         who = f"server {pid}" if source not in ("host", "proc") else (f"process {pid}" if pid else "host")
+        if source not in ("host", "proc") and pid is not None and self._lost(pid):
+            # the server went away (exited, restarted, shutting down): one line, not one per source
+            self._note_once((pid, "lost"), f"counters: {who}: connection lost ({err}); its counters stop "
+                                           "until it accepts connections again")
+            return None
         self._note_once((pid, source), f"counters: {who}: cannot read '{source}' counters ({err}); "
                                        "the other counters continue and this one is retried each interval")
         return None
+
+    def _lost(self, pid: int) -> bool:
+        """Whether server pid is gone or its connection was closed under us (a connection that
+        could not be reopened stays closed), rather than one counter source failing."""
+        if not os.path.exists(f"/proc/{pid}"):
+            return True
+        st = self._servers.get(pid)
+        conn = getattr(getattr(st, "eng", None), "conn", None) if st is not None else None
+        return bool(getattr(conn, "closed", False))
 
     def _server_rows(self, pid: int, ctx: Any, ps_due: bool) -> list[Row]:
         eng = getattr(ctx, "engine", None)
@@ -266,6 +288,7 @@ class CounterCollector:
             engines = tuple(getattr(ctx, "engines", ()))
             st = self._servers[pid] = _Server(pid, engines=engines,
                                               sources=[src for adapter in engines for src in adapter.counter_sources()])
+        st.eng = eng
         if not self._connected(st, eng):
             return []
         native = getattr(ctx, "native", False)  # an engine's own server (PostgreSQL): its sources only

@@ -19,6 +19,12 @@ source 'proc' (pid = the target process):
     io:rchar io:wchar io:syscr io:syscw io:read_bytes io:write_bytes io:cancelled_write_bytes
                               /proc/PID/io (the whole process, exited threads included)
     cpu:user cpu:sys          /proc/PID/stat utime/stime in seconds (whole process)
+    cpu:tree_user cpu:tree_sys  a server that forks a process per connection (PostgreSQL's
+                              postmaster): its own utime/stime, its exited children's
+                              (cutime/cstime: the backends it reaped) and its living traced
+                              children's but ioattr's own connections', summed in one snapshot,
+                              so a phase's delta is the cluster's CPU however short its backends
+                              lived (ProcCounters.tree_rows)
     threads                   number of threads (gauge)
     ctxt ctxt_nonvoluntary    context switches of the process's threads: voluntary +
                               involuntary, and involuntary alone, from
@@ -101,8 +107,27 @@ class ProcCounters:
         # pid -> tid -> (voluntary, nonvoluntary) last seen; pid -> switches of exited threads
         self._threads: dict[int, dict[int, tuple[int, int]]] = {}
         self._gone: dict[int, tuple[int, int]] = {}
+        # pid -> (ppid, utime, stime, cutime, cstime) in seconds, as its last rows() read them
+        self.stat: dict[int, tuple[int, float, float, float, float]] = {}
+
+    def tree_rows(self, pid: int, exclude: set[int]) -> list[Row]:
+        """cpu:tree_user and cpu:tree_sys of a forking server pid, from this snapshot's rows():
+        its own CPU, its reaped children's, and its living children's that were read (not those
+        in `exclude`). A child that exits between the server's read and its own is missed for one
+        snapshot, then counted in the server's cutime: the sum never loses it."""
+        own = self.stat.get(pid)
+        if own is None:
+            return []
+        user, sys_ = own[1] + own[3], own[2] + own[4]
+        for child, (ppid, u, s, _, _) in self.stat.items():
+            if ppid == pid and child not in exclude:
+                user += u
+                sys_ += s
+        return [("cpu:tree_user", user, None), ("cpu:tree_sys", sys_, None)]
 
     def forget(self, live: set[int]) -> None:
+        for pid in [p for p in self.stat if p not in live]:
+            self.stat.pop(pid, None)
         for pid in [p for p in self._threads if p not in live]:
             self._threads.pop(pid, None)
             self._gone.pop(pid, None)
@@ -123,6 +148,8 @@ class ProcCounters:
             out.append(("cpu:user", int(fields[11]) / CLK_TCK, None))
             out.append(("cpu:sys", int(fields[12]) / CLK_TCK, None))
             out.append(("threads", float(fields[17]), None))
+            self.stat[pid] = (int(fields[1]), int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK,
+                              int(fields[13]) / CLK_TCK, int(fields[14]) / CLK_TCK)
         except (IndexError, ValueError):
             pass
         try:

@@ -25,6 +25,8 @@ def normalize(text: str) -> str:
 
     out = _TOKEN.sub(repl, text)
     out = re.sub(r"\s+", " ", out).strip()
+    # a sign where no operand ends is part of its literal ("a + -5" is "a + ?"), as the digest has it
+    out = re.sub(r"([^\w$?)\] ])( ?)-\?", r"\1\2?", out)
     out = re.sub(r"\(\s*\?(?:\s*,\s*\?)+\s*\)", "(?, ...)", out)
     return out
 
@@ -106,6 +108,8 @@ def digest_text(text: str | bytes) -> bytes:
         if (ch == 0x2D and nxt == 0x2D) or ch == 0x23:
             state = _LINE_COMMENT
             continue
+        if ch == 0x2D and 0x30 <= nxt <= 0x39 and _signs(out):
+            continue                         # a sign: part of the literal that follows
         if state == _SPACE:
             if prev and prev != 0x20:
                 out.append(0x20)
@@ -126,6 +130,15 @@ def digest_text(text: str | bytes) -> bytes:
         out.append(ch)
         prev = ch
     return bytes(out)
+
+
+def _signs(out: bytearray) -> bool:
+    """Whether a '-' before a digit is a sign, after what went into the digest so far: no
+    operand ends there (not after a name, a literal, ')' or ']'), as bpf/stage.bpf.c decides."""
+    last = out[-1] if out else 0
+    if last == 0x20:
+        last = out[-2] if len(out) > 1 else 0
+    return bool(last) and not _ident(last) and last not in (0x3F, 0x29, 0x5D)
 
 
 def digest(text: str | bytes) -> int:

@@ -71,7 +71,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("engine_cache_misses_per_query", "eng miss/q", "the engine's own cache misses per query "
                                                     "(Innodb_buffer_pool_reads, Rocksdb_block_cache_miss, "
                                                     "PostgreSQL's blks_read)"),
-    ("server_cpu_us_per_query", "CPU µs/q", "server CPU (user+sys, the servers' /proc/PID/stat) per query"),
+    ("server_cpu_us_per_query", "CPU µs/q", "server CPU (user+sys, the servers' /proc/PID/stat; a PostgreSQL "
+                                              "server's backends and auxiliary processes too) per query"),
 )
 BY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("reads_per_query", "r/q", "storage reads per query [syscall layer]"),
@@ -130,7 +131,8 @@ def _servers(rec: Recording) -> list[dict[str, Any]]:
 
 
 def server_pids(rec: Recording) -> list[int]:
-    """The traced servers' pids (meta.json "servers"), for the servers' own CPU."""
+    """The traced servers' pids (meta.json "servers"), for the servers' own CPU (a forking
+    server's counter cpu:tree_* holds its backends' and auxiliary processes' CPU too)."""
     return [int(s["pid"]) for s in _servers(rec) if isinstance(s.get("pid"), int) and not isinstance(s["pid"], bool)]
 
 
@@ -171,7 +173,8 @@ def setting_names() -> list[str]:
 
 def data_bytes(rec: Recording) -> int | None:
     """Bytes on disk of the engines' data as the recording measured it at its end: InnoDB's
-    tablespace files (meta.json "tablespace_sizes", every table) plus MyRocks' live SST files
+    tablespace files (meta.json "tablespace_sizes", every table; PostgreSQL: every user table's
+    pg_total_relation_size) plus MyRocks' live SST files
     (meta.json "files", those not deleted). None when neither was recorded."""
     total, known = 0, False
     sizes = rec.meta.get("tablespace_sizes")
@@ -243,8 +246,8 @@ def _layer_totals(rec: Recording) -> dict[tuple[str, str, str], tuple[float, flo
 
 def transactions(st: PhaseStats) -> float | None:
     """Explicit transactions ended in the phase (COMMIT and ROLLBACK statements); None without
-    the server's counters."""
-    return units.transactions(st.counters)
+    the server's counters (PostgreSQL: its xact_commit + xact_rollback, PhaseStats.transactions)."""
+    return st.transactions
 
 
 def engine_cache_misses(counters: dict[str, float]) -> float | None:
@@ -337,6 +340,9 @@ def server_cpu_seconds(rec: Recording, phase: str, pids: list[int]) -> float | N
     if not pids:
         return None
     d = counter_deltas(rec, phase, pids=pids)
+    if d.get("proc:cpu:tree_user") is not None:
+        # a forking server (PostgreSQL): its backends' and auxiliary processes' too, in one sum
+        return d["proc:cpu:tree_user"] + d.get("proc:cpu:tree_sys", 0.0)
     user = d.get("proc:cpu:user")
     return None if user is None else user + d.get("proc:cpu:sys", 0.0)
 

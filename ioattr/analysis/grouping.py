@@ -9,6 +9,7 @@ always carry layer and op, per the JSON contract in DESIGN.md. `ioattr report`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ioattr.analysis.page_split import JOIN_KEY, split_key
 from ioattr.errors import UsageError
@@ -46,6 +47,7 @@ def report_rows(rec: Recording, req: ReportRequest) -> tuple[list[dict], int]:
         rows = rows[: req.top]
     if "file" in dims:
         _file_objects(rec, rows)
+        name_relation_files(rows, rec.meta.get("relations"))
     if "query" in dims:
         _executions(rec, dims, req, rows)
     return rows, unjoined
@@ -99,6 +101,20 @@ def _file_objects(rec: Recording, rows: list[dict]) -> None:
         r["sst_level"] = f.get("level") if ok else None
         idx = f.get("indexes") if ok else None
         r["sst_indexes"] = ", ".join(str(i.get("index")) for i in idx if isinstance(i, dict)) if idx else None
+
+
+def name_relation_files(rows: list[dict], relations: Any) -> None:
+    """--by file on a recording of a PostgreSQL cluster: every row gets `relation`, the relation
+    its file holds (meta.json "relations", named when the recorder saw the file: "db.schema.name",
+    with the fork when not the main one), null for files that are no relation's. Nothing is added
+    to a recording without relation files (MySQL/MariaDB)."""
+    if not isinstance(relations, dict) or not relations:
+        return
+    for r in rows:
+        rel = relations.get((r.get("file") or "").removesuffix(" (deleted)"))
+        name = rel.get("relation") if isinstance(rel, dict) else None
+        fork = rel.get("fork") if isinstance(rel, dict) else None
+        r["relation"] = None if not name else (name if fork in (None, "main") else f"{name} ({fork})")
 
 
 def _one_index_files(rec: Recording) -> dict[str, str]:

@@ -76,8 +76,13 @@ class PhaseStats:
 
     @property
     def transactions(self) -> float | None:
-        """Transactions ended by COMMIT or ROLLBACK (per.TRANSACTION)."""
-        return units.transactions(self.counters)
+        """Transactions ended by COMMIT or ROLLBACK (per.TRANSACTION); an engine that is its own
+        server counts them itself (PostgreSQL: xact_commit + xact_rollback, its phase_terms)."""
+        have = units.transactions(self.counters)
+        if have is not None:
+            return have
+        own = [t["transactions"] for t in self.engines.values() if isinstance(t.get("transactions"), (int, float))]
+        return sum(own) if own else None
 
     @property
     def inserts(self) -> float | None:

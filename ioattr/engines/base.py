@@ -317,6 +317,12 @@ class EngineAdapter(ABC):
         (before start), .poll_pages(), .page_file(space_id, index_id) -- ioattr/engines/postgres/server.py."""
         raise NotImplementedError
 
+    def server_of(self, pid: int) -> int | None:
+        """The server process that forked process pid to do its work (a PostgreSQL backend's
+        postmaster), where tracing pid alone misses what the server knows (names, roles,
+        statements); None otherwise. Default: None."""
+        return None
+
     def forks_servers(self, pid: int) -> bool:
         """Whether process pid is a server that forks a process per connection or job, whose
         children the session must follow from their fork on (mysqld/mariadbd use threads)."""

@@ -96,6 +96,16 @@ def server_engine(pid: int) -> EngineAdapter | None:
     return next((e for e in ENGINES if e.owns_server(pid)), None)
 
 
+def server_of(pid: int) -> tuple[EngineAdapter, int] | None:
+    """(engine, server pid) when process pid is a worker a server of an engine's own forked
+    (a PostgreSQL backend: its postmaster), else None."""
+    for e in ENGINES:
+        parent = e.server_of(pid)
+        if parent is not None:
+            return e, parent
+    return None
+
+
 def forks_servers(pids: list[int]) -> bool:
     """Whether one of these processes is a server that forks its workers (PostgreSQL), so its
     targets' children must be followed from their fork on."""

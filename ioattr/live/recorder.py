@@ -37,6 +37,7 @@ import numpy as np
 from ioattr import environment
 from ioattr.collectors.counters import CounterCollector
 from ioattr.collectors.targets import pid_alive
+from ioattr.engines import registry
 from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.format import control
 from ioattr.format.recording import RecordingWriteError, RecordingWriter
@@ -351,11 +352,12 @@ class Recorder:
         from ioattr.collectors.engine import EngineError
 
         sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
-        for pid, ctx in session.naming.servers.items():
-            if ctx.engine is None:
+        # a native server (PostgreSQL) too: its tables per database (compare's data on disk)
+        for pid, ctx in {**session.naming.servers, **session.native_servers}.items():
+            if getattr(ctx, "engine", None) is None:
                 continue
             try:
-                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}
+                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}  # type: ignore[attr-defined]
             except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
                 continue
         if sizes:
@@ -444,8 +446,14 @@ class Recorder:
             if pid == self.child_pid:
                 continue
             comm = session.naming.tasks.process(pid) or "?"
-            text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
-                    f"is traced (no index, page, query or role names)")
+            worker = registry.server_of(pid)
+            if worker is not None and worker[1] not in session.opts.targets.pids:
+                # a process its server forked (a PostgreSQL backend): the server's pid is the one to give
+                text = (f"pid {pid} is a {worker[0].name} backend, not its server: record --pid {worker[1]} "
+                        "(the postmaster) for relation names, roles and queries")
+            else:
+                text = (f"pid {pid} ({comm}) is not a database server ioattr can name: only its own file IO "
+                        f"is traced (no index, page, query or role names)")
             self.opts.log(text)
             writer.note(text)
 

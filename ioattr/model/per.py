@@ -18,6 +18,8 @@ The units, each counted from the server's own counters over the phase (counters 
   KB r/q, explain's default metric) means per SELECT: the insert benchmark's queries are its
   SELECTs, and a write-heavy phase's writes are rated per transaction or per row instead.
 - transaction: Com_commit + Com_rollback (explicit transactions; autocommit statements are none).
+  PostgreSQL: pg_stat_database xact_commit + xact_rollback (every transaction, an autocommitted
+  statement's too) less ioattr's own (its engine's phase_terms).
 - op: the benchmark's own operations (a sysbench event, a LinkBench request), as the benchmark
   counted them: `record --ops-pattern` over the wrapped command's output. Stored per phase in
   meta.json ("ops"); absent (null in reports) without --ops-pattern.
@@ -51,7 +53,8 @@ STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions le
                                       "each prepared execution and each statement of a multi-statement packet "
                                       "count; sysbench's queries)")
 SELECT = Unit("select", "q", "per query = per SELECT: Com_select less ioattr's own (prepared executions included)")
-TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback")
+TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback (PostgreSQL: xact_commit + "
+                                          "xact_rollback less ioattr's own)")
 OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern)")
 UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 
@@ -59,7 +62,8 @@ UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 RATES = {
     "qps": "SELECTs per second (Com_select less ioattr's own)",
     "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s)",
-    "tps": "transactions per second (Com_commit + Com_rollback)",
+    "tps": "transactions per second (Com_commit + Com_rollback; PostgreSQL: pg_stat_database xact_commit + "
+           "xact_rollback less ioattr's own)",
     "ops_per_s": "the benchmark's operations per second (record --ops-pattern)",
 }
 

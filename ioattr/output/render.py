@@ -156,7 +156,8 @@ def render_table(report: dict, by: list[str], width: int | None = None,
     paths inside a server's datadir (`datadirs`, meta.json "servers") shown relative to it."""
     dims = [d for d in dict.fromkeys(x.strip() for x in by) if d not in ("layer", "op")]
     # --by file on a MyRocks recording: each SST's LSM level and indexes (meta.json "files")
-    sst = [c for c in ("sst_level", "sst_indexes") if any(c in r for r in report["rows"])]
+    # and on a PostgreSQL recording, the relation each file holds
+    sst = [c for c in ("sst_level", "sst_indexes", "relation") if any(c in r for r in report["rows"])]
     cols = [Col(d.replace("_", " ") if d in sst else d, number=False, floor=24 if d == "file" else 12)
             for d in dims + ["layer", "op"] + sst]
     keys = len(cols)

@@ -9,6 +9,7 @@ only through ioattr.engines.registry / base, and engines never import the core.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -431,3 +432,49 @@ def test_index_names_missed_ids_are_read_soon_once() -> None:
     assert names.lookup(99) is None and names.missed == {99, ("space", 8)}
     names.refresh(conn)  # still unknown: given up on
     assert not names.missed and names.lookup(99) is None and names.space_table(8) is None and not names.missed
+
+
+def test_postgres_transactions_are_xact_commit_less_ioattrs_own() -> None:
+    pg = registry.by_name("postgres")
+    terms = pg.phase_terms({"pg_stat_database:xact_commit": 190.0, "pg_stat_database:xact_rollback": 2.0,
+                            "pg_stat_database:xact_commit_ioattr": 38.0}, lambda: [])
+    assert terms is not None and terms["transactions"] == 154.0 and terms["own_transactions"] == 38.0
+    assert terms["transactions_source"] == "pg_stat_database xact_commit + xact_rollback, less ioattr's own"
+    assert pg.phase_line(terms) == ("PostgreSQL: 154 transactions (pg_stat_database xact_commit + xact_rollback, "
+                                    "less ioattr's own)")
+    assert pg.phase_terms({"status:Com_commit": 3.0}, lambda: []) is None  # a MySQL server's phase
+    assert registry.server_of(os.getpid()) is None  # no PostgreSQL child: no postmaster to point to
+
+
+def test_ioattrs_own_postgres_statements_are_tagged_and_counted() -> None:
+    from ioattr.collectors import sqltext
+    from ioattr.engines.postgres import server
+
+    class Conn:
+        ran: list = []
+
+        def execute(self, q: object, *a: object) -> str:
+            self.ran.append(q)
+            return "cursor"
+
+    srv = server.PostgresServer.__new__(server.PostgresServer)
+    srv.own_transactions = 0
+    c = server._Counted(Conn(), srv)
+    assert c.execute("SELECT 1") == "cursor" and c.execute("SELECT %s", (2,)) == "cursor"
+    assert srv.own_transactions == 2
+    assert all(sqltext.digest(q) == sqltext.DIGEST_INTERNAL for q in Conn.ran), Conn.ran  # as the kernel digests them
+    assert c.ran is Conn.ran  # everything else is the connection's own
+
+
+def test_report_by_file_names_a_postgres_files_relation() -> None:
+    from ioattr.analysis.grouping import name_relation_files
+
+    relations = {"/d/base/5/16396": {"relation": "postgres.public.pgbench_accounts", "kind": "table", "fork": "main"},
+                 "/d/base/5/16396_fsm": {"relation": "postgres.public.pgbench_accounts", "fork": "fsm"}}
+    rows = [{"file": "/d/base/5/16396"}, {"file": "/d/base/5/16396_fsm (deleted)"}, {"file": "/d/pg_wal/0001"}]
+    name_relation_files(rows, relations)
+    assert [r["relation"] for r in rows] == ["postgres.public.pgbench_accounts", "postgres.public.pgbench_accounts (fsm)",
+                                             None]
+    mysql = [{"file": "/d/t.ibd"}]
+    name_relation_files(mysql, None)
+    assert mysql == [{"file": "/d/t.ibd"}]  # no relations recorded: no column added

@@ -50,6 +50,7 @@ def test_statio_names_relations_per_database() -> None:
 
 def test_bgwriter_and_database() -> None:
     conn = FakePg({"postgres": {
+        "server_version_num": [(150004,)],
         "pg_stat_bgwriter": [tuple(range(1, len(counters.BGWRITER_COLUMNS) + 1))],
         "datname IS NOT NULL": [("postgres",) + tuple(range(len(counters.DATABASE_COLUMNS))),
                                 ("bench",) + tuple(range(len(counters.DATABASE_COLUMNS)))],
@@ -80,28 +81,74 @@ def test_status_counters_read_through_the_server() -> None:
     sc.read({7: Server()})
     assert sc.delta == {"cache_misses": 30, "cache_requests": 530}
     assert {c.variable for c in registry.status_counters("cache_misses")} >= {"blks_read", "Innodb_buffer_pool_reads"}
-    assert [s.source for s in PostgresAdapter().counter_sources()] == ["pg_statio", "pg_stat_bgwriter",
-                                                                       "pg_stat_database", "pg_stat_wal"]
+    assert [s.source for s in PostgresAdapter().counter_sources()] == [
+        "pg_statio", "pg_stat_bgwriter", "pg_stat_database", "pg_stat_wal", "pg_stat_io", "pg_stat_statements"]
 
 
 def test_stat_wal_names_and_older_servers() -> None:
-    """pg_stat_wal's one row by column name; a server without the view (before 14) gives no rows,
-    any other error is raised (the collector says the source failed)."""
-    conn = FakePg({"postgres": {"pg_stat_wal": [tuple(range(1, len(counters.WAL_COLUMNS) + 1))]}})
+    """pg_stat_wal's one row by column name; 18's without the write and sync counters (pg_stat_io
+    has them); a server without the view (before 14) is not asked; any error is raised (the
+    collector says the source failed)."""
+    conn = FakePg({"postgres": {"server_version_num": [(150004,)],
+                                "pg_stat_wal": [tuple(range(1, len(counters.WAL_COLUMNS) + 1))]}})
     wal = dict((n, v) for n, v, _ in counters.PgStatWal().read(conn))
     assert wal["wal_fpi"] == 2 and wal["wal_bytes"] == 3 and len(wal) == len(counters.WAL_COLUMNS)
 
-    class Old(FakePg):
-        def __init__(self, message: str) -> None:
-            super().__init__({})
-            self.message = message
-
+    class Asked(FakePg):
         def query(self, sql: str, dbname: str = "postgres") -> list[tuple]:
-            raise EngineError(self.message)
+            self.asked.append(sql)
+            return super().query(sql, dbname)
 
-    assert counters.PgStatWal().read(Old('relation "pg_stat_wal" does not exist')) == []
+    new = Asked({"postgres": {"server_version_num": [(180001,)], "pg_stat_wal": [(1, 2, 3, 4)]}})
+    new.asked = []
+    assert dict((n, v) for n, v, _ in counters.PgStatWal().read(new)) == {
+        "wal_records": 1, "wal_fpi": 2, "wal_bytes": 3, "wal_buffers_full": 4}
+    assert "wal_write," not in new.asked[-1] and "wal_sync" not in new.asked[-1]
+    assert counters.PgStatWal().read(FakePg({"postgres": {"server_version_num": [(130010,)]}})) == []
+
+    class Gone(FakePg):
+        def query(self, sql: str, dbname: str = "postgres") -> list[tuple]:
+            raise EngineError("connection lost")
+
     try:
-        counters.PgStatWal().read(Old("connection lost"))
+        counters.PgStatWal().read(Gone({}))
         raise AssertionError("not raised")
     except EngineError:
         pass
+
+
+def test_checkpointer_counters_under_their_old_names_on_17_and_later() -> None:
+    """17 moved the checkpointer's counters to pg_stat_checkpointer and dropped buffers_backend:
+    the same names come from pg_stat_checkpointer and pg_stat_io."""
+    conn = FakePg({"postgres": {"server_version_num": [(180001,)],
+                                "FROM pg_stat_bgwriter": [(11, 12, 13)],
+                                "FROM pg_stat_checkpointer": [(1, 2, 3.5, 4.5, 5)],
+                                "FROM pg_stat_io": [(7, 8)]}})
+    bg = dict((n, v) for n, v, _ in counters.PgStatBgwriter().read(conn))
+    assert bg == {"buffers_clean": 11, "maxwritten_clean": 12, "buffers_alloc": 13, "checkpoints_timed": 1,
+                  "checkpoints_req": 2, "checkpoint_write_time": 3.5, "checkpoint_sync_time": 4.5,
+                  "buffers_checkpoint": 5, "buffers_backend": 7, "buffers_backend_fsync": 8}
+
+
+def test_stat_io_rows_and_totals_per_version() -> None:
+    """pg_stat_io per backend type, object and context, and the cluster's totals; bytes from 18's
+    columns or, on 16-17, from the counts times op_bytes (the query asks for them)."""
+    rows = [("client backend", "relation", "normal", 10, 2, None, 3, 100, 1, None, 0, 81920, 16384, 24576),
+            ("checkpointer", "relation", "normal", None, 5, None, None, None, None, None, 4, None, 40960, None)]
+    for version in (160004, 180001):
+        conn = FakePg({"postgres": {"server_version_num": [(version,)], "FROM pg_stat_io": rows}})
+        got = dict((n, v) for n, v, _ in counters.PgStatIo().read(conn))
+        assert got["client backend:relation:normal:reads"] == 10 and got["client backend:relation:normal:read_bytes"] == 81920
+        assert "checkpointer:relation:normal:reads" not in got  # NULL: not counted by that kind
+        assert got["writes"] == 7 and got["write_bytes"] == 57344 and got["fsyncs"] == 4
+    assert counters.PgStatIo().read(FakePg({"postgres": {"server_version_num": [(150004,)]}})) == []
+
+
+def test_stat_statements_where_installed_less_ioattrs_own() -> None:
+    conn = FakePg({"postgres": {"pg_extension": []},
+                   "bench": {"pg_extension": [(1,)],
+                             "FROM pg_stat_statements": [tuple(range(1, len(counters.STATEMENTS_COLUMNS) + 1))]}})
+    got = dict((n, v) for n, v, _ in counters.PgStatStatements().read(conn))
+    assert got["calls"] == 1 and got["shared_blks_read"] == 3 and len(got) == len(counters.STATEMENTS_COLUMNS)
+    assert "NOT LIKE '%/* ioattr-internal */%'" in counters.PgStatStatements.SQL
+    assert counters.PgStatStatements().read(FakePg({"postgres": {"pg_extension": []}})) == []

@@ -17,12 +17,16 @@ keeps a server.PostgresServer per postmaster (server_context()).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
 from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
 from ioattr.engines.postgres import counters, files, names, pages, roles, server
+from ioattr.engines.postgres import counters as counters_mod
 from ioattr.engines.postgres import findings as pg_findings
+
+#: what a PostgreSQL phase's transactions are (the denominator of its per-transaction rates)
+TRANSACTIONS_SOURCE = "pg_stat_database xact_commit + xact_rollback, less ioattr's own"
 
 
 class PostgresAdapter(EngineAdapter):
@@ -76,8 +80,31 @@ class PostgresAdapter(EngineAdapter):
     advice_fields: ClassVar[Mapping[str, AdviceField]] = pg_findings.ADVICE_FIELDS
 
     # -- counters --------------------------------------------------------------------------
+    def phase_terms(self, counters: Mapping[str, float],
+                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+        """The phase's transactions: pg_stat_database xact_commit + xact_rollback (every database)
+        less the ones ioattr's own connections committed; None without pg_stat_database."""
+        commits = counters.get("pg_stat_database:xact_commit")
+        if commits is None:
+            return None
+        rollbacks = counters.get("pg_stat_database:xact_rollback", 0.0)
+        own = counters.get(f"pg_stat_database:{counters_mod.OWN_COMMITS}", 0.0)
+        return {"transactions": max(commits + rollbacks - own, 0.0), "commits": commits, "rollbacks": rollbacks,
+                "own_transactions": own, "transactions_source": TRANSACTIONS_SOURCE}
+
+    def phase_line(self, terms: Mapping[str, Any]) -> str | None:
+        n = terms.get("transactions")
+        if n is None:
+            return None
+        return f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
+
+    def object_sizes(self, conn: Connection) -> dict[str, int]:
+        """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""
+        return counters.object_sizes(conn)
+
     def counter_sources(self) -> list[CounterSource]:
-        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal()]
+        return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal(),
+                counters.PgStatIo(), counters.PgStatStatements()]
 
     # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
     # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)
@@ -93,6 +120,10 @@ class PostgresAdapter(EngineAdapter):
         ("buffers written by the background writer", ("pg_stat_bgwriter:buffers_clean",)),
         ("buffers written by backends", ("pg_stat_bgwriter:buffers_backend",)),
     )
+
+    def server_of(self, pid: int) -> int | None:
+        """A backend's (or auxiliary process's) postmaster."""
+        return server.postmaster_of(pid)
 
     def forks_servers(self, pid: int) -> bool:
         """The server forks a process per connection: targets must follow forks."""

@@ -12,17 +12,32 @@ pg_statio          pg_statio_user_tables and pg_statio_user_indexes of every dat
 pg_stat_bgwriter   the one row: buffers_checkpoint (written by the checkpointer), buffers_clean (by
                    the background writer), buffers_backend (by backends themselves), buffers_alloc,
                    buffers_backend_fsync, checkpoints_timed/req, checkpoint_write_time/sync_time
-                   (ms), maxwritten_clean.
+                   (ms), maxwritten_clean. PostgreSQL 17+ has the checkpointer's in
+                   pg_stat_checkpointer (num_timed, num_requested, write_time, sync_time,
+                   buffers_written) and no buffers_backend: read there and from pg_stat_io under
+                   the names above.
 pg_stat_database   per database "<database>:<column>": blks_read, blks_hit, temp_files, temp_bytes,
                    xact_commit, xact_rollback, tup_*, blk_read_time, blk_write_time, deadlocks,
                    conflicts; and the cluster's totals of blks_read and blks_hit (no prefix), which
                    `top` and the exporter show as the cache misses and requests, and of
-                   tup_inserted (the rows inserted of explain's and report's per-insert terms).
+                   tup_inserted (the rows inserted of explain's and report's per-insert terms),
+                   xact_commit and xact_rollback (the transactions of the rates, less
+                   xact_commit_ioattr: the transactions ioattr's own connections committed).
 pg_stat_wal        the one row (PostgreSQL 14+): wal_records, wal_fpi (full-page images: the first
                    change to a page after a checkpoint logs the whole page), wal_bytes (of every
                    record inserted), wal_buffers_full, wal_write, wal_sync, wal_write_time,
-                   wal_sync_time (ms); each process counts the records it inserts (a backend its
-                   own changes' FPIs), flushed like the others. None on older servers.
+                   wal_sync_time (ms; 18: in pg_stat_io, object wal); each process counts the
+                   records it inserts (a backend its own changes' FPIs), flushed like the others.
+                   None on older servers.
+
+pg_stat_io         (16+) per "<backend_type>:<object>:<context>:<column>": reads, writes, writebacks,
+                   extends, hits, evictions, reuses, fsyncs and read_bytes, write_bytes,
+                   extend_bytes (18's columns; 16-17: the counts times op_bytes), and the
+                   cluster's totals "<column>". 18's rows for object wal hold the WAL writes
+                   and syncs pg_stat_wal had.
+pg_stat_statements where the extension is installed: calls, shared_blks_hit/read/dirtied/written,
+                   local_blks_*, temp_blks_read/written summed over every statement but
+                   ioattr's own.
 
 PostgreSQL's statistics are flushed by each backend when it goes idle (at most once a second
 unless pg_stat_force_next_flush() asked for it at once), so an interval's counters may lag the
@@ -34,7 +49,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ioattr.collectors.engine import EngineError
+from ioattr.collectors.engine import INTERNAL_TAG, EngineError
 from ioattr.engines.base import Connection, CounterRow, CounterSource
 
 TABLE_COLUMNS = ("heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read",
@@ -53,7 +68,9 @@ STATUS_SQL = "SELECT sum(blks_read), sum(blks_hit) FROM pg_stat_database"
 STATUS_NAMES = ("blks_read", "blks_hit")
 #: the cluster's totals pg_stat_database adds without a database prefix: the status counters, and
 #: the rows inserted (explain's and report --by phase's per-insert terms: model/storage.ROWS_INSERTED)
-TOTALS = STATUS_NAMES + ("tup_inserted",)
+TOTALS = STATUS_NAMES + ("tup_inserted", "xact_commit", "xact_rollback")
+#: the transactions ioattr's own connections committed (server._Counted), in xact_commit's totals too
+OWN_COMMITS = "xact_commit_ioattr"
 
 
 def _rows(name: str, columns: tuple[str, ...], values: tuple) -> list[CounterRow]:
@@ -88,25 +105,134 @@ class PgStatio(CounterSource):
         return out
 
 
+#: PostgreSQL 17 moved the checkpointer's columns to pg_stat_checkpointer, renamed: kept under
+#: their pg_stat_bgwriter names (the findings and every recording read those)
+CHECKPOINTER_COLUMNS = {"num_timed": "checkpoints_timed", "num_requested": "checkpoints_req",
+                        "write_time": "checkpoint_write_time", "sync_time": "checkpoint_sync_time",
+                        "buffers_written": "buffers_checkpoint"}
+BGWRITER_17_COLUMNS = ("buffers_clean", "maxwritten_clean", "buffers_alloc")
+#: and dropped buffers_backend(_fsync): pg_stat_io's relation writes and fsyncs by every process
+#: but the checkpointer and the background writer say the same
+BACKEND_WRITES_SQL = ("SELECT sum(writes), sum(fsyncs) FROM pg_stat_io WHERE object = 'relation' "
+                      "AND backend_type NOT IN ('checkpointer', 'background writer')")
+
+
+def server_version_num(conn: Connection) -> int:
+    """The server's version as a number (150004, 180001): which columns a view has."""
+    rows = conn.query("SELECT current_setting('server_version_num')::int")
+    return int(rows[0][0]) if rows else 0
+
+
 class PgStatBgwriter(CounterSource):
+    """pg_stat_bgwriter's counters under their names up to PostgreSQL 16, from pg_stat_bgwriter,
+    pg_stat_checkpointer and pg_stat_io on 17 and later."""
+
     source = "pg_stat_bgwriter"
 
+    def __init__(self) -> None:
+        self.version: int | None = None  # read at the first read (a source is per server)
+
     def read(self, conn: Connection) -> list[CounterRow]:
-        rows = conn.query("SELECT " + ", ".join(BGWRITER_COLUMNS) + " FROM pg_stat_bgwriter")
-        return [(c, float(v), None) for c, v in zip(BGWRITER_COLUMNS, rows[0]) if v is not None] if rows else []
+        if self.version is None:
+            self.version = server_version_num(conn)
+        if self.version < 170000:
+            rows = conn.query("SELECT " + ", ".join(BGWRITER_COLUMNS) + " FROM pg_stat_bgwriter")
+            return [(c, float(v), None) for c, v in zip(BGWRITER_COLUMNS, rows[0]) if v is not None] if rows else []
+        out: list[CounterRow] = []
+        rows = conn.query("SELECT " + ", ".join(BGWRITER_17_COLUMNS) + " FROM pg_stat_bgwriter")
+        out += [(c, float(v), None) for c, v in zip(BGWRITER_17_COLUMNS, rows[0]) if v is not None] if rows else []
+        rows = conn.query("SELECT " + ", ".join(CHECKPOINTER_COLUMNS) + " FROM pg_stat_checkpointer")
+        out += [(name, float(v), None) for name, v in zip(CHECKPOINTER_COLUMNS.values(), rows[0])
+                if v is not None] if rows else []
+        rows = conn.query(BACKEND_WRITES_SQL)
+        out += [(c, float(v), None) for c, v in zip(("buffers_backend", "buffers_backend_fsync"), rows[0])
+                if v is not None] if rows else []
+        return out
 
 
 class PgStatWal(CounterSource):
+    """pg_stat_wal (14+); 18 moved its write and sync counts and times to pg_stat_io (object
+    wal), whose rows this source leaves to PgStatIo."""
+
     source = "pg_stat_wal"
 
+    def __init__(self) -> None:
+        self.version: int | None = None
+
     def read(self, conn: Connection) -> list[CounterRow]:
-        try:
-            rows = conn.query("SELECT " + ", ".join(WAL_COLUMNS) + " FROM pg_stat_wal")
-        except EngineError as e:
-            if "does not exist" in str(e):  # PostgreSQL before 14 has no pg_stat_wal: nothing to add
-                return []
-            raise
-        return [(c, float(v), None) for c, v in zip(WAL_COLUMNS, rows[0]) if v is not None] if rows else []
+        if self.version is None:
+            self.version = server_version_num(conn)
+        if self.version < 140000:  # no pg_stat_wal before 14: nothing to add
+            return []
+        columns = WAL_COLUMNS if self.version < 180000 else WAL_COLUMNS[:4]
+        rows = conn.query("SELECT " + ", ".join(columns) + " FROM pg_stat_wal")
+        return [(c, float(v), None) for c, v in zip(columns, rows[0]) if v is not None] if rows else []
+
+
+#: pg_stat_io's counts (16+), per (backend_type, object, context) row
+IO_COLUMNS = ("reads", "writes", "writebacks", "extends", "hits", "evictions", "reuses", "fsyncs")
+#: its bytes: 18's own columns; 16 and 17 have one op_bytes (BLCKSZ) per row instead
+IO_BYTES = ("read_bytes", "write_bytes", "extend_bytes")
+
+
+class PgStatIo(CounterSource):
+    """pg_stat_io (PostgreSQL 16+): "<backend_type>:<object>:<context>:<column>" for every row,
+    and the cluster's totals "<column>" (no prefix). Bytes are 18's read_bytes, write_bytes and
+    extend_bytes; on 16 and 17 reads, writes and extends times op_bytes (what 18 sums). Nothing
+    on older servers."""
+
+    source = "pg_stat_io"
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+
+    def read(self, conn: Connection) -> list[CounterRow]:
+        if self.version is None:
+            self.version = server_version_num(conn)
+        if self.version < 160000:
+            return []
+        if self.version >= 180000:
+            byte_sql = ", ".join(IO_BYTES)
+        else:
+            byte_sql = ", ".join(f"{c} * op_bytes" for c in ("reads", "writes", "extends"))
+        columns = IO_COLUMNS + IO_BYTES
+        out: list[CounterRow] = []
+        totals: dict[str, float] = {}
+        for btype, obj, ctx, *values in conn.query(
+                f"SELECT backend_type, object, context, {', '.join(IO_COLUMNS)}, {byte_sql} FROM pg_stat_io"):
+            for c, v in zip(columns, values):
+                if v is None:
+                    continue
+                out.append((f"{btype}:{obj}:{ctx}:{c}", float(v), None))
+                totals[c] = totals.get(c, 0.0) + float(v)
+        return out + [(c, v, None) for c, v in totals.items()]
+
+
+#: pg_stat_statements' block counters (and calls), summed over its statements
+STATEMENTS_COLUMNS = ("calls", "shared_blks_hit", "shared_blks_read", "shared_blks_dirtied", "shared_blks_written",
+                      "local_blks_hit", "local_blks_read", "local_blks_dirtied", "local_blks_written",
+                      "temp_blks_read", "temp_blks_written")
+EXTENSION_SQL = "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'"
+
+
+class PgStatStatements(CounterSource):
+    """pg_stat_statements' block counters where the extension is installed (and preloaded):
+    the sums over every statement it tracks (every database and user), but ioattr's own (tagged
+    with collectors.engine.INTERNAL_TAG at both ends, server._Counted: pg_stat_statements keeps
+    the trailing one in its text on every version, the leading one up to 17), as
+    "<column>". Nothing where no database has the extension."""
+
+    source = "pg_stat_statements"
+    SQL = ("SELECT " + ", ".join(f"coalesce(sum({c}), 0)" for c in STATEMENTS_COLUMNS)
+           + " FROM pg_stat_statements WHERE query NOT LIKE '%" + INTERNAL_TAG.strip().replace("'", "''") + "%'")
+
+    def read(self, conn: Connection) -> list[CounterRow]:
+        where = [db for db, rows in _per_database(conn, EXTENSION_SQL) if rows]
+        if not where:
+            return []
+        query = getattr(conn, "query")
+        rows = query(self.SQL, where[0])
+        return [(c, float(v), None) for c, v in zip(STATEMENTS_COLUMNS, rows[0]) if v is not None] if rows else []
 
 
 class PgStatDatabase(CounterSource):
@@ -126,7 +252,27 @@ class PgStatDatabase(CounterSource):
             totals["blks_read"] += float(v_read or 0)
             totals["blks_hit"] += float(v_hit or 0)
         out += [(name, v, None) for name, v in totals.items()]
+        own = getattr(getattr(conn, "server", None), "own_transactions", None)
+        if isinstance(own, int):
+            out.append((OWN_COMMITS, float(own), None))
         return out
+
+
+#: every user table's bytes on disk, its indexes, TOAST and forks included (compare's "data on disk")
+SIZES_SQL = ("SELECT n.nspname, c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'm') "
+             "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'")
+
+
+def object_sizes(conn: Connection) -> dict[str, int]:
+    """"<database>.<schema>.<table>" -> bytes on disk (pg_total_relation_size) of every user table
+    in every database that accepts connections. Raises EngineError."""
+    out: dict[str, int] = {}
+    for db, rows in _per_database(conn, SIZES_SQL):
+        for schema, rel, size in rows:
+            if size is not None:
+                out[f"{db}.{schema}.{rel}"] = int(size)
+    return out
 
 
 def status_rows(conn: Any) -> list[tuple[str, Any]]:

@@ -19,7 +19,7 @@ import re
 import time
 from typing import Any
 
-from ioattr.collectors.engine import EngineError, server_sockets
+from ioattr.collectors.engine import INTERNAL_TAG, EngineError, server_sockets
 from ioattr.engines.postgres.counters import status_rows
 from ioattr.engines.postgres import roles
 from ioattr.engines.postgres.names import RelationNames
@@ -58,6 +58,20 @@ def is_postmaster(pid: int) -> bool:
             return f.readline().strip() == str(pid)
     except OSError:
         return False
+
+
+def postmaster_of(pid: int) -> int | None:
+    """The postmaster a PostgreSQL child process (a backend, an auxiliary process) was forked
+    from; None for a postmaster itself or a process that is no PostgreSQL child."""
+    if not is_postgres_process(pid) or is_postmaster(pid):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        parent = int(stat[stat.rfind(")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return parent if is_postmaster(parent) else None
 
 
 def socket_of(pid: int) -> tuple[str, int] | None:
@@ -141,6 +155,30 @@ class PgConnection:
         self.query("SELECT 1")
 
 
+class _Counted:
+    """One of ioattr's own connections, counting what it runs: each statement, in autocommit, is
+    a transaction pg_stat_database's xact_commit counts beside the workload's, so the recorder
+    reports its own (PgStatDatabase: "xact_commit_ioattr") and rates take them off. Each is tagged
+    as ioattr's own (collectors.engine.INTERNAL_TAG), as on a MySQL/MariaDB server: its catalog
+    reads stay out of the workload's queries, contributors and storage IO."""
+
+    def __init__(self, conn: Any, server: "PostgresServer") -> None:
+        self._conn = conn
+        self._server = server
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        self._server.own_transactions += 1
+        if isinstance(query, str):
+            # digested as ioattr's own (bpf/stage.bpf.c): neither the workload's statements nor its IO;
+            # tagged at the end too, which pg_stat_statements keeps in its text (18 drops a leading
+            # comment from it: counters.PgStatStatements leaves out both)
+            query = INTERNAL_TAG + query + " " + INTERNAL_TAG.strip()
+        return self._conn.execute(query, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 class PostgresServer:
     """A traced cluster, by its postmaster's pid."""
 
@@ -155,6 +193,7 @@ class PostgresServer:
         self.names = RelationNames()
         self.conns: dict[str, Any] = {}
         self.own_pids: set[int] = set()
+        self.own_transactions = 0  # the transactions ioattr's own connections committed (_Counted)
         self.error: str | None = None
         self.version: str | None = None
         self.stage_status = STATEMENTS_STATUS
@@ -219,9 +258,10 @@ class PostgresServer:
         where = socket_of(self.pid)
         if where is None:
             raise RuntimeError(f"no unix socket found for postmaster {self.pid}")
-        conn = psycopg.connect(host=where[0], port=where[1], dbname=dbname,
-                               user=environment.get("PGUSER"), autocommit=True,
-                               connect_timeout=5, application_name="ioattr")
+        conn = _Counted(psycopg.connect(host=where[0], port=where[1], dbname=dbname,
+                                        user=environment.get("PGUSER"), autocommit=True,
+                                        connect_timeout=5, application_name="ioattr"), self)
+        self.own_transactions += 1  # the backend's start-up commits one (its catalog look-ups)
         self.conns[dbname] = conn
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         self.own_pids.add(int(backend))

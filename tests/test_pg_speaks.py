@@ -1,0 +1,374 @@
+"""A PostgreSQL recording speaks PostgreSQL: explain's findings, rates, names and the engine's own
+counters on pgbench with its defaults, checked against the server's own counters read directly
+around each phase, on PostgreSQL 15 and 18.
+
+One private cluster per version (tests/fixtures_postgres.py; pg_stat_statements preloaded and
+installed), `pgbench -i -s 3` (~45 MB of tables and indexes), recorded by default (`record --pid
+<postmaster>`) with shared_buffers 32 MB and, on 15 only (explain's findings do not change with the
+version; the suite's time is shared), 96 MB, each after pg_prewarm filled shared buffers with the
+two pgbench_accounts relations: a select-only phase (`pgbench -S -t`) and a TPC-B phase (`pgbench
+-t`) that ends with a CHECKPOINT; the 32 MB recording then creates and drops a table. Ground truth: one query of
+pg_stat_database (blks_read, blks_hit, xact_commit, summed over the databases and the shared
+catalogs' row, as the recorder sums them), the checkpointer's counters, pg_stat_statements and
+(16+) pg_stat_io, read around each phase once the phase's backends are gone, and pgbench's own
+counts. The same recordings settle the rates (transactions from xact_commit, the backends' CPU,
+data on disk), the relation names of `--by file` (a dropped table's too) and that ioattr's own
+statements are not the workload's; the module ends with the slips (`-p` on a backend, a
+postmaster restarted under a recording).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
+from tests.fixtures_postgres import ON_15, ON_15_AND_18, started_cluster
+from tests.helpers import Background, ioattr, wait_phase, wait_until
+
+SELECTS = 2000      # pgbench -S transactions (one SELECT each)
+TPCB = 100          # pgbench TPC-B transactions (BEGIN, 3 UPDATEs, SELECT, INSERT, END each)
+OWN_LAG = 30        # ioattr's own transactions PostgreSQL may not have counted yet at a phase boundary
+INNODB_WORDS = ("innodb", "change buffer", "change-buffer", "purge", "redo", "binlog", "--stages full",
+                "buffer pool")
+#: the ground truth, one statement (so one call of pg_stat_statements per reading)
+TRUTH = {
+    "blks_read": "(SELECT sum(blks_read) FROM pg_stat_database)",
+    "blks_hit": "(SELECT sum(blks_hit) FROM pg_stat_database)",
+    "xact_commit": "(SELECT sum(xact_commit) FROM pg_stat_database)",
+    "pss_calls": "(SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%/* ioattr-internal */%')",
+    "pss_shared_blks_read": "(SELECT sum(shared_blks_read) FROM pg_stat_statements "
+                            "WHERE query NOT LIKE '%/* ioattr-internal */%')",
+    "pss_shared_blks_dirtied": "(SELECT sum(shared_blks_dirtied) FROM pg_stat_statements "
+                               "WHERE query NOT LIKE '%/* ioattr-internal */%')",
+}
+CHECKPOINTER = {15: {"checkpoints_req": "(SELECT checkpoints_req FROM pg_stat_bgwriter)",
+                     "buffers_checkpoint": "(SELECT buffers_checkpoint FROM pg_stat_bgwriter)"},
+                18: {"checkpoints_req": "(SELECT num_requested FROM pg_stat_checkpointer)",
+                     "buffers_checkpoint": "(SELECT buffers_written FROM pg_stat_checkpointer)"}}
+STAT_IO = {"io_reads": "(SELECT sum(reads) FROM pg_stat_io)",
+           "io_read_bytes": "(SELECT sum(read_bytes) FROM pg_stat_io)",
+           "io_extends": "(SELECT sum(extends) FROM pg_stat_io)"}
+
+
+@dataclass
+class Run:
+    rec: Path
+    shared_buffers: int
+    version: int
+    truth: dict[str, dict[str, float]] = field(default_factory=dict)   # phase -> TRUTH delta
+    direct: dict[str, int] = field(default_factory=dict)   # phase -> statements the ground truth sent
+
+
+class Counted:
+    """The ground truth's own connection, counting its statements (each a SELECT the phase saw)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.n = conn, 0
+
+    def execute(self, sql: str) -> Any:
+        self.n += 1
+        return self.conn.execute(sql)
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_version: int) -> Iterator[PrivatePostgres]:
+    """The module's cluster of that version, pg_stat_statements preloaded."""
+    yield from started_cluster(pg_version, extra_options={"shared_preload_libraries": "'pg_stat_statements'"})
+
+
+def _truth_sql(version: int) -> tuple[list[str], str]:
+    parts = {**TRUTH, **CHECKPOINTER[version], **(STAT_IO if version >= 16 else {})}
+    return list(parts), "SELECT " + ", ".join(parts.values())
+
+
+def _pgbench(pg: PrivatePostgres, *args: str) -> str:
+    res = subprocess.run([str(PG_BINDIR / "pgbench"), "-h", str(pg.socket_dir), "-p", str(pg.port), "-U", "postgres",
+                          *args, "postgres"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PGSSLMODE": "disable"})
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def _mark(rec: Path, name: str) -> None:
+    r = ioattr("mark", name, "--recording", str(rec))
+    assert r.returncode == 0, r.stderr
+    wait_phase(rec, name)
+
+
+def _others_gone(direct: Any) -> None:
+    """Wait for the phase's client backends to exit: each flushes its statistics as it goes."""
+    sql = ("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+           "AND pid <> pg_backend_pid() AND application_name <> 'ioattr'")
+    wait_until(lambda: direct.execute(sql).fetchone()[0] == 0, 30, "pgbench's backend to exit")
+
+
+def _record(pg: PrivatePostgres, rec: Path, shared_buffers: int, version: int, drop: bool) -> Run:
+    pg.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers >> 20}MB'")
+    pg.restart()
+    pg.execute("SELECT pg_prewarm('pgbench_accounts_pkey'), pg_prewarm('pgbench_accounts')")
+    run = Run(rec, shared_buffers, version)
+    names, sql = _truth_sql(version)
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.5", "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as conn:
+            direct = Counted(conn)
+            for phase, args in (("select", ("-S", "-t", str(SELECTS))), ("tpcb", ("-t", str(TPCB)))):
+                _mark(rec, phase)
+                direct.n = 0
+                before = direct.execute(sql).fetchone()
+                _pgbench(pg, "-n", *args)
+                _others_gone(direct)
+                if phase == "tpcb":
+                    # the checkpointer's counters: one requested checkpoint writing what TPC-B dirtied
+                    direct.execute("CHECKPOINT")
+                    wait_until(lambda: direct.execute(sql).fetchone()[names.index("checkpoints_req")]
+                               > before[names.index("checkpoints_req")], 30, "the checkpoint to be counted")
+                after = direct.execute(sql).fetchone()
+                run.truth[phase] = {n: float((a or 0) - (b or 0)) for n, a, b in zip(names, after, before)}
+                run.direct[phase] = direct.n
+            if drop:
+                # a table that is gone by the recording's end keeps the name its files had
+                _mark(rec, "drop")
+                direct.execute("CREATE TABLE speaks_gone AS SELECT g AS id, repeat('x', 200) AS v "
+                               "FROM generate_series(1, 20000) g")
+                node = direct.execute("SELECT pg_relation_filepath('speaks_gone')").fetchone()[0]
+                wait_until(lambda: _named(rec, node), 30, "the recorder to name the new table's file")
+                direct.execute("DROP TABLE speaks_gone")
+            _mark(rec, "end")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    return run
+
+
+def _named(rec: Path, relpath: str) -> bool:
+    meta = json.loads((rec / "meta.json").read_text())
+    return any(p.endswith("/" + relpath) and (r or {}).get("relation")
+               for p, r in (meta.get("relations") or {}).items())
+
+
+@pytest.fixture(scope="module")
+def sweep(cluster: PrivatePostgres, pg_version: int, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    pg = cluster
+    _pgbench(pg, "-i", "-q", "-s", "3")
+    pg.execute("CREATE EXTENSION pg_prewarm")
+    pg.execute("CREATE EXTENSION pg_stat_statements")
+    out = tmp_path_factory.mktemp(f"sweep{pg_version}")
+    runs = {"small": _record(pg, out / "sb32", 32 << 20, pg_version, drop=True)}
+    if pg_version == 15:
+        # the sweep's other side on one version (explain's findings do not change with it)
+        runs["big"] = _record(pg, out / "sb96", 96 << 20, pg_version, drop=False)
+    return runs
+
+
+def _explain(base: Path, target: Path, fmt: str = "json") -> dict | str:
+    r = ioattr("explain", str(base), "--against", str(target), "--baseline", "select", "--target", "select",
+               "--metric", "reads_per_query", "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout) if fmt == "json" else r.stdout
+
+
+def _finding(out: dict, fid: str) -> dict:
+    return next(f for f in out["findings"] if f["id"] == fid)
+
+
+def _summary(rec: Path) -> dict[str, dict]:
+    out = json.loads(ioattr("report", str(rec), "--by", "phase", "--format", "json", check=True).stdout)
+    return {s["phase"]: s for s in out["summary"]}
+
+
+@ON_15
+def test_working_set_against_shared_buffers_both_ways(sweep: dict[str, Run]) -> None:
+    small, big = sweep["small"], sweep["big"]
+    # ground truth: the smaller shared_buffers missed more of the same blocks asked for
+    miss = {k: r.truth["select"]["blks_read"] / (r.truth["select"]["blks_read"] + r.truth["select"]["blks_hit"])
+            for k, r in sweep.items()}
+    assert miss["small"] > 2 * miss["big"] + 0.01, (miss, small.truth, big.truth)
+
+    out = _explain(big.rec, small.rec)
+    # pgbench's SELECTs, its two start-up ones (scale, partitions) and the ground truth's own
+    assert (out["baseline"]["ops"], out["target"]["ops"]) == (SELECTS + 2 + big.direct["select"],
+                                                              SELECTS + 2 + small.direct["select"])
+    f = _finding(out, "working_set")
+    ev = f["evidence"]
+    assert f["verdict"] == "supported" and f["engine"] == "postgres", f
+    assert f["title"].startswith("Working set larger than shared_buffers"), f
+    assert (ev["shared_buffers_baseline"], ev["shared_buffers_target"]) == (96 << 20, 32 << 20)
+    assert ev["setting_changed"] and "shared_buffers 96 MiB -> 32 MiB" in ev["summary"]
+    for side, run in (("baseline", big), ("target", small)):
+        t = run.truth["select"]
+        # pg_stat_database per SELECT, as read directly around pgbench: the misses exactly (ioattr's
+        # own snapshot queries hit cached catalogs: they add hits, also in the phase's moments
+        # before and after pgbench that the direct reading leaves out)
+        ops = out[side]["ops"]
+        assert ev[f"blks_read_per_op_{side}"] == pytest.approx(t["blks_read"] / ops, rel=0.03, abs=0.002), side
+        assert ev[f"blks_asked_per_op_{side}"] >= 0.97 * (t["blks_read"] + t["blks_hit"]) / ops, side
+    assert "raise shared_buffers (now 32 MiB)" in f["next_step"], f
+
+    # the reverse: the bigger shared_buffers' fewer reads, supported as the mirror
+    back = _explain(small.rec, big.rec)
+    f = _finding(back, "working_set")
+    assert f["verdict"] == "supported" and f["mirrored"] and f["direction"] == "decrease", f
+    assert f["title"].startswith("The working set fits shared_buffers better"), f
+    assert "shared_buffers" in f["evidence"]["summary"]
+
+
+@ON_15
+def test_no_innodb_findings_and_plain_index_scans(sweep: dict[str, Run]) -> None:
+    small, big = sweep["small"], sweep["big"]
+    out = _explain(big.rec, small.rec)
+    assert {f["id"] for f in out["findings"]} == {"working_set", "checkpoint_writes", "full_page_writes",
+                                                  "heap_fetches", "autovacuum"}, out["findings"]
+    assert all(f.get("engine") == "postgres" for f in out["findings"])
+    assert out["settings"]["target"]["shared_buffers"] == 32 << 20  # connected: its settings, not "no connection"
+    # pgbench -S selects abalance, which no index holds: plain index scans, one heap visit per SELECT
+    f = _finding(out, "heap_fetches")
+    assert f["verdict"] == "refuted", f
+    assert f["evidence"]["heap_blks_per_op_target"] == pytest.approx(1.0, abs=0.05), f
+    # the autovacuum is off in this cluster: none of the change is its workers'
+    assert _finding(out, "autovacuum")["verdict"] == "refuted"
+    # ioattr's own catalog and counter queries are not the workload's: no contributor
+    assert not [c for c in out["contributors"] if c["dims"].get("role") == "ioattr"], out["contributors"]
+    text = _explain(big.rec, small.rec, "text").lower()
+    assert not [w for w in INNODB_WORDS if w in text], text
+    assert "without a server connection" not in text
+
+
+@ON_15_AND_18
+def test_relation_names_and_no_own_queries(sweep: dict[str, Run]) -> None:
+    small = sweep["small"]
+    # ioattr's own catalog and counter queries are not the workload's queries
+    by_query = json.loads(ioattr("report", str(small.rec), "--by", "query", "--phase", "select", "--format", "json",
+                                 check=True).stdout)["rows"]
+    assert not [r for r in by_query if "pg_statio_user_tables" in (r.get("query") or "")], by_query
+    # pgbench's deltas are signed literals: "abalance + -4321" is the same statement as "+ 4321"
+    meta = json.loads((small.rec / "meta.json").read_text())
+    updates = [d for d, q in meta["queries"].items() if q.startswith("UPDATE pgbench_accounts")]
+    assert len(updates) == 1, [meta["queries"][d] for d in updates]
+    assert _statements(small.rec, "tpcb").get(int(updates[0], 16)) == TPCB, updates
+    # --by file names the relation each file holds, a table dropped before the recording's end too
+    by_file = json.loads(ioattr("report", str(small.rec), "--by", "file", "--format", "json",
+                                check=True).stdout)["rows"]
+    named = {r["relation"] for r in by_file if r["layer"] == "syscall" and r.get("relation")}
+    assert {"postgres.public.pgbench_accounts", "postgres.public.pgbench_accounts_pkey",
+            "postgres.public.speaks_gone"} <= named, by_file
+
+
+@ON_15_AND_18
+def test_transactions_cpu_and_data_on_disk_in_compare(sweep: dict[str, Run], cluster: PrivatePostgres) -> None:
+    r = ioattr("compare", *[str(run.rec) for run in sweep.values()], "--format", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    rows = {(row["run"], row["phase"]): row for row in out["rows"]}
+    for run in sweep.values():
+        row = rows[(run.rec.name, "tpcb")]
+        # pgbench's transactions, its two start-up SELECTs, the ground truth's two readings and
+        # the CHECKPOINT, each a transaction (the truth's own polls too: counted in the truth);
+        # ioattr's own snapshot transactions taken off as it counted them, while PostgreSQL adds
+        # a backend's counts at most once a second: within that second's worth of ioattr's own
+        truth = run.truth["tpcb"]["xact_commit"]
+        assert TPCB + 2 <= truth <= TPCB + 40, truth
+        assert abs(row["transactions"] - truth) <= OWN_LAG, (row, run.truth)
+        assert row["tps"] == pytest.approx(row["transactions"] / row["seconds"], rel=0.01), row
+        # the backends' CPU, not the postmaster's alone (which does ~nothing per query): pgbench's
+        # one backend lives less than the phase, read at ioattr's interval or reaped by the postmaster
+        assert row["server_cpu_us_per_query"] is not None and row["server_cpu_us_per_query"] > 20, row
+    # data on disk: every user table's pg_total_relation_size at the recording's end
+    sizes = cluster.query("SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n "
+                          "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public'")[0][0]
+    last = list(sweep.values())[-1].rec.name   # its table sizes are the cluster's now (pgbench only inserts
+    runs = {x["label"]: x for x in out["runs"]}   # into pgbench_history: within 2%)
+    assert runs[last]["data_bytes"] == pytest.approx(int(sizes), rel=0.02), (runs[last], sizes)
+    # the phase's transactions in report's phase summary too, with their source named
+    small = sweep["small"]
+    summary = _summary(small.rec)["tpcb"]
+    assert summary["transactions"] == rows[(small.rec.name, "tpcb")]["transactions"]
+    assert summary["postgres"]["transactions_source"].startswith("pg_stat_database xact_commit")
+
+
+@ON_15_AND_18
+def test_engine_counters_per_phase_against_the_server(sweep: dict[str, Run]) -> None:
+    """pg_stat_statements' block counters, the checkpointer's (pg_stat_checkpointer on 17+) and
+    pg_stat_io (16+) per phase, each against the server's read around the phase."""
+    wrong: list[tuple] = []
+
+    def same(what: str, got: float | None, want: float, tol: float = 0) -> None:
+        if got is None or abs(got - want) > tol:
+            wrong.append((what, got, want))
+
+    for run in sweep.values():
+        for phase in ("select", "tpcb"):
+            t = run.truth[phase]
+            d = _counter_deltas(run.rec, phase)
+            at = f"{run.version} {run.rec.name} {phase}"
+            # pg_stat_statements updates at each statement's end, in shared memory: exact, but for
+            # the ground truth's closing reading (in the phase, after its own result)
+            same(f"{at} shared_blks_read", d.get("pg_stat_statements:shared_blks_read"), t["pss_shared_blks_read"])
+            same(f"{at} shared_blks_dirtied", d.get("pg_stat_statements:shared_blks_dirtied"),
+                 t["pss_shared_blks_dirtied"])
+            same(f"{at} calls", d.get("pg_stat_statements:calls"), t["pss_calls"] + 1)
+            if run.version >= 16:
+                # pg_stat_io's as the whole cluster counted them (ioattr's own backends hit cached
+                # catalogs); 18's bytes columns
+                same(f"{at} io reads", d.get("pg_stat_io:reads"), t["io_reads"], 2)
+                same(f"{at} io read_bytes", d.get("pg_stat_io:read_bytes"), t["io_read_bytes"], 2 * 8192)
+                same(f"{at} io extends", d.get("pg_stat_io:extends"), t["io_extends"], 2)
+            else:
+                assert not [k for k in d if k.startswith("pg_stat_io:")], d
+        t = run.truth["tpcb"]
+        d = _counter_deltas(run.rec, "tpcb")
+        # the CHECKPOINT: counted, and its writes as the checkpointer counted them (17+: pg_stat_checkpointer)
+        assert t["checkpoints_req"] >= 1 and t["buffers_checkpoint"] > 0, t
+        same(f"{run.version} checkpoints_req", d.get("pg_stat_bgwriter:checkpoints_req"), t["checkpoints_req"])
+        same(f"{run.version} buffers_checkpoint", d.get("pg_stat_bgwriter:buffers_checkpoint"), t["buffers_checkpoint"])
+    assert not wrong, wrong
+
+
+def _statements(rec: Path, phase: str) -> dict[int, int]:
+    """The recording's statements table in one phase: digest -> count."""
+    import duckdb
+
+    rows = duckdb.connect().execute(
+        "SELECT digest, sum(count) FROM read_parquet(?, union_by_name = true) WHERE phase = ? GROUP BY ALL",
+        [str(rec / "statements" / "*.parquet"), phase]).fetchall()
+    return {int(d) & 0xFFFFFFFFFFFFFFFF: int(n) for d, n in rows}
+
+
+def _counter_deltas(rec: Path, phase: str) -> dict[str, float]:
+    from ioattr.analysis.phase_stats import counter_deltas
+    from ioattr.format.reader import Recording
+
+    return counter_deltas(Recording(rec), phase)
+
+
+@ON_15_AND_18
+def test_slips_a_backend_pid_and_a_restarted_postmaster(cluster: PrivatePostgres, sweep: dict[str, Run],
+                                                        tmp_path: Path) -> None:
+    pg = cluster
+    with pg.connect() as c:
+        backend = int(c.execute("SELECT pg_backend_pid()").fetchone()[0])
+        r = ioattr("record", "-o", str(tmp_path / "backend"), "--pid", str(backend), "--duration", "0.5")
+    assert r.returncode == 0, r.stderr   # recorded as asked, as before
+    said = [line for line in r.stderr.splitlines() if line.startswith(f"ioattr: pid {backend} ")]
+    assert said == [f"ioattr: pid {backend} is a postgres backend, not its server: record --pid {pg.pid} "
+                    "(the postmaster) for relation names, roles and queries"], r.stderr
+
+    # the postmaster restarts under a -p recording: its counters stop with one line, not one per source
+    recorder = Background("record", "-o", str(tmp_path / "restart"), "--pid", str(pg.pid), "--interval", "0.2")
+    try:
+        recorder.wait_recording()
+        pg.restart()
+        wait_until(lambda: recorder.proc.poll() is not None or "connection lost" in recorder.stderr, 60,
+                   lambda: recorder.stderr)
+    finally:
+        code, err = recorder.stop()
+    assert "cannot read 'pg_" not in err, err
+    assert err.count("connection lost") <= 1, err
