@@ -735,12 +735,30 @@ static __always_inline bool client_command_only(__u8 cmd)
 }
 
 /* wire_fd's socket inode number (0: none, or no bpf_rdonly_cast: the header is
- * then always read, fd_to_file()'s probe reads would cost as much) */
-static __always_inline __u64 wire_socket(struct task_struct *task, int fd)
+ * then always read, fd_to_file()'s probe reads would cost as much). sk: the socket
+ * the socket-layer tracepoints hand over, fd's own: its inode is the one its struct
+ * socket is allocated with (struct socket_alloc, SOCK_INODE()), two loads where the
+ * fd table's walk takes six or more, most of them cache misses in a busy server; the
+ * same number either way (a socket file's f_inode is SOCK_INODE()). NULL: the
+ * syscall tracepoints' callers, which have only the fd. */
+static __always_inline __u64 wire_socket(struct task_struct *task, int fd, struct sock *sk)
 {
 	struct inode_id id;
 
-	if (!bpf_rdonly_cast || !fd_inode_id(task, fd, &id))
+	if (!bpf_rdonly_cast)
+		return 0;
+	if (sk) {
+		__u64 sock = (__u64)sk->sk_socket;
+		struct inode *inode;
+
+		if (!sock)
+			return 0;
+		inode = bpf_rdonly_cast((void *)(sock - bpf_core_field_offset(struct socket_alloc, socket) +
+						 bpf_core_field_offset(struct socket_alloc, vfs_inode)),
+					bpf_core_type_id_kernel(struct inode));
+		return inode->i_ino;
+	}
+	if (!fd_inode_id(task, fd, &id))
 		return 0;
 	return id.ino;
 }
@@ -754,8 +772,8 @@ static __always_inline __u64 wire_socket(struct task_struct *task, int fd)
 /* One recvfrom's bytes, `ret` of them, arrived: the body of both attach points below.
  * in_sock: called from inside the socket layer, where any receive of any socket
  * lands, so only a recvfrom syscall's is taken (the syscall tracepoint is recvfrom's
- * by construction). */
-static __always_inline int wire_recv(long ret, bool in_sock)
+ * by construction); sk is then the socket read (wire_socket()), else NULL. */
+static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 {
 	struct task_io_state *st;
 	struct task_struct *task;
@@ -838,7 +856,7 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 			if (cmd == COM_STMT_PREPARE || stmt_id_command(cmd)) {
 				/* the statement ids are the connection's: its socket's inode */
 				if (!st->wire_conn)
-					st->wire_conn = wire_socket(task, fd);
+					st->wire_conn = wire_socket(task, fd, sk);
 				conn = st->wire_conn;
 			}
 			if (stmt_id_command(cmd)) {
@@ -860,7 +878,7 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 			    need >= WIRE_MAX_PACKET)
 				st->wire_conn = 0;
 			else if (!st->wire_conn)
-				st->wire_conn = wire_socket(task, fd);
+				st->wire_conn = wire_socket(task, fd, sk);
 			return 0;
 		}
 		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
@@ -880,7 +898,7 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 		__u32 len;
 
 		if (st->wire_conn) {
-			if (fd == st->wire_fd && wire_socket(task, fd) == st->wire_conn) {
+			if (fd == st->wire_fd && wire_socket(task, fd, sk) == st->wire_conn) {
 				st->wire_state = WIRE_COMMAND;
 				return 0;
 			}
@@ -914,19 +932,19 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(ioattr_wire_recv, struct sock *sk, int ret, int flags)
 {
-	return wire_recv(ret, true);
+	return wire_recv(ret, true, sk);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int ioattr_wire_sys(struct syscall_trace_exit *ctx)
 {
-	return wire_recv(ctx->ret, false);
+	return wire_recv(ctx->ret, false, NULL);
 }
 
 /* A sendto's bytes, `ret` of them, went out: a server thread waiting for its answer to a
  * COM_STMT_PREPARE (bpf/mysql_wire.bpf.h) reads the statement id from it. Every other send
  * leaves at the first test. in_sock: as wire_recv's. */
-static __always_inline int wire_send(long ret, bool in_sock)
+static __always_inline int wire_send(long ret, bool in_sock, struct sock *sk)
 {
 	struct task_io_state *st;
 	struct task_struct *task;
@@ -948,7 +966,7 @@ static __always_inline int wire_send(long ret, bool in_sock)
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || (in_sock && SYSCALL_NR(regs) != NR_sendto))
 		return 0;
-	prep_answer(st, wire_socket(task, (int)regs->di), regs->si, ret);
+	prep_answer(st, wire_socket(task, (int)regs->di, sk), regs->si, ret);
 	return 0;
 }
 
@@ -957,13 +975,13 @@ static __always_inline int wire_send(long ret, bool in_sock)
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(ioattr_wire_send, struct sock *sk, int ret, int flags)
 {
-	return wire_send(ret, true);
+	return wire_send(ret, true, sk);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int ioattr_wire_send_sys(struct syscall_trace_exit *ctx)
 {
-	return wire_send(ctx->ret, false);
+	return wire_send(ctx->ret, false, NULL);
 }
 
 /* Userspace's way to start a phase (ioattr mark, --phase-pattern): run with
