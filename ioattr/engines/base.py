@@ -35,11 +35,12 @@ from ioattr.collectors import abi
 
 if TYPE_CHECKING:
     from ioattr.collectors.stage_probes import StageProbe, StageProbes
+    from ioattr.model.evidence import Evidence
 
 #: one counters-table row from a source: (name, value, text) -- text only for non-numbers
 CounterRow = tuple[str, "float | None", "str | None"]
 #: a finding: explain's evidence -> {"id", "title", "verdict", "evidence"} (ioattr.analysis.findings)
-Finding = Callable[[Any], dict[str, Any]]
+Finding = Callable[["Evidence"], dict[str, Any]]
 
 
 class Connection(Protocol):
@@ -298,7 +299,7 @@ class EngineAdapter(ABC):
         """Whether the kind belongs to an index (has an index id and a level)."""
         return False
 
-    def space_page_name(self, page_type: int, space_id: int, object_names: Any,
+    def space_page_name(self, page_type: int, space_id: int, object_names: ObjectNames,
                         flavor: str = "mariadb") -> str | None:
         """The `index` a page of a kind that holds no object id is charged to, from its space
         (InnoDB: a PAGE_COMPRESSED page, to its table), else None. Default: None."""
