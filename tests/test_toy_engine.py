@@ -69,8 +69,7 @@ def test_toy_engine_through_every_command(toy_env: None, tmp_path: Path) -> None
         assert (ex["baseline"]["value"], ex["target"]["value"]) == (1.0, 2.0), ex
         verdicts = {f["id"]: f["verdict"] for f in ex["findings"]}
         assert verdicts == {"toy_log_reads": "supported"}, ex["findings"]
-        text = ioattr("explain", str(rec), "--baseline", "read", "--target", "recover", check=True).stdout
-        assert "The toy store re-reads its log" in text, text
+        assert ex["findings"][0]["title"] == "The toy store re-reads its log"
 
         # top (batch): the busy file by its class, the reader's role
         store.step("spin")

@@ -51,6 +51,18 @@ class Connection(Protocol):
     def query(self, sql: str) -> list[tuple]: ...
 
 
+class ServerConnection(Connection, Protocol):
+    """The connection a server's counters are read through (collectors/counters.py): `conn` is
+    the open client (None: lost, then close() and connect() are tried now and then)."""
+
+    @property
+    def conn(self) -> object | None: ...
+
+    def connect(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class ObjectNames(Protocol):
     """Names of the objects inside an engine's files (index id -> schema.table.INDEX, ...).
 
@@ -113,7 +125,7 @@ class NativeServer(Protocol):
     engines: tuple["EngineAdapter", ...]  # its adapters (their counter sources)
 
     @property
-    def engine(self) -> Connection | None:
+    def engine(self) -> ServerConnection | None:
         """The connection its counters are read through (None: not connected)."""
 
     @property

@@ -33,7 +33,7 @@ def _comm(pid: int) -> str | None:
 
 
 class ToyConnection:
-    """The store's counters, read from its stats file (base.Connection)."""
+    """The store's counters, read from its stats file (base.ServerConnection)."""
 
     flavor = "toy"
 
