@@ -9,11 +9,16 @@ Three numbers per program, the same ones `bpftool prog show` prints:
   an interrupt that landed inside a program. A skipped run is IO or an event
   we never saw, so the recorder reports their sum as a drop ("prog_skipped").
 
-Read from /proc/self/fdinfo: no extra syscall binding needed.
+Read from /proc/self/fdinfo: no extra syscall binding needed. RunTimeStats is the one holder
+of the statistics' switch (the live session's, ioattr/live/self_cost.py, which the exporter
+reads too).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+from ioattr.collectors.libbpf import enable_run_time_stats
 
 FIELDS = ("run_time_ns", "run_cnt", "recursion_misses")
 
@@ -70,3 +75,37 @@ def all_prog_stats(fds: dict[str, int], fdinfo: str = "/proc/self/fdinfo") -> di
 def skipped_runs(fds: dict[str, int], fdinfo: str = "/proc/self/fdinfo") -> int:
     """Runs of these programs the kernel skipped (recursion_misses, summed)."""
     return sum(st.recursion_misses for st in all_prog_stats(fds, fdinfo).values())
+
+
+class RunTimeStats:
+    """Kernel BPF run-time statistics held on while open (BPF_ENABLE_STATS: the kernel counts the
+    holders of the fd it returns, so closing it, or the process dying, ends ours and leaves
+    kernel.bpf_stats_enabled as it was). enable False: count only if someone else turned them on."""
+
+    def __init__(self, enable: bool = True) -> None:
+        self.fd: int | None = None
+        self.error: str | None = None
+        if enable:
+            try:
+                self.fd = enable_run_time_stats()
+                if self.fd is None:
+                    self.error = "BPF_ENABLE_STATS failed"
+            except Exception as e:  # noqa: BLE001 - an old libbpf without the call: the sysctl may still be on
+                self.error = str(e)
+
+    @property
+    def source(self) -> str:
+        """Who keeps them on: "ioattr" (this holder), "sysctl" (on for everyone), or "off"."""
+        return "ioattr" if self.fd is not None else ("sysctl" if stats_enabled_by_sysctl() else "off")
+
+    @property
+    def enabled(self) -> bool:
+        return self.source != "off"
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None

@@ -35,6 +35,8 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "IOATTR_TRACEFS": ("/sys/kernel/tracing", "where tracefs is mounted; when set, ioattr does not mount it"),
     "IOATTR_DATADIR_CACHE": ("", "a directory of pristine server datadirs that sandboxes copy instead of "
                                  "installing again (the test suite sets it)"),
+    "IOATTR_ENGINES": ("", "more engine adapters, module:Class[,module:Class] (importable EngineAdapter "
+                           "subclasses), asked after ioattr's own"),
     "IOATTR_PG18_BINDIR": ("", "PostgreSQL 18's bin/ for private servers and the tests (else .deps/pg18/bin, "
                                "filled by make pg18)"),
 }

@@ -1,5 +1,5 @@
 """PostgreSQL 18's asynchronous IO charged to the backend and statement that asked for it
-(bpf/pg_aio.bpf.h, collectors/pg_aio.py), against a private 18 cluster (the Makefile's pg18
+(bpf/pg_aio.bpf.h, ioattr/engines/postgres/aio.py), against a private 18 cluster (the Makefile's pg18
 step: the Maven Central binaries).
 
 With io_method=worker (18's default) a cold sequential scan's reads are done by the

@@ -36,6 +36,11 @@ from typing import Any
 from ioattr.analysis.direction import change_words
 from ioattr.analysis.explain import read_intervals
 from ioattr.analysis.phase_stats import PhaseStats, counter_deltas, phase_stats
+from ioattr.analysis.explain import server_settings
+from ioattr.analysis.phase_stats import last_data_time
+from ioattr.analysis.rec_state import recording_state
+from ioattr.analysis.report import ReportRequest, build_report
+from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import explain_math as em
@@ -140,7 +145,6 @@ def run_settings(rec: Recording) -> dict[str, Any]:
     """The server's settings as recorded: meta.json "settings" (MySQL/MariaDB servers, by pid:
     the connected one first, as explain reads them) and a native server's own (PostgreSQL:
     servers[].settings). Nothing recorded: {}."""
-    from ioattr.analysis.explain import server_settings
 
     out: dict[str, Any] = {}
     for s in _servers(rec):
@@ -155,7 +159,6 @@ def engine_settings(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """engine -> {"cache", "io", "page"} (EngineAdapter.run_settings), for the engines whose
     cache setting the recording has (a server without the RocksDB plugin has no rocksdb_*
     variables); a setting not recorded is None. Empty when nothing was recorded."""
-    from ioattr.engines import registry
 
     out = {}
     for e in registry.ENGINES:
@@ -166,7 +169,6 @@ def engine_settings(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def setting_names() -> list[str]:
     """Every engine's run_settings names (the JSON's and CSV's per-run settings)."""
-    from ioattr.engines import registry
 
     return list(dict.fromkeys(v for e in registry.ENGINES for v in e.run_settings.values()))
 
@@ -197,7 +199,6 @@ def data_bytes(rec: Recording) -> int | None:
 def recording_seconds(rec: Recording) -> float | None:
     """The recording's duration: its first phase's start to its last phase's end (an open last
     phase: to the last data recorded)."""
-    from ioattr.analysis.phase_stats import last_data_time
 
     phases = rec.phases()
     start, end = phases[0]["start"], phases[-1]["end"]
@@ -209,7 +210,6 @@ def recording_seconds(rec: Recording) -> float | None:
 
 
 def run_info(run: Run) -> dict[str, Any]:
-    from ioattr.analysis.rec_state import recording_state
 
     rec = run.rec
     settings = run_settings(rec)
@@ -255,7 +255,6 @@ def engine_cache_misses(counters: dict[str, float]) -> float | None:
     engines a server has): a MySQL/MariaDB server's SHOW GLOBAL STATUS variable ("status:NAME"),
     or for an engine that is its own server the same name under one of its counter sources
     (PostgreSQL's cluster-wide "pg_stat_database:blks_read"); None when none was recorded."""
-    from ioattr.engines import registry
 
     have = []
     for e in registry.ENGINES:
@@ -352,7 +351,6 @@ def breakdown(run: Run, dim: str, phases: list[str],
     """Storage reads and writes per phase split by `dim`, per query and per write unit: the
     storage rows of `report --by phase,DIM,file_class --layer syscall` (so they add up to the
     phase's storage reads and writes exactly), the top `top` per phase (most reads, then writes)."""
-    from ioattr.analysis.report import ReportRequest, build_report
 
     # query: to leave ioattr's own statements' IO out, as the phase totals do (model/storage.py)
     by = ["phase", dim] + (["file_class"] if dim != "file_class" else []) + ["query"]

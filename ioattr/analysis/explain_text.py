@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 from ioattr.analysis.direction import mark
+from ioattr.analysis.phase_stats import bulk_line
 from ioattr.model.explain_math import plural
 from ioattr.engines import registry
 from ioattr.engines.base import AdviceField
@@ -105,7 +106,6 @@ def _side(label: str, s: dict[str, Any], unit: str) -> str:
 def _engine_lines(s: dict[str, Any]) -> list[str]:
     """The engines' own per-phase lines under a side (MyRocks: flush, compaction, WAL, amplification),
     after the phase's bulk-load terms when it inserted rows (phase_stats.bulk_line)."""
-    from ioattr.analysis.phase_stats import bulk_line
 
     bulk = bulk_line(s.get("bulk"))
     out = [] if bulk is None else ["    " + bulk]

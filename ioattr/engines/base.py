@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Pr
 from ioattr.collectors import abi
 
 if TYPE_CHECKING:
-    from ioattr.collectors.stage_probes import StageProbe
+    from ioattr.collectors.stage_probes import StageProbe, StageProbes
+    from ioattr.model.evidence import Evidence
 
 #: one counters-table row from a source: (name, value, text) -- text only for non-numbers
 CounterRow = tuple[str, "float | None", "str | None"]
 #: a finding: explain's evidence -> {"id", "title", "verdict", "evidence"} (ioattr.analysis.findings)
-Finding = Callable[[Any], dict[str, Any]]
+Finding = Callable[["Evidence"], dict[str, Any]]
 
 
 class Connection(Protocol):
@@ -48,6 +49,18 @@ class Connection(Protocol):
     flavor: str
 
     def query(self, sql: str) -> list[tuple]: ...
+
+
+class ServerConnection(Connection, Protocol):
+    """The connection a server's counters are read through (collectors/counters.py): `conn` is
+    the open client (None: lost, then close() and connect() are tried now and then)."""
+
+    @property
+    def conn(self) -> object | None: ...
+
+    def connect(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class ObjectNames(Protocol):
@@ -88,6 +101,90 @@ class FileCatalog(Protocol):
     def refresh(self, conn: Connection, force: bool = False, final: bool = False) -> bool: ...
 
     def entries(self) -> dict[str, dict[str, Any]]: ...
+
+
+class PageFile(Protocol):
+    """A page file an engine's own server registered in the BPF page map (a page row's file)."""
+
+    path: str
+    dev: int
+    ino: int
+
+
+class NativeServer(Protocol):
+    """One traced server of an engine's own (not a MySQL/MariaDB server: PostgreSQL's postmaster
+    and the processes it forks), as the live session, the counters and the rows use it;
+    EngineAdapter.server_context() makes one per server process."""
+
+    pid: int
+    datadir: str | None      # where its processes run (the names of files a gone process opened)
+    error: str | None        # why it is not connected (None: connected, or not tried yet)
+    stage_status: str        # one line: how its statements are traced (meta.json servers[].stage_probes)
+    own_pids: set[int]       # its processes that are ioattr's own (catalog reads): not the workload's
+    native: bool             # True: collectors/counters.py reads its engines' sources only
+    engines: tuple["EngineAdapter", ...]  # its adapters (their counter sources)
+
+    @property
+    def engine(self) -> ServerConnection | None:
+        """The connection its counters are read through (None: not connected)."""
+
+    @property
+    def engine_error(self) -> str | None: ...
+
+    def status_rows(self) -> list[tuple[str, Any]]:
+        """Its status counters (the engine's status_counters' variables) for top and the exporter."""
+
+    def start(self) -> None:
+        """Connect and read the object names once (errors kept in `error`, never raised)."""
+
+    def children(self) -> list[int]:
+        """Its live child processes (the ones it forked before the session attached)."""
+
+    def knows(self, pid: int) -> bool:
+        """Whether process pid is one of its own with a role known (which cluster a pid is of)."""
+
+    def role(self, pid: int) -> str | None:
+        """The role of one of its processes (None: unknown, or not its process)."""
+
+    def forget(self, pid: int) -> None:
+        """pid is a new process: what was known of an earlier one with that pid no longer applies."""
+
+    def refresh_names(self, force: bool = False) -> None:
+        """Re-read the names of the objects in its files (throttled unless forced)."""
+
+    def describe_path(self, path: str) -> dict[str, Any] | None:
+        """meta.json "relations" entry of one of its object files (None: not such a file)."""
+
+    def attach_pages(self, map_fd: int | None) -> None:
+        """Register its page files in the BPF map (before start()): page classification on."""
+
+    def poll_pages(self) -> None:
+        """Often (the session's poll): register its new page files (throttled)."""
+
+    def page_name(self, space_id: int, index_id: int) -> tuple[PageFile, str | None] | None:
+        """A page row's file and the name of the object it holds (None: not its page file)."""
+
+    def describe(self) -> dict[str, Any]:
+        """meta.json "servers" entry."""
+
+    def close(self) -> None: ...
+
+
+class NativeProbes(Protocol):
+    """The probes an engine's own servers need beside the shared ones, for one session (statements
+    from its wire protocol, its async IO workers), shared by all its servers:
+    EngineAdapter.native_probes()."""
+
+    def attach(self, server: NativeServer) -> str:
+        """Attach for a server just started: the line saying how its statements are traced."""
+
+    def detach(self, pid: int) -> None:
+        """Server pid is gone."""
+
+    def degraded(self) -> str | None:
+        """A new reason some of its statements are not read, since the last call (None: no change)."""
+
+    def close(self) -> None: ...
 
 
 #: the engine-neutral server counters `top` and the exporter read once per interval (the keys of
@@ -214,7 +311,7 @@ class EngineAdapter(ABC):
         """Whether the kind belongs to an index (has an index id and a level)."""
         return False
 
-    def space_page_name(self, page_type: int, space_id: int, object_names: Any,
+    def space_page_name(self, page_type: int, space_id: int, object_names: ObjectNames,
                         flavor: str = "mariadb") -> str | None:
         """The `index` a page of a kind that holds no object id is charged to, from its space
         (InnoDB: a PAGE_COMPRESSED page, to its table), else None. Default: None."""
@@ -310,17 +407,27 @@ class EngineAdapter(ABC):
         """Whether process pid is a server of this engine's own (PostgreSQL's postmaster)."""
         return False
 
-    def server_context(self, pid: int) -> Any:
-        """The session's context of such a server (asked only when owns_server(pid)): .pid,
-        .start(), .children(), .role(pid), .names (describe_path), .refresh_names(force),
-        .stage_status, .error, .describe(), .close(); with page classification .attach_pages(map_fd)
-        (before start), .poll_pages(), .page_file(space_id, index_id) -- ioattr/engines/postgres/server.py."""
+    #: names (comm) of such a server's processes: a --comm naming one may bring such a server later,
+    #: so the probes its statements need are loaded (native_probes)
+    server_comms: ClassVar[frozenset[str]] = frozenset()
+    #: bits of the targets map value (collectors/targets.py) its server and every process it forks
+    #: carry: what the BPF programs need to know of them (PostgreSQL: its wire protocol)
+    target_flags: ClassVar[int] = 0
+
+    def server_context(self, pid: int) -> NativeServer:
+        """The session's context of such a server (asked only when owns_server(pid))."""
         raise NotImplementedError
 
     def server_of(self, pid: int) -> int | None:
         """The server process that forked process pid to do its work (a PostgreSQL backend's
         postmaster), where tracing pid alone misses what the server knows (names, roles,
         statements); None otherwise. Default: None."""
+        return None
+
+    def native_probes(self, stage: StageProbes, wire: bool) -> NativeProbes | None:
+        """The session's probes of this engine's servers (None: none), made at the first such
+        server; `stage` the session's statement probes, `wire` whether the probes were loaded
+        able to read this engine's wire protocol (a server that may be traced was known then)."""
         return None
 
     def forks_servers(self, pid: int) -> bool:

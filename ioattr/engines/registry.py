@@ -6,6 +6,9 @@ file_class, a page kind's name, a thread's role) or iterates the ones a server u
 """
 from __future__ import annotations
 
+import importlib
+
+from ioattr import environment
 from ioattr.collectors import abi
 from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCounter, first_class
 from ioattr.engines.innodb import InnodbAdapter
@@ -13,8 +16,23 @@ from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.engines.postgres import PostgresAdapter
 from ioattr.model.labels import FILE_CLASS_NAMES
 
+
+
+def plugged_engines() -> tuple[EngineAdapter, ...]:
+    """The adapters $IOATTR_ENGINES names (module:Class, comma-separated): an engine kept outside
+    ioattr's tree (the test suite's toy engine, tests/toy_engine/) plugged in without editing it."""
+    out = []
+    for spec in filter(None, (s.strip() for s in environment.get("IOATTR_ENGINES").split(","))):
+        module, _, cls = spec.partition(":")
+        adapter = getattr(importlib.import_module(module), cls)()
+        if not isinstance(adapter, EngineAdapter):
+            raise TypeError(f"IOATTR_ENGINES: {spec} is not an ioattr.engines.base.EngineAdapter")
+        out.append(adapter)
+    return tuple(out)
+
+
 #: every engine adapter, in the order they are asked
-ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(), MyrocksAdapter(), PostgresAdapter())
+ENGINES: tuple[EngineAdapter, ...] = (InnodbAdapter(), MyrocksAdapter(), PostgresAdapter()) + plugged_engines()
 
 
 def engines_for(conn: Connection | None) -> tuple[EngineAdapter, ...]:
@@ -55,6 +73,13 @@ def file_class_name(path: str) -> str:
 def is_page_file(path: str) -> bool:
     """Whether some engine classifies the pages of this file (registers it in BPF)."""
     return any(e.is_page_file(path) for e in ENGINES)
+
+
+def role_of_comm(comm: str | None) -> str | None:
+    """A thread's role from its name (comm), the first engine's that names it (None: none does)."""
+    if comm is None:
+        return None
+    return next((r for r in (e.role_of_comm(comm) for e in ENGINES) if r is not None), None)
 
 
 def statement_probes() -> tuple:

@@ -75,7 +75,8 @@ class Naming:
             self.connection_tids.add(tid)
         ctx = self.servers.get(pid)
         comm = self.tasks.thread(pid, tid)
-        role = ctx.role(tid, comm) if ctx is not None else role_of_comm(comm)
+        # outside a MySQL/MariaDB server: the thread's name, as the kernel's and the engines' say
+        role = ctx.role(tid, comm) if ctx is not None else (role_of_comm(comm) or engines.role_of_comm(comm))
         if role is None and ctx is None and self.process_role is not None:
             role = self.process_role(pid)
         if role is None and tid in self.connection_tids:

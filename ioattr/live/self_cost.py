@@ -10,12 +10,10 @@ clock reads to every program run (~20-40 ns here), which is the price of a quota
 """
 from __future__ import annotations
 
-import os
 import resource
 import time
 
-from ioattr.collectors.libbpf import enable_run_time_stats
-from ioattr.collectors.prog_stats import all_prog_stats, stats_enabled_by_sysctl
+from ioattr.collectors.prog_stats import RunTimeStats, all_prog_stats
 
 
 def own_cpu_s() -> float:
@@ -29,18 +27,15 @@ class SelfCost:
     and this process have used since open()."""
 
     def __init__(self) -> None:
-        self.fd: int | None = None
+        self.stats: RunTimeStats | None = None  # the statistics' one holder (collectors/prog_stats.py)
         self.source = "off"  # "ioattr" (held by us), "sysctl" (on for everyone), "off"
         self._cpu0 = 0.0
         self._t0 = 0.0
 
     def open(self, enable: bool = True) -> None:
         """enable False: count only if someone else turned the statistics on."""
-        try:
-            self.fd = enable_run_time_stats() if enable else None
-        except Exception:  # noqa: BLE001 - an old libbpf without the call: the sysctl may still be on
-            self.fd = None
-        self.source = "ioattr" if self.fd is not None else ("sysctl" if stats_enabled_by_sysctl() else "off")
+        self.stats = RunTimeStats(enable)
+        self.source = self.stats.source
         self.restart()
 
     def restart(self) -> None:
@@ -68,9 +63,5 @@ class SelfCost:
                 "recorder_cpu_s": round(own_cpu_s() - self._cpu0, 3), "programs": progs}
 
     def close(self) -> None:
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = None
+        if self.stats is not None:
+            self.stats.close()

@@ -28,19 +28,18 @@ from typing import Callable
 import numpy as np
 
 from ioattr.collectors import abi, features, libbpf
-from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, read_drops, statement_drainer
+from ioattr.collectors.drain import Deltas, io_stats_drainer, page_stats_drainer, read_drops, statement_drainer
 from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
-from ioattr.collectors.pg_aio import PgAioProbes
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
-from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, PG_WIRE_FLAG, StageProbes
+from ioattr.collectors.stage_probes import DEFAULT_STAGE_MODE, DEFAULT_STATEMENT_SOURCE, StageProbes
 from ioattr.collectors.targets import (FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec, TargetTracker, open_inodes,
                                        pids_with_comm, slot_of)
 from ioattr.engines import registry as engines
-from ioattr.engines.base import FileRegistry
+from ioattr.engines.base import EngineAdapter, FileRegistry, NativeProbes, NativeServer, PageFile
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 from ioattr.live.self_cost import SelfCost
 from ioattr.model.labels import PROG_SKIPPED
@@ -132,12 +131,16 @@ class LiveSession:
         self.past_servers: list[dict] = []
         # servers of an engine's own (not MySQL/MariaDB: PostgreSQL's postmasters), by pid:
         # their adapters' server_context() (ioattr/engines/base.py)
-        self.native_servers: dict[int, object] = {}
+        self.native_servers: dict[int, NativeServer] = {}
+        # their engines' probes (statements from their wire, async IO), by engine name
+        self.native_probes: dict[str, NativeProbes] = {}
+        self._native_probes_of: dict[int, NativeProbes] = {}  # by server pid
+        self._degraded_said: set[str] = set()  # engines whose probes' degraded line was said
         self.followed_pids: set[int] = set()  # targets the kernel added at their fork
         self.follow_forks = False
         self._process_roles: dict[int, str] = {}
         self._not_relations: set[str] = set()  # file names relation_files() parsed as none
-        self._pg_tls = 0  # PostgreSQL connections seen going TLS (statements not read), last said
+        self._wire = False  # the wire reader loaded with the engines' protocols (ProbeSession pg_wire)
         self.cost = SelfCost()  # our programs' run time and our CPU (meta.json self_cost)
 
     # -- attach / detach ---------------------------------------------------------
@@ -156,9 +159,10 @@ class LiveSession:
         # from their fork on, or the backends that do its IO are never seen; mysqld/mariadbd do
         # not fork, so their sessions keep fork following off unless a command is wrapped
         self.follow_forks = o.follow_forks or self._forking_targets()
+        self._wire = self._may_trace_native()
         self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, innodb_pages=o.innodb_pages,
                                    fine_stages=o.stages != "statement", max_stats=o.max_stats,
-                                   pg_wire=self._may_trace_postgres())
+                                   pg_wire=self._wire)
         self.probes.open()
         self.cost.open(o.run_time_stats)
         try:
@@ -169,7 +173,6 @@ class LiveSession:
             pages = engines.page_engine()
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes(), stages=o.stages)
-            self.pg_aio = PgAioProbes(self.stage.loaded)
             self.naming.process_role = self._process_role
             self.naming.native_page = self._native_page
             self.naming.files.cwd_hint = self._cwd_hint
@@ -210,11 +213,12 @@ class LiveSession:
             pass
         self.events.free()
         self.stage.close()
-        self.pg_aio.close()
+        for probes in self.native_probes.values():
+            probes.close()
         for ctx in self.naming.servers.values():
             ctx.close()
         for native in self.native_servers.values():
-            native.close()  # type: ignore[attr-defined]
+            native.close()
         self.probes.close()
         self.probes = None
         self.cost.close()
@@ -245,7 +249,7 @@ class LiveSession:
     def servers(self) -> list[dict]:
         """Every server traced so far: exited ones (with "exited": time) first."""
         return (self.past_servers + [ctx.describe() for ctx in self.naming.servers.values()]
-                + [s.describe() for s in self.native_servers.values()])  # type: ignore[attr-defined]
+                + [s.describe() for s in self.native_servers.values()])
 
     def unnamed_pids(self) -> list[int]:
         """The --pid targets that are no database server ioattr can name (attached as neither a
@@ -259,13 +263,15 @@ class LiveSession:
         MySQL/MariaDB ServerContexts and engines' own servers (PostgreSQL), by pid."""
         return {**self.naming.servers, **self.native_servers}
 
-    def _may_trace_postgres(self) -> bool:
-        """Whether a PostgreSQL server can be among the targets: one is now, a command is wrapped
-        (it may start one), or a --comm names PostgreSQL's processes (they may appear later).
-        Otherwise the wire reader's PostgreSQL branch is not loaded (ProbeSession pg_wire)."""
+    def _may_trace_native(self) -> bool:
+        """Whether a server of an engine's own (PostgreSQL) can be among the targets: one is now,
+        a command is wrapped (it may start one), or a --comm names such a server's processes (they
+        may appear later; EngineAdapter.server_comms). Otherwise the wire reader's part for their
+        protocols is not loaded (ProbeSession pg_wire)."""
         t = self.opts.targets
+        comms = set(t.comms or ())
         return (self.follow_forks or bool(t.command) or self.opts.follow_forks
-                or any(c in ("postgres", "postmaster") for c in (t.comms or ())))
+                or any(comms & e.server_comms for e in engines.ENGINES))
 
     def _forking_targets(self) -> bool:
         """Whether a target given now is a server that forks its workers (PostgreSQL)."""
@@ -282,12 +288,12 @@ class LiveSession:
         if fresh and os.path.exists(f"/proc/{pid}"):
             self._process_roles.pop(pid, None)
             for srv in self.native_servers.values():
-                srv.forget(pid)  # type: ignore[attr-defined]
+                srv.forget(pid)
         role = self._process_roles.get(pid)
         if role is not None or not self.native_servers:
             return role
         for srv in self.native_servers.values():
-            role = srv.role(pid)  # type: ignore[attr-defined]
+            role = srv.role(pid)
             if role is not None:
                 self._process_roles[pid] = role
                 while len(self._process_roles) > MAX_PROCESS_ROLES:
@@ -295,7 +301,7 @@ class LiveSession:
                 return role
         return None
 
-    def _native_page(self, pid: int, space_id: int, index_id: int) -> tuple[object, str | None] | None:
+    def _native_page(self, pid: int, space_id: int, index_id: int) -> tuple[PageFile, str | None] | None:
         """A page row of a native server's process (PostgreSQL: space_id the database oid,
         index_id segment << 32 | relfilenode) -> (its registered file, the relation's name); or of
         a MySQL server's MyRocks SST (index_id its file number) -> (the SST, its one index)."""
@@ -308,15 +314,10 @@ class LiveSession:
             return None
         servers = list(self.native_servers.values())
         if len(servers) > 1:  # which cluster pid belongs to: the one that knows its role
-            servers = [s for s in servers if pid in s.roles] or []  # type: ignore[attr-defined]
+            servers = [s for s in servers if s.knows(pid)]
         if len(servers) != 1:
             return None
-        srv = servers[0]
-        pf = srv.page_file(space_id, index_id)  # type: ignore[attr-defined]
-        if pf is None:
-            return None
-        rel = srv.names.lookup(pf.rel)  # type: ignore[attr-defined]
-        return pf, (rel.name if rel is not None else None)
+        return servers[0].page_name(space_id, index_id)
 
     def _cwd_hint(self, pid: int) -> str | None:
         """The working directory of a target already gone, where only a native server's children
@@ -325,7 +326,7 @@ class LiveSession:
         if len(self.native_servers) != 1 or self.opts.targets.command:
             return None
         srv = next(iter(self.native_servers.values()))
-        return srv.datadir  # type: ignore[attr-defined]
+        return srv.datadir
 
     def relation_files(self, final: bool = False) -> dict[str, dict]:
         """meta.json "relations": every named file of a traced native server that holds a
@@ -338,13 +339,13 @@ class LiveSession:
         servers = list(self.native_servers.values())
         if final:
             for srv in servers:
-                srv.refresh_names(force=True)  # type: ignore[attr-defined]
+                srv.refresh_names(force=True)
         paths = [p for p in set(self.naming.files.names.values()) if p not in self._not_relations]
         for attempt in range(2):
             missing = False
             for path in paths:
                 for srv in servers:
-                    d = srv.names.describe_path(path)  # type: ignore[attr-defined]
+                    d = srv.describe_path(path)
                     if d is None:
                         self._not_relations.add(path)  # parsed once: no relation file's name
                         continue
@@ -355,7 +356,7 @@ class LiveSession:
             if not missing or attempt or final:
                 break
             for srv in servers:
-                srv.refresh_names()  # type: ignore[attr-defined]  # throttled
+                srv.refresh_names()  # throttled
         return out
 
     def welcome(self, pids: list[int], skip_pid: int | None = None) -> None:
@@ -376,44 +377,44 @@ class LiveSession:
             if engine is not None:
                 self._attach_native(pid, engine)
 
-    def _attach_native(self, pid: int, engine: object) -> None:
+    def _attach_native(self, pid: int, engine: EngineAdapter) -> None:
         """A server of an engine's own (PostgreSQL's postmaster): its context (connection,
-        names, roles) and its statements from the wire, read as PostgreSQL's protocol (the
-        PG_WIRE_FLAG bit on it and its children, and on children it forks from now on, copied by
-        the kernel at fork); the MySQL statement probes are never attached to it."""
-        # the flag first, so that a backend forked from now on has it from its fork
-        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | PG_WIRE_FLAG)
-        srv = engine.server_context(pid)  # type: ignore[attr-defined]
-        if self.opts.innodb_pages and getattr(engine, "file_map_name", None):
-            # its relation files, registered for page classification once the catalogs are read
-            srv.attach_pages(self.probes.map_fd(engine.file_map_name))  # type: ignore[attr-defined]
+        names, roles), the engine's flags on it and its children (PostgreSQL: read the wire as its
+        protocol), on children it forks from now on too (copied by the kernel at fork), and the
+        engine's own probes (its statements from the wire); the MySQL statement probes are never
+        attached to it."""
+        # the flags first, so that a child forked from now on has them from its fork
+        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | engine.target_flags)
+        srv = engine.server_context(pid)
+        if self.opts.innodb_pages and engine.file_map_name:
+            # its page files, registered for page classification once the catalogs are read
+            srv.attach_pages(self.probes.map_fd(engine.file_map_name))
         srv.start()
-        if self.stage.available and not self.probes.pg_wire:
-            srv.stage_status = ("statements: not traced (no PostgreSQL target when the recording started, "
-                                "so the wire reader was loaded without its PostgreSQL part; record again "
-                                "with --pid of the postmaster or --comm postgres)")
-        elif self.stage.available:
-            srv.stage_status = self.stage.attach_postgres(pid)
+        probes = self.native_probes.get(engine.name)
+        if probes is None and self.stage.available:
+            probes = engine.native_probes(self.stage, self._wire)
+            if probes is not None:
+                self.native_probes[engine.name] = probes
+        if probes is not None:
+            srv.stage_status = probes.attach(srv)
+            self._native_probes_of[pid] = probes
             self.naming.stage_probes = self.stage.attached
             self.naming.stages = self.stage.recorded_mode
-        if self.stage.available:  # PostgreSQL 18's io workers: their IO charged to the backends
-            workers = sum(1 for c in srv.children() if srv.role(c) == "io_worker")  # type: ignore[attr-defined]
-            srv.stage_status += "; " + self.pg_aio.attach(pid, workers)
         self.native_servers[pid] = srv
         self._process_roles.pop(pid, None)
         if srv.error:
-            self.opts.log(f"server {pid} ({engine.name}): {srv.error}; relation names will be missing, "  # type: ignore[attr-defined]
+            self.opts.log(f"server {pid} ({engine.name}): {srv.error}; relation names will be missing, "
                           "file-level attribution and roles continue")
-        self.opts.log(f"server {pid} ({engine.name}): {srv.stage_status}")  # type: ignore[attr-defined]
+        self.opts.log(f"server {pid} ({engine.name}): {srv.stage_status}")
         # its processes already traced (--comm postgres lists them before the postmaster)
         for other in list(self.tracker.current):
             self._process_role(other)
         # the processes it forked before the attach (checkpointer, open connections...) are
         # its too: targets like the ones the kernel adds at their fork from now on
-        children = srv.children()  # type: ignore[attr-defined]
+        children = srv.children()
         born = [c for c in children if c not in self.tracker.current]
-        for child in children:  # those traced already (--comm) get the protocol flag too
-            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | PG_WIRE_FLAG, sync=False)
+        for child in children:  # those traced already (--comm) get the flags too
+            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | engine.target_flags, sync=False)
         if children:
             self.tracker.map.sync_slots({slot_of(c) for c in children})
             self.followed_pids.update(born)
@@ -496,7 +497,7 @@ class LiveSession:
         if self._new_page_file:
             self._refresh_servers()
         for srv in self.native_servers.values():
-            srv.poll_pages()  # type: ignore[attr-defined]  # new relation files (throttled)
+            srv.poll_pages()  # new relation files (throttled)
 
     # -- phases ------------------------------------------------------------------------
     def _init_phases(self) -> None:
@@ -636,7 +637,7 @@ class LiveSession:
         st = self.stmt_drain.drain(live_phase=live) if self.stmt_drain is not None else None
         st = self._without_own_statements(st)
         self.events.consume()  # markers whose numbers the drained keys may already carry
-        self._note_pg_tls()
+        self._note_native_degraded()
         if len(p):
             self._refresh_servers()  # names for index ids first seen in this interval
         t0, self._last_tick = self._last_tick, now
@@ -664,33 +665,29 @@ class LiveSession:
             pids.update(self.tracker.in_kernel())
         self.naming.files.note_open_files(open_inodes(sorted(pids), OPEN_FILES_SCAN_MAX))
 
-    def _without_own_statements(self, st):  # type: ignore[no-untyped-def]
+    def _without_own_statements(self, st: Deltas | None) -> Deltas | None:
         """The statements drain without ioattr's own PostgreSQL backends' (its catalog and
         counter queries: not the workload's; MySQL's are left out in BPF by their comment)."""
         if st is None or not len(st) or not self.native_servers:
             return st
-        own = [p for srv in self.native_servers.values() for p in getattr(srv, "own_pids", ())]
+        own = [p for srv in self.native_servers.values() for p in srv.own_pids]
         if not own:
             return st
         keep = ~np.isin(st.keys["tgid"].astype(np.int64), np.array(own, dtype=np.int64))
         return st if keep.all() else dataclasses.replace(st, keys=st.keys[keep], values=st.values[keep])
 
-    def _note_pg_tls(self) -> None:
-        """PostgreSQL connections in TLS: their statements are not read (the wire is PostgreSQL's
-        only statement source), said once per change and kept under degraded "statements"."""
-        if not self.native_servers or not self.stage.available:
-            return
-        tls = self.stage.tls_connections()
-        if tls == self._pg_tls:
-            return
-        first = not self._pg_tls
-        self._pg_tls = tls
-        why = (f"{tls} PostgreSQL connection(s) switched to TLS: their statements are not read from the wire "
-               "(no digest, not counted; connect with sslmode=disable or over the unix socket to count them)")
-        if self.probes is not None:
-            self.probes.degraded["statements"] = why
-        if first:
-            self.opts.log(f"degraded: {why}")
+    def _note_native_degraded(self) -> None:
+        """Statements an engine's own probes cannot read (PostgreSQL connections in TLS), said once
+        (the first reason) and kept, as it changes, under degraded "statements"."""
+        for name, probes in self.native_probes.items():
+            why = probes.degraded()
+            if why is None:
+                continue
+            if self.probes is not None:
+                self.probes.degraded["statements"] = why
+            if name not in self._degraded_said:
+                self._degraded_said.add(name)
+                self.opts.log(f"degraded: {why}")
 
     def refresh_targets(self, skip_pid: int | None = None) -> TargetChanges:
         new, gone = self.tracker.refresh()
@@ -705,9 +702,11 @@ class LiveSession:
                 self.stage.detach(pid)
             native = self.native_servers.pop(pid, None)
             if native is not None:
-                self.past_servers.append(dict(native.describe(), exited=time.time()))  # type: ignore[attr-defined]
-                native.close()  # type: ignore[attr-defined]
-                self.pg_aio.detach(pid)
+                self.past_servers.append(dict(native.describe(), exited=time.time()))
+                native.close()
+                probes = self._native_probes_of.pop(pid, None)
+                if probes is not None:
+                    probes.detach(pid)
         for pid, ctx in self.naming.servers.items():
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")

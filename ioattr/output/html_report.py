@@ -34,6 +34,8 @@ from ioattr.output.html_svg import (OTHER_COLOR, PALETTE, BarChart, PhaseSpan, R
 from ioattr.analysis.phase_stats import PhaseStats, bulk_line, phase_stats, sizes_line
 from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.analysis.direction import mark, words
+from ioattr.analysis.rec_state import recording_state
+from ioattr.output.render import engine_phase_lines as text_lines, summary_legend
 from ioattr.engines import registry
 from ioattr.format.reader import Recording
 from ioattr.model import storage
@@ -191,7 +193,6 @@ def engine_phase_lines(summaries: list[dict[str, Any]]) -> list[str]:
     """Per phase, each engine's own terms (EngineAdapter.phase_line over the summary's
     phase_terms, e.g. MyRocks' "rocksdb"), escaped list items: the text report's lines
     (render.engine_phase_lines), so the two pages say the same."""
-    from ioattr.output.render import engine_phase_lines as text_lines
 
     return [esc(line) for line in text_lines(summaries)]
 
@@ -342,7 +343,6 @@ class RecordingView:
                             storage.fmt_sig(s.get("kb_written_per_op"))] if with_ops else []))
         out = table(headers, rows, numeric=[False, True, True, False] + [True] * (len(headers) - 4),
                     cls="data phases")
-        from ioattr.output.render import summary_legend
 
         out += f"<p class=\"muted\">{esc(summary_legend(self.summaries))}</p>"
         # bulk loads (rows by statement kind, rows/s, per-row IO) and the tables' sizes from their files
@@ -653,7 +653,6 @@ def render_requested(report: dict[str, Any], by: list[str], request: dict[str, A
 def _state_banners(recs: list[Recording]) -> list[str]:
     """A banner per recording that is not complete (still being written, stopped by an error,
     crashed): at the top, before any number from it."""
-    from ioattr.analysis.rec_state import recording_state
 
     out = []
     for r in recs:

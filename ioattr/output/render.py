@@ -10,6 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ioattr.model import per
+from ioattr.analysis.phase_stats import bulk_line, sizes_line
+from ioattr.engines import registry
+from ioattr.errors import UsageError
+from ioattr.model.labels import drops_line
 from ioattr.model.labels import shorten_path
 from ioattr.model.storage import fmt_sig
 from ioattr.output.fit import Col, fit_tables, terminal_width
@@ -22,7 +26,6 @@ def write_output(text: str, path: str | None, command: str | None = None) -> Non
     the command is named: otherwise a successful -o looks the same as one that did nothing."""
     import sys
 
-    from ioattr.errors import UsageError
 
     if not path:
         sys.stdout.write(text)
@@ -114,7 +117,6 @@ def summary_tables(summary: list[dict] | None, width: int) -> list[Table]:
 def engine_phase_lines(summary: list[dict]) -> list[str]:
     """Per phase, the engines' own terms as one line each (MyRocks: flush, compaction, WAL per
     transaction, write amplification, block-cache misses by kind), under the per-phase table."""
-    from ioattr.engines import registry
 
     out = []
     for row in summary:
@@ -129,7 +131,6 @@ def engine_phase_lines(summary: list[dict]) -> list[str]:
 def _bulk_lines(summary: list[dict]) -> list[str]:
     """Per phase that inserted rows, its bulk-load terms (rows by statement kind, rows/s, KB
     written, writes and reads per row: ioattr/analysis/phase_stats.py PhaseStats.bulk)."""
-    from ioattr.analysis.phase_stats import bulk_line, sizes_line
 
     out = []
     for row in summary:
@@ -199,7 +200,6 @@ def render_table(report: dict, by: list[str], width: int | None = None,
     for note in report.get("notes") or []:
         console.print(escape(f"NOTE: {note}"))
     if report.get("dropped"):
-        from ioattr.model.labels import drops_line
 
         by = {d["reason"]: d["count"] for d in report.get("dropped_by") or []}
         caps = {d["map"]: d["max_entries"] for d in report.get("dropped_by") or [] if "max_entries" in d}

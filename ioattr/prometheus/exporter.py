@@ -56,7 +56,7 @@ from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.model.labels import DROP_MAPS, drops_line  # which map each drop reason is about
-from ioattr.prometheus.metrics_bpf import RunTimeStats, all_prog_stats
+from ioattr.prometheus.metrics_bpf import all_prog_stats
 from ioattr.prometheus.metrics_http import MetricsServer
 from ioattr.prometheus.metrics_state import BUCKET_LAST_SLOT, BUCKET_LE_SECONDS, HIST_LABELS, IO_LABELS, PAGE_LABELS, \
     ExporterState
@@ -320,7 +320,6 @@ class Exporter:
         o = self.opts
         server = self._serve()
         prev = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-        runtime = RunTimeStats(o.probe_stats)
         try:
             session = LiveSession(dataclasses.replace(o, log=self.log, run_time_stats=o.probe_stats))
             with session:
@@ -328,10 +327,12 @@ class Exporter:
                 self.counters.read(session.counter_servers())
                 with self.lock:
                     self._update_self(session, None)
-                    self.stats.probe_stats = runtime.enabled
+                    runtime = session.cost.stats  # the session holds the statistics on (self_cost.py)
+                    self.stats.probe_stats = runtime is not None and runtime.enabled
                     self.state.version += 1
-                if o.probe_stats and not runtime.enabled:
-                    self.log(f"probe run-time statistics unavailable: {runtime.error}")
+                if o.probe_stats and not self.stats.probe_stats:
+                    self.log("probe run-time statistics unavailable: "
+                             f"{runtime.error if runtime is not None else 'not opened'}")
                 if o.targets.comms and not session.tracker.current:
                     self.log(f"no process named {', '.join(o.targets.comms)} yet; waiting for one")
                 self.log(f"exporting {', '.join(o.targets.describe())} on "
@@ -340,7 +341,6 @@ class Exporter:
                 self._loop(session)
         finally:
             server.stop()
-            runtime.close()
             for sig, h in prev.items():
                 signal.signal(sig, h)
         return 0

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ioattr.topview.top import NAME, Column, Header, Row, Snapshot, View, sort_rows
+from ioattr.model.labels import DROP_MAPS
 
 # the footer fits 80 columns: the other keys are in the `?` help
 FOOTER_KEYS = (("f", "files"), ("i", "indexes"), ("t", "threads"), ("s", "queries"), ("d", "devices"),
@@ -147,7 +148,6 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     targets = ", ".join(hdr.targets[:4]) + (f" +{len(hdr.targets) - 4} more" if len(hdr.targets) > 4 else "")
     second = f"targets: {targets or 'none running'}"
     if hdr.dropped:
-        from ioattr.model.labels import DROP_MAPS
 
         full = sorted({DROP_MAPS[r] for r, n in hdr.drops.items() if n and DROP_MAPS.get(r)})
         # the reasons that are not a full map: a classifier limit, runs the kernel skipped

@@ -359,36 +359,53 @@ def test_imports_flow_one_way() -> None:
         assert not bad, f"{f.relative_to(ROOT)} imports the core: {sorted(bad)}"
 
 
-#: InnoDB's variable and counter names the engine-neutral core still holds as values (a string that
-#: is a whole name: a lookup, not a mention in a sentence), each with why; the list only shrinks
-CORE_INNODB_NAMES = {
-    # the server's finding about write statements reads the change-buffer setting (its evidence too)
-    ("ioattr/analysis/findings.py", "innodb_change_buffering"),
+#: every engine's names as the core could hold them as values: InnoDB's and MyRocks' variables,
+#: status counters and counter sources ("source:name" too), PostgreSQL's catalog views and
+#: counters (pg_*) and its binaries' names
+ENGINE_NAME = re.compile(r"(?:\w+:)?(?:[Ii]nnodb_|[Rr]ocksdb_|pg_)\w+(?::\w+)?|postgres|postmaster")
+
+#: engine names the engine-neutral core (collectors/ included) still holds as values (a string
+#: that is a whole name: a lookup, not a mention in a sentence), each with why; the list only shrinks
+CORE_ENGINE_NAMES = {
     # rows inserted and the engine's own storage reads: the benchmark's units, first InnoDB's counter
     ("ioattr/model/storage.py", "innodb_metrics:dml_inserts"),
     ("ioattr/model/storage.py", "status:Innodb_rows_inserted"),
     ("ioattr/model/storage.py", "status:Innodb_data_reads"),
-    # the demo's and the tests' private MariaDB servers are started with InnoDB options
+    ("ioattr/model/storage.py", "pg_stat_database:tup_inserted"),
+    # the model names a recording's engine without the registry (meta.json servers[].engine)
+    ("ioattr/model/dimensions.py", "postgres"),
+    # the BPF side's own names (bpf/ioattr.h, mirrored by collectors/abi.py and checked by abi_check):
+    # the config's page-classification and PostgreSQL-wire switches, the page-file map's value, the
+    # wire reader's TLS counter map
+    ("collectors/abi.py", "innodb_pages"),
+    ("collectors/abi.py", "pg_wire"),
+    ("collectors/abi_check.py", "innodb_file"),
+    ("collectors/stage_probes.py", "pg_tls"),
+    # the demo's and the tests' private servers: MariaDB started with InnoDB and MyRocks options,
+    # PostgreSQL clusters run as the postgres user with its binaries
     ("ioattr/host/demo.py", "innodb_lru_scan_depth"),
     *(("ioattr/host/sandbox.py", n) for n in (
         "innodb_buffer_pool_size", "innodb_flush_method", "innodb_log_file_size", "innodb_use_native_aio",
-        "innodb_buffer_pool_dump_at_shutdown", "innodb_buffer_pool_load_at_startup", "innodb_lru_scan_depth")),
+        "innodb_buffer_pool_dump_at_shutdown", "innodb_buffer_pool_load_at_startup", "innodb_lru_scan_depth",
+        "rocksdb_block_cache_size", "rocksdb_use_direct_reads")),
+    ("ioattr/host/pg_sandbox.py", "postgres"),
 }
 
 
-def test_core_asks_engines_for_innodb_names() -> None:
-    """Server counters (top, exporter), the HTML report's engine rows and explain's {name} fields
-    come from the adapters: the core names no other InnoDB variable, status counter or counter
-    source:name than CORE_INNODB_NAMES."""
-    name = re.compile(r"(?:\w+:)?[Ii]nnodb_\w+(?::\w+)?")
+def test_core_asks_engines_for_their_names() -> None:
+    """Server counters (top, exporter), the HTML report's engine rows, explain's {name} fields, a
+    server's process names and wire flags come from the adapters: the core (collectors/ included)
+    names no other engine variable, status counter, counter source:name or process name than
+    CORE_ENGINE_NAMES."""
     found = set()
     for d in [ROOT / "ioattr" / d for d in ("live", "analysis", "topview", "prometheus", "output", "format",
-                                             "host", "model")] + [ROOT / "cli"]:
+                                             "host", "model")] + [ROOT / "cli", ROOT / "collectors"]:
         for f in d.rglob("*.py"):
             for node in ast.walk(ast.parse(f.read_text())):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and name.fullmatch(node.value):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and ENGINE_NAME.fullmatch(node.value):
                     found.add((str(f.relative_to(ROOT)), node.value))
-    assert found <= CORE_INNODB_NAMES, sorted(found - CORE_INNODB_NAMES)
+    assert found <= CORE_ENGINE_NAMES, sorted(found - CORE_ENGINE_NAMES)
+    assert CORE_ENGINE_NAMES <= found, f"gone from the core: take off the list {sorted(CORE_ENGINE_NAMES - found)}"
 
 
 def test_inode_reused_by_temporary_files_stays_tmp() -> None:

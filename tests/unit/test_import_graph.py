@@ -31,23 +31,8 @@ FUNCTION_LEVEL = {
     ("ioattr/host/doctor.py", "ioattr.collectors.filesystems"): "weight",
     ("ioattr/host/doctor.py", "ioattr.collectors.thd_stages"): "weight",
     ("ioattr/host/doctor.py", "ioattr.collectors.stage_probes"): "weight",
-    ("ioattr/prometheus/metrics_bpf.py", "ioattr.collectors.libbpf"): "weight",
     ("ioattr/live/recorder.py", "ioattr.collectors.engine"): "weight (pymysql)",
     ("collectors/probes.py", "ioattr.bpf"): "the package's data directory, found when asked",
-    # left from the loops this layout had; hoist them
-    ("ioattr/analysis/compare.py", "ioattr.analysis.explain"): "to hoist",
-    ("ioattr/analysis/compare.py", "ioattr.engines.registry"): "to hoist",
-    ("ioattr/analysis/compare.py", "ioattr.analysis.phase_stats"): "to hoist",
-    ("ioattr/analysis/compare.py", "ioattr.analysis.rec_state"): "to hoist",
-    ("ioattr/analysis/compare.py", "ioattr.analysis.report"): "to hoist",
-    ("ioattr/analysis/explain_text.py", "ioattr.analysis.phase_stats"): "to hoist",
-    ("ioattr/output/render.py", "ioattr.errors"): "to hoist",
-    ("ioattr/output/render.py", "ioattr.engines.registry"): "to hoist",
-    ("ioattr/output/render.py", "ioattr.analysis.phase_stats"): "to hoist",
-    ("ioattr/output/render.py", "ioattr.model.labels"): "to hoist",
-    ("ioattr/output/html_report.py", "ioattr.output.render"): "to hoist",
-    ("ioattr/output/html_report.py", "ioattr.analysis.rec_state"): "to hoist",
-    ("ioattr/topview/top_render.py", "ioattr.model.labels"): "to hoist",
 }
 
 

@@ -6,7 +6,8 @@ from typing import ClassVar, Mapping, Sequence
 from ioattr.collectors import abi
 from ioattr.collectors.engine import EngineError
 from ioattr.collectors.stage_probes import StageProbe
-from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
+from ioattr.engines.base import (AdviceField, Connection, CounterSource, EngineAdapter, Finding, ObjectNames,
+                                 StatusCounter)
 from ioattr.engines.innodb import files, names, pages
 from ioattr.engines.innodb import findings as innodb_findings
 from ioattr.engines.innodb.counters import InnodbMetrics, InnodbStatus
@@ -70,7 +71,7 @@ class InnodbAdapter(EngineAdapter):
         return names.IndexNames()
 
     def object_sizes(self, conn: Connection) -> dict[str, int]:
-        return names.tablespace_sizes(conn)  # type: ignore[arg-type]
+        return names.tablespace_sizes(conn)
 
     # -- pages -----------------------------------------------------------------------------
     def page_type_name(self, page_type: int, flavor: str = "mariadb") -> str:
@@ -79,7 +80,7 @@ class InnodbAdapter(EngineAdapter):
     def is_index_page(self, page_type: int, flavor: str = "mariadb") -> bool:
         return pages.is_index_page(page_type, flavor)
 
-    def space_page_name(self, page_type: int, space_id: int, object_names: object,
+    def space_page_name(self, page_type: int, space_id: int, object_names: ObjectNames,
                         flavor: str = "mariadb") -> str | None:
         """A PAGE_COMPRESSED page's index id and level are inside its compressed payload: it is
         charged to its table, as "schema.table.(page_compressed)" (the index is not known)."""

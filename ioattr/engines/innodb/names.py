@@ -13,6 +13,7 @@ import re
 from typing import Iterable
 
 from ioattr.collectors.engine import EngineConnection, EngineError
+from ioattr.engines.base import Connection
 
 IBUF_INDEX_ID = 0xFFFFFFFF00000000
 CHANGE_BUFFER = "innodb_system.change_buffer"
@@ -56,7 +57,7 @@ def table_display_name(table: str) -> str:
     return index_display_name(table, "")[:-1]
 
 
-def tablespace_sizes(engine: EngineConnection) -> dict[str, int]:
+def tablespace_sizes(engine: Connection) -> dict[str, int]:
     """File size in bytes of every file-per-table tablespace, by table (as index names spell
     it: schema.table). What explain's working-set finding compares with the buffer pool: the
     data the indexes read would have to fit in. Raises EngineError."""

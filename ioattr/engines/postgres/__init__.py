@@ -20,8 +20,10 @@ from __future__ import annotations
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ioattr.collectors import abi
-from ioattr.engines.base import AdviceField, Connection, CounterSource, EngineAdapter, Finding, StatusCounter
-from ioattr.engines.postgres import counters, files, names, pages, roles, server
+from ioattr.collectors.stage_probes import PG_WIRE_FLAG, StageProbes
+from ioattr.engines.base import (AdviceField, Connection, CounterSource, EngineAdapter, Finding, NativeProbes,
+                                 StatusCounter)
+from ioattr.engines.postgres import counters, files, names, pages, probes, roles, server
 from ioattr.engines.postgres import counters as counters_mod
 from ioattr.engines.postgres import findings as pg_findings
 
@@ -70,8 +72,16 @@ class PostgresAdapter(EngineAdapter):
         """Process pid is a PostgreSQL postmaster."""
         return server.is_postmaster(pid)
 
-    def server_context(self, pid: int) -> Any:
+    def server_context(self, pid: int) -> server.PostgresServer:
         return server.PostgresServer(pid, engines=(self,))
+
+    # the postmaster's binary names its processes (a --comm naming one may bring a cluster later)
+    server_comms: ClassVar[frozenset[str]] = frozenset(server.SERVER_BINARIES)
+    # its processes speak PostgreSQL's wire protocol: the wire reader parses their recvfrom()s so
+    target_flags: ClassVar[int] = PG_WIRE_FLAG
+
+    def native_probes(self, stage: StageProbes, wire: bool) -> NativeProbes:
+        return probes.PgProbes(stage, wire)
 
     # -- findings ----------------------------------------------------------------------------
     own_server: ClassVar[str | None] = server.PostgresServer.engine_name  # meta.json servers[].engine
@@ -130,4 +140,4 @@ class PostgresAdapter(EngineAdapter):
         return server.is_postgres_process(pid)
 
 
-__all__ = ["PostgresAdapter", "counters", "files", "names", "pages", "roles", "server"]
+__all__ = ["PostgresAdapter", "counters", "files", "names", "pages", "probes", "roles", "server"]

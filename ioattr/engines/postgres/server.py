@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ioattr.collectors.engine import INTERNAL_TAG, EngineError, server_sockets
+from ioattr.engines.base import EngineAdapter
 from ioattr.engines.postgres.counters import status_rows
 from ioattr.engines.postgres import roles
 from ioattr.engines.postgres.names import RelationNames
@@ -186,7 +187,7 @@ class PostgresServer:
     native = True  # an engine's own server: collectors/counters.py reads only its engines' sources
     settings: dict[str, Any] | None = None  # read_settings() at the first connection
 
-    def __init__(self, pid: int, engines: tuple = ()) -> None:
+    def __init__(self, pid: int, engines: tuple[EngineAdapter, ...] = ()) -> None:
         self.pid = pid
         self.engines = engines  # its adapters (counter sources), as ServerContext.engines
         self._engine = PgConnection(self)
@@ -247,6 +248,19 @@ class PostgresServer:
         """The relation file a page row came from (its key: database oid, relfilenode|segment)."""
         return self.pages.file_of(database, index_id) if self.pages is not None else None
 
+    def page_name(self, space_id: int, index_id: int) -> tuple[RelationPageFile, str | None] | None:
+        """A page row's relation file and its relation's name (space_id the database oid,
+        index_id segment << 32 | relfilenode)."""
+        pf = self.page_file(space_id, index_id)
+        if pf is None:
+            return None
+        rel = self.names.lookup(pf.rel)
+        return pf, (rel.name if rel is not None else None)
+
+    def describe_path(self, path: str) -> dict[str, Any] | None:
+        """meta.json "relations" entry of a relation file (None: no relation file's name)."""
+        return self.names.describe_path(path)
+
     # -- connections ---------------------------------------------------------------
     def connect(self, dbname: str = "postgres") -> Any:
         """An open connection to `dbname` (kept for the session). Raises on failure."""
@@ -303,6 +317,10 @@ class PostgresServer:
         return sorted(out)
 
     # -- roles ---------------------------------------------------------------------
+    def knows(self, pid: int) -> bool:
+        """Whether pid is one of the cluster's processes whose role is known."""
+        return pid in self.roles
+
     def is_child(self, pid: int) -> bool:
         return roles.parent_pid(pid) == self.pid
 

@@ -18,6 +18,7 @@ import os
 
 from ioattr.collectors import libbpf
 from ioattr.collectors.elf import symbol_offsets
+from ioattr.collectors.probes import LoadedSet
 
 # (program, symbol, uretprobe): bpf/pg_aio.bpf.h
 PG_AIO_PROBES = (
@@ -30,10 +31,10 @@ PG_AIO_PROBES = (
 class PgAioProbes:
     """The io-worker uprobes of every traced PostgreSQL server that uses io workers."""
 
-    def __init__(self, loaded: object | None) -> None:
-        # loaded: the stage probe set (collectors.probes.LoadedSet) whose object holds the programs
+    def __init__(self, loaded: LoadedSet | None) -> None:
+        # loaded: the stage probe set whose object holds the programs
         self.programs: dict[str, libbpf.Program] = (
-            {p.name: p for p in loaded.obj.programs()} if loaded is not None else {})  # type: ignore[attr-defined]
+            {p.name: p for p in loaded.obj.programs()} if loaded is not None else {})
         # per binary file (st_dev, st_ino): its links and the servers (postmaster pids) using them
         self._binaries: dict[tuple[int, int], tuple[list[libbpf.Link], set[int]]] = {}
         self.attached_pids: set[int] = set()
