@@ -25,7 +25,7 @@ import numpy as np
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.hist import BOUNDS
-from ioattr.model.labels import shorten_path
+from ioattr.model.labels import LAYERS, shorten_path  # noqa: F401 (top_live imports it from here)
 from ioattr.model.storage import STORAGE_FILE_CLASSES
 
 # short forms of file_class for an 80-column screen
