@@ -1034,7 +1034,6 @@ static __always_inline int wire_recv(long ret, bool in_sock)
 			}
 			cmd = c->wire_head[7];
 			st->wire_stmt = 1;
-			st->scan_state = 0;
 			prep_forget(st); /* a prepare's answer not seen before the next command: not awaited */
 			c->extra = 0;
 			if (cmd == COM_STMT_PREPARE || stmt_id_command(cmd)) {
