@@ -19,14 +19,15 @@ equal N, each page under the index id and level its header says.
     sudo .venv/bin/python benchmarks/bench_iopath.py --untraced ...   # the loop is not a target
     sudo .venv/bin/python benchmarks/bench_iopath.py --wire query ...  # the statement reader
 
-With --wire query|range|prepared the loop is benchmarks/wire_loop.c instead: a
+With --wire query|range|long|prepared the loop is benchmarks/wire_loop.c instead: a
 connection thread reading MySQL command packets from a socketpair the way
 MariaDB does (4-byte header read, payload read right after it, EAGAIN + poll
 when the next statement is not there yet), with a client process answering
 each OK; the stage set's wire reader (ioattr_wire_recv) runs on every
 recvfrom of both, and each run is checked exact: wire_stmts and stmt_stats
 count N statements of the server (COM_QUERY, `query` a 36-byte point select or
-`range` the insert benchmark's ~105-byte q100 range query: all under one digest).
+`range` the insert benchmark's ~105-byte q100 range query, `long` a ~4 KiB `INSERT ...; COMMIT`
+counted as two: all under one digest).
 
 Figures include the BPF statistics' own two clock reads per run (~65-70 ns
 here). Other processes' syscalls and bios still run the programs while the
@@ -216,8 +217,10 @@ def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, unt
     """The server's N statements in wire_stmts and stmt_stats (with stmt_slots), exactly (none when
     untraced)."""
     want = 0 if untraced else n
-    if stages.wire_count(pid) != want:
-        return f"wire_stmts counted {stages.wire_count(pid)} statements, expected {want}"
+    # "long" sends two statements a packet (INSERT ...; COMMIT), one digest
+    want_wire = want * (2 if wire.split(":")[0] == "long" else 1)
+    if stages.wire_count(pid) != want_wire:
+        return f"wire_stmts counted {stages.wire_count(pid)} statements, expected {want_wire}"
     maps = {m.name: m.fd for m in session.loaded_set("stage").obj.maps()}
     # the hash and, where the objects have it, the array in front of it (stmt_slots)
     raw, vals = statement_drainer(maps["stmt_stats"], maps.get("stmt_slots"), 16384).read()
@@ -249,7 +252,7 @@ def main() -> int:
                     help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
     ap.add_argument("--aio", action="store_const", const="aio", dest="mode",
                     help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
-    ap.add_argument("--wire", choices=("query", "range", "prepared"), default="",
+    ap.add_argument("--wire", choices=("query", "range", "long", "prepared"), default="",
                     help="the statement reader on a socketpair connection (benchmarks/wire_loop.c) "
                          "instead of page reads; --sets defaults to targets,stage")
     ap.add_argument("--solo", action="store_true",

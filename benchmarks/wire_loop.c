@@ -11,8 +11,10 @@
  * MODE "query": COM_QUERY "SELECT c FROM sbtest1 WHERE id=<5 digits>" (one
  * digest); "range": COM_QUERY the insert benchmark's q100 range query,
  * "SELECT price, dt, id FROM ib.t FORCE INDEX (ix_price) WHERE price >= <n.nn>
- * ORDER BY price, dt, id LIMIT 10" (one digest, ~105 bytes); "prepared": a
- * COM_STMT_EXECUTE of 18 bytes. A third argument "solo": no client process (solo()). Prints "ready <pid>"
+ * ORDER BY price, dt, id LIMIT 10" (one digest, ~105 bytes); "long": COM_QUERY a
+ * LinkBench-like multi-statement text of ~4 KiB, "INSERT ... VALUES (...), ... (40 rows,
+ * quoted strings holding ';' and escaped quotes); COMMIT" (two statements, one digest: the
+ * wire reader's scan past the digested bytes); "prepared": a COM_STMT_EXECUTE of 18 bytes. A third argument "solo": no client process (solo()). Prints "ready <pid>"
  * (the server's), waits for one byte on stdin (so the caller can attach and
  * add the server to the targets first), runs, prints "done".
  */
@@ -41,7 +43,8 @@ static long server_read(int fd, unsigned char *p, size_t n)
 	}
 }
 
-enum { PREPARED, QUERY, RANGE };
+enum { PREPARED, QUERY, RANGE, LONG };
+#define PKT_MAX 8192
 
 /* Statement i's command packet (header and payload) into pkt; its length. */
 static int packet(unsigned char *pkt, long i, int mode)
@@ -55,6 +58,16 @@ static int packet(unsigned char *pkt, long i, int mode)
 		pkt[4] = 3;
 		len = 1 + sprintf((char *)pkt + 5, "SELECT price, dt, id FROM ib.t FORCE INDEX (ix_price) "
 				  "WHERE price >= %ld.%02ld ORDER BY price, dt, id LIMIT 10", i % 500, i % 100);
+	} else if (mode == LONG) {
+		char *t = (char *)pkt + 5;
+		int o = sprintf(t, "INSERT INTO linktable (id1, link_type, id2, data) VALUES ");
+
+		for (int r = 0; r < 40; r++)
+			o += sprintf(t + o, "%s(%05ld, 123456789, %02d, 'payload of a link row; with \\'quotes\\' "
+				     "0123456789abcdef0123456789abcdef')", r ? ", " : "", 10000 + i % 90000, r);
+		o += sprintf(t + o, "; COMMIT");
+		pkt[4] = 3;
+		len = 1 + o;
 	} else {
 		memset(pkt + 4, 0, 18);
 		pkt[4] = 0x17; /* COM_STMT_EXECUTE: id 1, no cursor, 1 iteration, one long param */
@@ -74,7 +87,8 @@ static int packet(unsigned char *pkt, long i, int mode)
 
 static int client(int fd, long n, int mode)
 {
-	unsigned char pkt[256], resp[64];
+	static unsigned char pkt[PKT_MAX];
+	unsigned char resp[64];
 
 	for (long i = 0; i < n; i++) {
 		int len = packet(pkt, i, mode);
@@ -92,7 +106,7 @@ static int client(int fd, long n, int mode)
  * tracing's included (the recvfrom exits' dispatch too), without the ping-pong's scheduling */
 static int solo(int *sv, long n, int mode)
 {
-	unsigned char pkt[256];
+	static unsigned char pkt[PKT_MAX];
 
 	for (long i = 0; i < n; i++) {
 		int len = packet(pkt, i, mode);
@@ -108,7 +122,8 @@ static int solo(int *sv, long n, int mode)
 int main(int argc, char **argv)
 {
 	long n = atol(argv[1]);
-	int mode = argc < 3 ? PREPARED : !strcmp(argv[2], "query") ? QUERY : !strcmp(argv[2], "range") ? RANGE : PREPARED;
+	int mode = argc < 3 ? PREPARED : !strcmp(argv[2], "query") ? QUERY : !strcmp(argv[2], "range") ? RANGE :
+		   !strcmp(argv[2], "long") ? LONG : PREPARED;
 	int sv[2];
 	char c;
 	static const unsigned char ok[11] = { 7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0 };

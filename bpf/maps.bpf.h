@@ -138,6 +138,14 @@ struct task_io_state {
 	__u32 aio_tid;
 	__u16 aio_phase;
 	__u8 aio_stage;
+	/* bpf/stage.bpf.c scan_text(): a long COM_QUERY whose payload comes in several recvfroms is
+	 * scanned for its statements read by read; the scanner's state in between (scan_state 0:
+	 * no scan under way, else 1 + its S_* state), and the text bytes scanned so far */
+	__u8 scan_state;
+	__u8 scan_quote;
+	__u8 scan_bits; /* 1: escaped, 2: after a ';' */
+	__u8 scan_lead;
+	__u32 scan_done;
 };
 
 struct {

@@ -205,8 +205,10 @@ struct digest_ctx {
 	__u32 len;
 	__u8 quote;
 	__u8 prev;      /* last character that went into the hash */
-	__u8 extra;     /* statements after the first in the text (a multi-statement COM_QUERY) */
+	__u8 lead;      /* scan_byte(): a '/' or '-' that may start a comment, a '*' that may end one */
 	__u8 prev2;     /* the character that went into the hash before prev */
+	__u32 extra;    /* statements after the first in the text (a multi-statement COM_QUERY) */
+	__u32 pad2;
 	/* what digest_byte() must look at besides the byte itself, as one word: 0 (S_CODE, no
 	 * match under way) or S_SPACE alone is the fast path's case (digest_plain_byte) */
 	union {
@@ -394,8 +396,7 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 	 * too: as MariaDB counts them in Questions ("SELECT 1; -- x" is two, "SELECT 1;;" one) */
 	if (c->semi && ch != ';') {
 		c->semi = 0;
-		if (c->extra < 255)
-			c->extra++;
+		c->extra++;
 	}
 	if (ch == ';')
 		c->semi = 1;
@@ -453,6 +454,216 @@ static long digest_step(__u32 k, struct digest_ref *ref)
 		if (digest_byte(c, base + j))
 			return 1;
 	return 0;
+}
+
+/*
+ * The statements of a long multi-statement COM_QUERY. The digest looks at the first DIGEST_MAX
+ * bytes; a packet of several statements (`INSERT ... VALUES (...), (...); COMMIT`, as LinkBench
+ * sends with CLIENT_MULTI_STATEMENTS) is as many Questions wherever its separators are, so the
+ * rest of the text is scanned for them -- only the rest, and only for what decides a statement
+ * boundary: quotes (with backslash escapes), comments and ';'. No hash, no lowering, no phase
+ * marker or LOCAL match: a few compares a byte, SCAN_STEP bytes per bpf_loop step and one
+ * bpf_probe_read_user per IOATTR_QUERY_MAX bytes (the digest scratch holds the window). A text
+ * of at most DIGEST_MAX bytes (nearly every statement) never gets here. Past SCAN_MAX bytes a
+ * text is not scanned (bulk loads send megabytes a statement): such packets are counted in
+ * wire_long, and userspace names them when the wire's count falls short of Questions.
+ */
+#define SCAN_STEP 64
+#define SCAN_MAX (64U << 10)
+
+/* [0]: COM_QUERY texts whose statements were not all looked for (longer than SCAN_MAX, or a
+ * read of their payload that could not be scanned) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} wire_long SEC(".maps");
+
+static __always_inline void count_wire_long(void)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&wire_long, &zero);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+/* One byte of the scan: the digest's rules for quotes, comments and ';' (digest_byte), with the
+ * comment openers remembered in c->lead instead of looked ahead to */
+static __always_inline void scan_byte(struct digest_ctx *c, __u8 ch)
+{
+	__u8 lead = c->lead;
+
+	c->lead = 0;
+	switch (c->state) {
+	case S_QUOTE:
+		if (c->escaped)
+			c->escaped = 0;
+		else if (ch == '\\')
+			c->escaped = 1;
+		else if (ch == c->quote)
+			c->state = S_CODE;
+		return;
+	case S_COMMENT:
+		if (lead == '*' && ch == '/')
+			c->state = S_CODE;
+		else if (ch == '*')
+			c->lead = '*';
+		return;
+	case S_LINE_COMMENT:
+		if (ch == '\n')
+			c->state = S_CODE;
+		return;
+	}
+	if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
+		return;
+	if (lead == '/' && ch == '*') {
+		c->state = S_COMMENT;
+		return;
+	}
+	if (lead == '-' && ch == '-') {
+		c->state = S_LINE_COMMENT;
+		return;
+	}
+	/* as digest_byte: anything but ';' after a ';' starts one more statement, a comment too */
+	if (c->semi && ch != ';') {
+		c->semi = 0;
+		c->extra++;
+	}
+	if (ch == ';')
+		c->semi = 1;
+	else if (ch == '\'' || ch == '"') {
+		c->state = S_QUOTE;
+		c->quote = ch;
+	} else if (ch == '#')
+		c->state = S_LINE_COMMENT;
+	else if (ch == '/' || ch == '-')
+		c->lead = ch;
+}
+
+struct scan_ref {
+	struct digest_ctx *c;
+	__u64 src;     /* user address of offset 0 */
+	__u32 start;   /* the first offset scanned (a multiple of SCAN_STEP) */
+	__u32 end;     /* past the last */
+	__u32 window;  /* 1 + which IOATTR_QUERY_MAX bytes of src c->t holds (0: none) */
+	__u32 failed;  /* a window could not be read */
+};
+
+static long scan_step(__u32 k, struct scan_ref *r)
+{
+	struct digest_ctx *c = r->c;
+	__u32 off = r->start + k * SCAN_STEP, w = off / IOATTR_QUERY_MAX + 1;
+
+	if (off >= r->end)
+		return 1;
+	if (w != r->window) {
+		__u64 n = r->end - (w - 1) * IOATTR_QUERY_MAX;
+
+		if (n > IOATTR_QUERY_MAX)
+			n = IOATTR_QUERY_MAX;
+		asm volatile("" : "+r"(n)); /* the bound checked is the register passed */
+		if (n > IOATTR_QUERY_MAX ||
+		    bpf_probe_read_user(c->t->b, n, (void *)(r->src + (__u64)(w - 1) * IOATTR_QUERY_MAX))) {
+			r->failed = 1;
+			return 1;
+		}
+		r->window = w;
+	}
+#pragma unroll
+	for (int j = 0; j < SCAN_STEP; j++) {
+		if (off + j >= r->end)
+			return 1;
+		scan_byte(c, text_at(c->t, off + j));
+	}
+	return 0;
+}
+
+/* Scan offsets [start, end) of the text at user address src (window: 1 when c->t already holds
+ * its first IOATTR_QUERY_MAX bytes); the statements found are added to c->extra. Returns 0 if a
+ * window could not be read. A global function: the verifier checks it once, on its own, not
+ * once per path of the wire reader that reaches it (with the PostgreSQL branch loaded, those
+ * paths took the wire program past the verifier's 1M-instruction budget). */
+__noinline int scan_text(struct digest_ctx *c, __u64 src, __u32 start, __u32 end, __u32 window)
+{
+	struct scan_ref ref = { .c = c, .src = src, .start = start, .end = end, .window = window };
+
+	if (!c || start >= end)
+		return !!c;
+	bpf_loop((end - start + SCAN_STEP - 1) / SCAN_STEP, scan_step, &ref, 0);
+	return !ref.failed;
+}
+
+/* The wire reader read a COM_QUERY payload of text_len text bytes (its command byte excluded),
+ * `got` of them in this read, at user address text; the digest (statement_start) looked at the
+ * first DIGEST_MAX: scan the rest for statements (c->extra), and keep the scanner's state in st
+ * when the payload's next read brings more. */
+static __always_inline void scan_query(struct task_io_state *st, struct digest_ctx *c, __u64 text,
+				       __u32 got, __u32 text_len)
+{
+	__u32 end = text_len < SCAN_MAX ? text_len : SCAN_MAX;
+
+	if (text_len <= DIGEST_MAX)
+		return;
+	if (text_len > SCAN_MAX)
+		count_wire_long();
+	/* where the digest stopped: its S_SPACE and S_NUMBER are code here; a comment's closing
+	 * '/' it looked ahead to and has yet to skip ends a comment here */
+	if (c->state == S_SPACE && c->escaped) {
+		c->state = S_COMMENT;
+		c->lead = '*';
+	} else {
+		c->lead = 0;
+		if (c->state != S_QUOTE && c->state != S_COMMENT && c->state != S_LINE_COMMENT)
+			c->state = S_CODE;
+	}
+	if (c->state != S_QUOTE)
+		c->escaped = 0;
+	if (!scan_text(c, text, DIGEST_MAX, got < end ? got : end, 1)) {
+		if (text_len <= SCAN_MAX)
+			count_wire_long();
+		return;
+	}
+	if (got >= end)
+		return;
+	st->scan_state = c->state + 1;
+	st->scan_quote = c->quote;
+	st->scan_bits = c->escaped | c->semi << 1;
+	st->scan_lead = c->lead;
+	st->scan_done = got;
+}
+
+/* The payload's next read brought `got` more bytes at user address buf: scan them on (up to
+ * SCAN_MAX bytes of text in all); returns the statements found */
+static __always_inline __u32 scan_query_rest(struct task_io_state *st, __u64 buf, __u32 got)
+{
+	__u32 zero = 0, left = SCAN_MAX - st->scan_done;
+	struct digest_ctx *c = bpf_map_lookup_elem(&digest_scratch, &zero);
+
+	if (!c || st->scan_done >= SCAN_MAX) {
+		st->scan_state = 0;
+		return 0;
+	}
+	c->state = st->scan_state - 1;
+	c->quote = st->scan_quote;
+	c->escaped = st->scan_bits & 1;
+	c->semi = (st->scan_bits >> 1) & 1;
+	c->lead = st->scan_lead;
+	c->extra = 0;
+	st->scan_state = 0;
+	if (!scan_text(c, buf, 0, got < left ? got : left, 0)) {
+		count_wire_long();
+		return c->extra;
+	}
+	st->scan_done += got;
+	if (st->scan_done < SCAN_MAX) {
+		st->scan_state = c->state + 1;
+		st->scan_quote = c->quote;
+		st->scan_bits = c->escaped | c->semi << 1;
+		st->scan_lead = c->lead;
+	}
+	return c->extra;
 }
 
 static __always_inline struct task_io_state *thread_state(void)
@@ -869,6 +1080,9 @@ static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 				if (cmd == COM_STMT_PREPARE) {
 					count_statement(pid_tgid >> 32, cmd);
 					prep_read(st, conn);
+				} else if (cmd == COM_QUERY && need > DIGEST_MAX + 1 && st->digest != IOA_DIGEST_INTERNAL) {
+					/* a long text: its statements past the digested bytes */
+					scan_query(st, c, buf + 1, (__u32)ret - 1, need - 1);
 				}
 			}
 			count_wire(pid_tgid >> 32, 1 + (cmd == COM_QUERY ? c->extra : 0));
@@ -882,16 +1096,27 @@ static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 			return 0;
 		}
 		if (fd == st->wire_fd && st->wire_state == WIRE_REST && size == st->wire_need) {
+			if (st->scan_state) { /* a long COM_QUERY's text goes on: its statements */
+				__u32 more = scan_query_rest(st, buf, (__u64)ret < st->wire_need ? (__u32)ret : st->wire_need);
+
+				if (more)
+					count_wire(pid_tgid >> 32, more);
+			}
 			if ((__u64)ret < st->wire_need) {
 				st->wire_need -= (__u32)ret;
 			} else {
 				st->wire_state = WIRE_IDLE;
 				st->wire_need = 0;
+				st->scan_state = 0;
 			}
 			return 0;
 		}
 		st->wire_state = WIRE_IDLE; /* out of step: look for the next header */
 		st->wire_conn = 0;
+		if (st->scan_state) { /* a long text's rest never came as expected: not all scanned */
+			st->scan_state = 0;
+			count_wire_long();
+		}
 	}
 	if (size == 4 && ret == 4) {
 		__u8 h[4];

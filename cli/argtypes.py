@@ -41,6 +41,14 @@ def seconds(low: float = 0.0, high: float | None = None, *, low_inclusive: bool 
     return parse
 
 
+def count(s: str) -> float:
+    """A count that is not negative (a benchmark's operations: 1200, 1.5e6)."""
+    v = float(_number(s, float))
+    if v < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return v
+
+
 def int_range(low: int, high: int | None = None, what: str = "") -> Callable[[str], int]:
     """An integer in [low, high] (high None: no upper bound)."""
     def parse(s: str) -> int:

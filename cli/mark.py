@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ioattr.cli import argtypes
 from ioattr.cli.definition import command_parser, examples
 from ioattr.errors import UsageError
 from ioattr.format.control import check_phase_name, resolve_recording, send_mark, send_stop
@@ -15,29 +16,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "previous phase ends here, and the engine counters are read at the boundary before "
                     "mark returns. The recorder's start line prints the exact command for its recording. "
                     "A phase can also start from SQL (any statement containing ioattr:phase=NAME), "
-                    "from the wrapped command's output (record --phase-pattern) or at record --phase.",
+                    "from the wrapped command's output (record --phase-pattern) or at record --phase. "
+                    "--ops N gives the benchmark's own operation count (requests, events) of the phase "
+                    "in force, the one PHASE ends: report and compare then show per-operation figures.",
         epilog=examples("ioattr mark load                      # the only recording running",
                         "ioattr mark --recording run1 q100     # one of several",
+                        "ioattr mark run --ops 500000          # load did 500000 operations; run starts",
+                        "ioattr mark --ops 120000 --stop       # the last phase's operations, then stop",
                         "ioattr mark --stop --recording run1   # stop the recorder (ends the last phase)",
                         "mariadb -e \"SELECT 'ioattr:phase=q100'\"   # the same from SQL"))
     p.add_argument("phase", nargs="?", help="the new phase's name")
     p.add_argument("--recording", help="the recording (default: the only one running)")
-    p.add_argument("--stop", action="store_true", help="ask the recorder to stop instead")
+    p.add_argument("--ops", type=argtypes.count, metavar="N",
+                   help="the benchmark's operations in the phase in force (added to any given before, "
+                        "and to record --ops-pattern's); alone, no phase starts")
+    p.add_argument("--stop", action="store_true", help="ask the recorder to stop (after --ops, if given)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.phase and not args.stop:
-        raise UsageError("give a PHASE name (or --stop)")
+    if not args.phase and not args.stop and args.ops is None:
+        raise UsageError("give a PHASE name (or --ops N, or --stop)")
+    if args.phase and args.stop:
+        raise UsageError("give a PHASE or --stop, not both")
     if args.phase:
         check_phase_name(args.phase)  # a bad name is refused before looking for the recording
     rec = resolve_recording(args.recording)
+    ops = None if args.ops is None else (int(args.ops) if float(args.ops).is_integer() else args.ops)
+    if args.phase or ops is not None:
+        what = " ".join(x for x in (f"phase {args.phase}" if args.phase else "",
+                                    f"{ops} operations" if ops is not None else "") if x)
+        if not send_mark(rec, args.phase, ops=ops):
+            print(f"ioattr mark: {rec}'s recorder has not taken {what} yet (busy or stuck); "
+                  "the request stays queued", file=sys.stderr)
+            return 0
+        print(f"ioattr mark: {what} -> {rec}", file=sys.stderr)
     if args.stop:
         send_stop(rec)
         print(f"ioattr mark: asked {rec} to stop", file=sys.stderr)
-        return 0
-    if not send_mark(rec, args.phase):
-        print(f"ioattr mark: {rec}'s recorder has not taken phase {args.phase} yet (busy or stuck); "
-              "the request stays queued", file=sys.stderr)
-        return 0
-    print(f"ioattr mark: phase {args.phase} -> {rec}", file=sys.stderr)
     return 0

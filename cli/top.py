@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rows", type=argtypes.int_range(0), metavar="N", help="batch: rows per snapshot (default all)")
     p.add_argument("--width", type=argtypes.int_range(60), metavar="COLS",
                    help="batch: line width (default the terminal's, else 160)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="batch: text (default) or json, one object per snapshot and line: its views' rows "
+                        "with every column's value and, for queries, the executions behind EXEC/s")
     add_live_arguments(p, "mysqld, mariadbd")
 
 
@@ -53,5 +56,5 @@ def run(args: argparse.Namespace) -> int:
         spec.comms = list(DEFAULT_COMMS)
     opts = TopOptions(targets=spec, by=args.by, interval=interval, batch=args.batch, iterations=iterations,
                       sort=args.sort, reverse=args.reverse, layer=args.layer, rows=args.rows or None,
-                      width=args.width, **live_options(args))
+                      width=args.width, format=args.format, **live_options(args))
     return TopApp(opts).run()

@@ -103,8 +103,9 @@ THD_STAGES_ENV = "IOATTR_THD_STAGES"
 WIRE_CHECK_QUESTIONS = 200
 WIRE_CHECK_SHARE = 0.95
 WIRE_SLACK = 16
-# the bytes of a COM_QUERY the wire reader scans for ';' (bpf/ioattr.h IOATTR_QUERY_MAX)
-WIRE_SCANNED = abi.QUERY_MAX
+# the bytes of a COM_QUERY's text the wire reader scans for its statements (bpf/stage.bpf.c SCAN_MAX):
+# a longer one is counted in the BPF array wire_long
+WIRE_SCANNED = 64 << 10
 PG_WIRE_FLAG = 4  # bpf/ioattr.h IOA_TARGET_PG_WIRE: a targets value bit, "speaks PostgreSQL"
 
 
@@ -159,6 +160,8 @@ class StageProbes:
         self._wire_base: dict[int, tuple[int, int]] = {}  # pid -> (wire statements, Questions) at the last verdict
         self._wire_fd: int | None = None
         self._wire_slots_fd: int | None = None  # absent from objects built before the slots
+        self._wire_long_fd: int | None = None  # texts not scanned to their end (absent from older objects)
+        self._wire_long_base: dict[int, int] = {}  # pid -> wire_long at its last verdict
         # --stages auto/full: servers whose stage is read from their THD at IO time, with the keys
         # of their stage names in thd_stage_names; and why not, for the others
         self.thd_keys: dict[int, list[abi.ThdStageKey]] = {}
@@ -171,6 +174,7 @@ class StageProbes:
         if self.loaded is not None:
             self._wire_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_stmts"), None)
             self._wire_slots_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_slots"), None)
+            self._wire_long_fd = next((m.fd for m in self.loaded.obj.maps() if m.name == "wire_long"), None)
         if statements != "uprobe":
             self.wire_why = self._wire_unavailable()
 
@@ -526,6 +530,14 @@ class StageProbes:
         v = ctypes.c_uint64(0)
         return n + (int(v.value) if libbpf.map_lookup(self._wire_fd, ctypes.c_uint32(pid), v) else 0)
 
+    def wire_long(self) -> int:
+        """COM_QUERY texts whose statements the wire reader did not all look for (longer than
+        WIRE_SCANNED bytes, or a read of their payload it could not scan), on every server."""
+        v = ctypes.c_uint64(0)
+        if self._wire_long_fd is None or not libbpf.map_lookup(self._wire_long_fd, ctypes.c_uint32(0), v):
+            return 0
+        return int(v.value)
+
     def check_wire(self, pid: int, questions: int, wire_before: int | None = None, connections: int = 0) -> str:
         """Under --statements auto: given server pid's Questions counter now, decide whether the
         wire shows its statements. The wire reader sees every statement a client sends in clear
@@ -544,21 +556,29 @@ class StageProbes:
             return ""
         wire = self.wire_count(pid)  # after Questions: every statement counted there was seen before
         start = wire if wire_before is None else wire_before
+        long = self.wire_long()
         base = self._wire_base.get(pid)
         if base is None:
             self._wire_base[pid] = (start, questions)
+            self._wire_long_base[pid] = long
             return ""
         dq, dw = questions - base[1], wire - base[0]
         if dq < WIRE_CHECK_QUESTIONS:
             return ""
+        dl = long - self._wire_long_base.get(pid, long)
         self._wire_base[pid] = (start, questions)
+        self._wire_long_base[pid] = long
         if dw + WIRE_SLACK + max(connections, 0) >= dq * WIRE_CHECK_SHARE:
             return ""
-        # which of the causes it is, the counts cannot tell: named, not guessed (docs/queries.md)
-        return self.fallback(pid, f"the wire showed {dw} statements while the server counted {dq} Questions "
-                                  "(clients over TLS or compression, which the wire reader cannot read, or "
-                                  f"multi-statement packets whose statements after the first {WIRE_SCANNED} "
-                                  "bytes it does not count)")
+        # the wire counts every statement of a packet it read whole (docs/queries.md): what it
+        # missed came unread (TLS, compression), unless texts too long to scan came meanwhile
+        if dl:
+            why = (f"{dl} COM_QUERY texts longer than {WIRE_SCANNED // 1024} KiB came meanwhile, whose "
+                   "statements past that are not counted (multi-statement packets), or clients over TLS "
+                   "or compression")
+        else:
+            why = "clients over TLS or compression, which the wire reader cannot read"
+        return self.fallback(pid, f"the wire showed {dw} statements while the server counted {dq} Questions ({why})")
 
     @property
     def estimating(self) -> bool:

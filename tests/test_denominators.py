@@ -104,3 +104,41 @@ def test_statements_selects_transactions_and_ops_are_the_benchmarks(server, tmp_
     assert row["kb_written_per_op"] == s["kb_written_per_op"], (row, s)
     meta = json.loads((rec / "meta.json").read_text())
     assert meta["phases"][0]["ops"] == EVENTS and meta["ops_pattern"], meta["phases"]
+
+
+def test_ops_given_at_marks(server, tmp_path: Path) -> None:
+    """`ioattr mark --ops N`: the benchmark's own count, given at a mark, is the phase in force's
+    (the one the mark's PHASE ends), added up; alone it starts no phase; before --stop it is the
+    last phase's. A phase given none has none (null: unknown, not 0)."""
+    from tests.helpers import Background
+
+    def mark(*args: str) -> None:
+        r = subprocess.run([IOATTR, "mark", "--recording", str(rec), *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+
+    rec = tmp_path / "rec"
+    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.5", "--phase", "warm")
+    try:
+        bg.wait_recording()
+        mark("run")
+        out = server.sysbench("oltp_read_write", "run", table_size=ROWS, events=100, time=0).stdout
+        events = _sysbench_counts(out)["events"]
+        mark("idle", "--ops", str(events))
+        mark("--ops", "2.5")  # alone: added to idle, no phase starts
+        mark("--ops", "4", "--stop")
+        assert bg.proc.wait(timeout=60) == 0, bg.stderr
+    finally:
+        code, err = bg.stop()
+    assert code == 0, err
+    meta = json.loads((rec / "meta.json").read_text())
+    assert [(p["name"], p.get("ops")) for p in meta["phases"]] == [("warm", None), ("run", 100), ("idle", 6.5)], \
+        meta["phases"]
+    assert events == 100
+    by_name = {s["phase"]: s for s in report_json(rec, "--by", "phase")["summary"]}
+    assert by_name["warm"]["ops"] is None and by_name["warm"]["kb_written_per_op"] is None, by_name["warm"]
+    run = by_name["run"]
+    assert run["ops"] == 100 and run["ops_per_s"] == pytest.approx(100 / run["seconds"], rel=1e-3), run
+    from ioattr.model import storage
+
+    assert run["reads_per_op"] == storage.sig(run["storage_reads"] / 100, 4), run

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from tests.conftest import need_tool
-from tests.helpers import Background, report_json
+from tests.helpers import IOATTR, Background, report_json
 
 TABLES = 2
 ROWS = 20000
@@ -33,7 +34,8 @@ def server() -> Iterator:
     from tests.fixtures_mariadb import private_server
 
     need_tool("sysbench")
-    with private_server(buffer_pool="16M") as db:
+    # 256 sysbench connections (+ ioattr's): above the default max_connections (151)
+    with private_server(buffer_pool="16M", extra_options={"max_connections": "400"}) as db:
         db.sysbench("oltp_point_select", "prepare", tables=TABLES, table_size=ROWS, threads=TABLES)
         yield db
 
@@ -160,3 +162,63 @@ def test_prepared_before_the_recording_counted_under_one_label(server, tmp_path:
     # server may be warm by now) carry its executions
     labelled = [r for r in rows if r["query"] == "[prepared before the recording]"]
     assert all(r["executions"] == counted["[prepared before the recording]"] for r in labelled), rows
+
+
+def _table_fetches(db) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """table -> rows fetched, as performance_schema counted them (a point select fetches one)."""
+    rows = db.query("SELECT OBJECT_NAME, COUNT_FETCH FROM performance_schema.table_io_waits_summary_by_table "
+                    "WHERE OBJECT_SCHEMA = 'sbtest'")
+    return {str(t): int(n) for t, n in rows}
+
+
+def test_top_executions_per_digest_at_256_threads_on_the_thread_pool(server) -> None:
+    """`ioattr top --batch --format json`, queries view, while sysbench with its defaults runs 256
+    connections on MariaDB's thread pool (2 groups: each OS thread reads many connections'
+    executes): each statement's executions (the count behind EXEC/s) are its table's point
+    selects, they add up to Com_stmt_execute, and each statement's reads are its table's file's
+    (nothing carried over to another connection's statement on the same thread)."""
+    threads, events = 256, 2000
+    server.extra_options.update({"thread_handling": "pool-of-threads", "thread_pool_size": "2"})
+    server._write_config()
+    top = None
+    try:
+        server.restart()  # and a cold buffer pool
+        for t in range(1, TABLES + 1):  # the tables opened: their dictionary and statistics reads done
+            server.query(f"SELECT COUNT(*) FROM sbtest.sbtest{t} WHERE id = 0")
+        top = subprocess.Popen([IOATTR, "top", "--pid", str(server.pid), "--batch", "--format", "json", "--by",
+                                "query", "--interval", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+        snaps = [json.loads(top.stdout.readline() or "null")]  # attached: the first interval is out
+        assert snaps[0] is not None, top.stderr.read() if top.poll() is not None else "no snapshot"
+        execs, files, fetches = server.status("Com_stmt_execute"), _file_reads(server), _table_fetches(server)
+        server.sysbench("oltp_point_select", "run", tables=TABLES, table_size=ROWS, threads=threads, events=events)
+        execs = server.status("Com_stmt_execute") - execs
+        files = {t: n - files.get(t, (0, 0))[0] for t, (n, _) in _file_reads(server).items()}
+        fetches = {t: n - fetches.get(t, 0) for t, n in _table_fetches(server).items()}
+        ended = time.time()
+        while snaps[-1]["start"] < ended:  # a snapshot that began after the run: every execution is in one
+            line = top.stdout.readline()
+            assert line, top.stderr.read()
+            snaps.append(json.loads(line))
+        assert server.query("SELECT @@thread_handling, @@thread_pool_size") == [("pool-of-threads", 2)]
+    finally:
+        if top is not None and top.poll() is None:
+            top.terminate()
+            top.wait(30)
+        for k in ("thread_handling", "thread_pool_size"):
+            server.extra_options.pop(k)
+        server._write_config()
+    got: dict[str, list[float]] = {}
+    for snap in snaps:
+        for row in snap["views"]["queries"]:
+            n = got.setdefault(row["name"], [0, 0.0])
+            n[0] += row["executions"] or 0
+            n[1] += row["r"] * snap["seconds"]
+    mine = {q: v for q, v in got.items() if q.startswith("SELECT c FROM sbtest")}
+    assert sorted(mine) == [f"SELECT c FROM sbtest{t} WHERE id=?" for t in range(1, TABLES + 1)], got
+    assert execs == events and sum(v[0] for v in mine.values()) == execs, (mine, execs)
+    assert not any("prepared" in q for q in got), got  # no execution without its statement
+    for t in range(1, TABLES + 1):
+        execs_t, reads_t = mine[f"SELECT c FROM sbtest{t} WHERE id=?"]
+        assert execs_t == fetches[f"sbtest{t}"], (t, mine, fetches)
+        assert round(reads_t) == files[f"sbtest{t}"] > 20, (t, mine, files)

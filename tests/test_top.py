@@ -324,6 +324,33 @@ def test_views_aggregate_and_sort() -> None:
     assert pq["cache_misses_per_query"] == pytest.approx(600 / 1000)  # the engine's own (Innodb_buffer_pool_reads)
 
 
+def test_batch_json_snapshot() -> None:
+    """top --batch --format json: one object a snapshot, each view's rows with every column's value
+    and, for statements, the executions behind EXEC/s (a statement without IO included)."""
+    from ioattr.collectors.targets import TargetSpec
+    from ioattr.errors import UsageError
+    from ioattr.topview.top_live import TopApp, TopOptions
+
+    app = TopApp(TopOptions(targets=TargetSpec(pids=[1]), batch=True, format="json", by="query,file"))
+    snap = _snapshot()
+    snap.statements = {"digest": [777, 888, 777], "count": [30, 6, 10],
+                       "query": ["SELECT c FROM t WHERE id = ?", "COMMIT", None]}
+    app.snapshot = snap
+    out = json.loads(json.dumps(app.snapshot_json()))
+    assert (out["start"], out["end"], out["seconds"]) == (100.0, 102.0, 2.0)
+    assert out["per_query"]["qps"] == pytest.approx(500.0)
+    queries = {r["name"]: r for r in out["views"]["queries"]}
+    select = queries["SELECT c FROM t WHERE id = ?"]
+    assert (select["executions"], select["exec"], select["r"], select["rpe"]) == (40, 20.0, 100.0, 5.0), select
+    commit = queries["COMMIT"]  # no IO, still its executions
+    assert (commit["executions"], commit["exec"], commit["r"]) == (6, 3.0, 0.0), commit
+    assert queries["[no statement]"]["executions"] is None
+    files = out["views"]["files"]
+    assert files[0]["name"] == "/data/db/hot.ibd" and files[0]["class"] == "table", files[0]  # full path
+    with pytest.raises(UsageError):
+        TopApp(TopOptions(targets=TargetSpec(pids=[1]), format="json"))  # the screen is text
+
+
 def test_sort_names_and_bad_sort() -> None:
     from ioattr.collectors.targets import TargetSpec
     from ioattr.errors import UsageError

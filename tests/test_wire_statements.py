@@ -294,48 +294,101 @@ def test_statement_over_16_mb_is_one_statement(server, tmp_path: Path) -> None:
     assert mine == {"SELECT ?, ?": 2, big_text: 1, "SET NAMES utf8mb4": 1, f"{1:016x}": 1}, mine
 
 
+def _long_packets() -> list[tuple[str, int, dict[str, int]]]:
+    """Multi-statement texts longer than the 256 digested bytes and the 512-byte sample, one past
+    4 KiB, LinkBench-like (`INSERT ... VALUES (...), ...; COMMIT`): (text, statements (Questions),
+    the Com_* counters they grow). Past the digested bytes: ';' inside quotes (with escaped quotes
+    and backslashes), inside comments of all three kinds, a comment after the last ';' (one more
+    statement to the server, with no Com_* counter)."""
+    def rows(n: int, start: int) -> str:
+        return ", ".join(f"({start + i}, 'v;{i} it\\'s \\\\; /* -- ;', \"d;q\")" for i in range(n))
+
+    linkbench = f"INSERT INTO wirems.t (id, a, b) VALUES {rows(30, 0)}; COMMIT"
+    big = (f"BEGIN; INSERT INTO wirems.t (id, a, b) VALUES {rows(120, 1000)} /* x; y */ -- z;\n"
+           "; UPDATE wirems.t SET a = 'u;' WHERE id = 1000 # w;\n; COMMIT; /* trailing */")
+    assert 512 < len(linkbench) < 4096 < len(big) < 64 << 10, (len(linkbench), len(big))
+    return [(linkbench, 2, {"Com_insert": 1, "Com_commit": 1}),
+            (big, 5, {"Com_begin": 1, "Com_insert": 1, "Com_update": 1, "Com_commit": 1})]
+
+
+# short multi-statement packets and their statements, as the server counts them (Questions)
+SHORT_PACKETS = [("SELECT 1; SELECT 'a;b' /* ; */, 2; DO 3", 3), ("SELECT 1;", 1), ("SELECT 1; ", 1),
+                 ("DO 3; /* end */", 2), ("SELECT 1; -- x\n", 2), ("SELECT 1;;", 1)]
+
+
 def test_multi_statement_packets_count_each_statement(server, tmp_path: Path) -> None:
     """One COM_QUERY packet holding several statements (LinkBench's `...; commit;`) is as many
     Questions: the wire reader counts each (what --statements auto compares with Questions),
     so the packets in clear are never taken for TLS or compression. Counted as the server
-    counts: a comment after the last ';' is one more, a ';' inside quotes or comments none."""
+    counts: a comment after the last ';' is one more, a ';' inside quotes or comments none;
+    short packets, and packets past 512 bytes and past 4 KiB (the digest reads 256) from PyMySQL
+    (CLIENT_MULTI_STATEMENTS) and from the mariadb client (a DELIMITER makes it send the text as
+    one COM_QUERY), whose statements are the server's Com_* counts."""
     from pymysql.constants import CLIENT
 
     def wire_count() -> int:
         dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "name", "wire_slots"], check=True,
                                          capture_output=True, text=True).stdout)
-        # other ioattr sessions' maps may be loaded too (each map's elements are then under it)
         return sum(x["formatted"]["value"]["count"] for e in dump for x in e.get("elements", [e])
                    if x["formatted"]["value"]["tgid"] == server.pid)
 
+    def status(cur, scope: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+        cur.execute(f"SHOW {scope} STATUS WHERE Variable_name IN ('Questions', %s)"
+                    % ", ".join(f"'{k}'" for k in kinds))
+        return {str(k): int(v) for k, v in cur.fetchall()}
+
+    kinds = ("Com_insert", "Com_commit", "Com_begin", "Com_update", "Com_delete")
+    packets = _long_packets()
+    want = Counter({"Com_delete": 1})  # a round: DELETE, then each packet
+    for _, _, holds in packets:
+        want.update(holds)
+    statements = 1 + sum(n for _, n, _ in packets) + sum(n for _, n in SHORT_PACKETS)
+    server.query("CREATE DATABASE IF NOT EXISTS wirems")
+    server.query("CREATE TABLE IF NOT EXISTS wirems.t (id INT PRIMARY KEY, a VARCHAR(64), b VARCHAR(8))")
     rec = tmp_path / "rec"
     # a long interval: none of the recorder's own statements between the readings below
     bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "60", "--chunk-seconds", "60")
     bg.wait_recording()
-    packets = ["SELECT 1; SELECT 'a;b' /* ; */, 2; DO 3", "SELECT 1;", "SELECT 1; ", "DO 3; /* end */",
-               "SELECT 1; -- x\n", "SELECT 1;;"]
+    rounds = 10
     try:
         conn = server.connect(ssl_disabled=True, client_flag=CLIENT.MULTI_STATEMENTS)
         try:
             with conn.cursor() as cur:
-                def questions() -> int:  # this connection's: counted by the server and on the wire
-                    cur.execute("SHOW SESSION STATUS LIKE 'Questions'")
-                    return int(cur.fetchall()[0][1])
-
-                wire, asked = wire_count(), questions()
-                for _ in range(20):
-                    for sql in packets:
+                wire, before = wire_count(), status(cur, "SESSION")
+                for _ in range(rounds):
+                    cur.execute("DELETE FROM wirems.t")
+                    for sql, _, _ in packets + [(q, n, {}) for q, n in SHORT_PACKETS]:
                         cur.execute(sql)
                         while cur.nextset():
                             pass
-                asked = questions() - asked
+                after = status(cur, "SESSION")
                 wire = wire_count() - wire
+                # the mariadb client, twice: the global counters, read on this connection around it
+                once = "".join(f"{sql} //\n" for sql, _, _ in packets)
+                script = 2 * ("DELETE FROM wirems.t;\nDELIMITER //\n" + once + "DELIMITER ;\n")
+                cli_before = status(cur, "GLOBAL")
+                cli_wire = wire_count()
+                res = subprocess.run(["mariadb", "--no-defaults", f"--socket={server.socket}", "-uroot",
+                                      "--skip-ssl", "--comments"],  # comments kept: sent as written
+                                     input=script, capture_output=True, text=True, timeout=60)
+                cli_wire = wire_count() - cli_wire
+                cli_grew = {k: v - cli_before[k] for k, v in status(cur, "GLOBAL").items()}
+                assert res.returncode == 0, res.stderr
         finally:
             conn.close()
     finally:
         _stop(bg)
-    # the server's count includes the first status read, the wire's comes after it; the wire
-    # also sees the recorder's own statements in clear (a few, in its first seconds), while a
-    # packet miscounted would be 20 off
-    assert asked == 20 * (3 + 1 + 1 + 2 + 2 + 1) + 1, asked
-    assert asked <= wire - 1 <= asked + 5, (wire, asked)
+    grew = {k: after[k] - before[k] for k in after}
+    # the server counted each statement: its Com_* counters, and Questions one per statement
+    assert {k: grew[k] for k in kinds} == {k: rounds * want[k] for k in kinds}, (grew, want)
+    assert grew["Questions"] == rounds * statements + 1, grew  # and the last status read
+    # the wire as many (its count ends after the last status read and starts after the first); it
+    # also sees the recorder's own statements in clear (a few, in its first seconds), while a packet
+    # miscounted would be `rounds` off
+    assert grew["Questions"] <= wire <= grew["Questions"] + 5, (wire, grew)
+    # the mariadb client: each statement of its packets counted by the server, and by the wire: the
+    # global Questions also counted the second status read (after the wire's), and whatever the
+    # recorder sent between the first read and the wire's (none expected: 2 packets miscounted
+    # would be 10 off)
+    assert {k: cli_grew[k] for k in kinds} == {k: 2 * want[k] for k in kinds}, (cli_grew, want)
+    assert cli_grew["Questions"] - 4 <= cli_wire <= cli_grew["Questions"] - 1, (cli_wire, cli_grew, res.stdout)

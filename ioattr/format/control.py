@@ -54,11 +54,13 @@ def drain_fd(fd: int) -> None:
 
 @dataclass
 class Mark:
-    """One `ioattr mark` request: ack() it once its phase has started."""
+    """One `ioattr mark` request: ack() it once its phase has started (or, with no phase, once
+    its operations are counted)."""
 
     time: float   # when `ioattr mark` asked
-    name: str
+    name: str | None  # the phase to start (None: --ops alone)
     path: Path
+    ops: float | None = None  # --ops: the benchmark's operations in the phase in force at `time`
 
     def ack(self) -> None:
         try:
@@ -95,8 +97,13 @@ class Control:
             path = self.dir / n
             try:
                 req = json.loads(path.read_text())
-                out.append(Mark(float(req["time"]), check_phase_name(str(req["phase"])), path))
-            except (OSError, ValueError, KeyError, UsageError):
+                ops = req.get("ops")
+                if ops is not None and (isinstance(ops, bool) or not isinstance(ops, (int, float)) or ops < 0
+                                        or ops != ops or ops == float("inf")):
+                    raise ValueError(f"bad ops {ops!r}")
+                name = check_phase_name(str(req["phase"])) if "phase" in req or ops is None else None
+                out.append(Mark(float(req["time"]), name, path, ops))
+            except (OSError, ValueError, KeyError, UsageError, TypeError, AttributeError):
                 try:
                     path.unlink()  # a malformed request is dropped, never fatal to the recording
                 except OSError:
@@ -237,16 +244,26 @@ def _poke(ctl: Path) -> None:
         os.close(fd)
 
 
-def send_mark(recording: Path, phase: str, wait: float = MARK_WAIT_SECONDS) -> bool:
+def send_mark(recording: Path, phase: str | None, wait: float = MARK_WAIT_SECONDS, *,
+              ops: float | None = None) -> bool:
     """Ask the recorder to start `phase`; wait (up to `wait` s) until it has: then IO issued
-    after this returns is the new phase's. Returns whether the recorder took it in time
-    (if not, the request stays queued)."""
-    check_phase_name(phase)
+    after this returns is the new phase's. `ops`: the benchmark's operations to add to the phase
+    in force now, before `phase` starts (with phase None: only that). Returns whether the
+    recorder took it in time (if not, the request stays queued)."""
+    if phase is None and ops is None:
+        raise ValueError("a mark needs a phase or ops")
+    if phase is not None:
+        check_phase_name(phase)
     ctl = recording / "control"
     if not ctl.is_dir():
         raise UsageError(f"{recording} takes no marks (no control directory)")
     req = ctl / f"mark-{time.time_ns()}.json"
-    _write_atomic(req, {"phase": phase, "time": time.time()})
+    body: dict[str, object] = {"time": time.time()}
+    if phase is not None:
+        body["phase"] = phase
+    if ops is not None:
+        body["ops"] = ops
+    _write_atomic(req, body)
     _poke(ctl)
     deadline = time.monotonic() + wait
     while req.exists():

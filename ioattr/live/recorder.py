@@ -520,7 +520,14 @@ class Recorder:
         mark requests to acknowledge once their boundary snapshot is taken."""
         out = session.take_phase_starts()  # SQL markers: started by the probe
         marks = ctl.take_marks()
-        out += [session.begin_phase(m.name, "mark") for m in marks]
+        for m in marks:  # ioattr mark --ops: the phase in force when it asked (before its own phase)
+            if m.ops is not None:
+                self._ops_seen.put((m.time, m.ops))
+        out += [session.begin_phase(m.name, "mark") for m in marks if m.name is not None]
+        if not out:  # --ops alone: counted (the next _take_ops places them by time), nothing to wait for
+            for m in marks:
+                m.ack()
+            marks = []
         while not self.phase_queue.empty():
             out.append(self.phase_queue.get_nowait())
         return sorted(out, key=lambda p: (p.seq or 1 << 62, p.at)), marks
@@ -573,12 +580,15 @@ class Recorder:
                 self.opts.log(text)
 
     def _take_ops(self, writer: RecordingWriter, final: bool = False) -> None:
-        """--ops-pattern: add the operations the command's output counted to meta.json's phase
-        ("ops") in force when each line was read. At the end, the command's last lines first
-        (sysbench prints its total after its run): its output is read to the end, a bounded wait."""
-        if self._ops_pattern is None:
+        """--ops-pattern and `ioattr mark --ops`: add the operations counted to meta.json's phase
+        ("ops") in force when each line was read or the mark asked. At the end, the command's last
+        lines first (sysbench prints its total after its run): its output is read to the end, a
+        bounded wait. A phase no operations were given for keeps none (unknown), unless the
+        recording has --ops-pattern: then it counted 0."""
+        if self._ops_pattern is None and self._ops_seen.empty():
             return
-        if final and self._output_thread is not None and self.child_status is not None:
+        if final and self._ops_pattern is not None and self._output_thread is not None \
+                and self.child_status is not None:
             self._output_thread.join(timeout=5.0)
         phases = writer.meta["phases"]
         while True:
@@ -588,7 +598,7 @@ class Recorder:
                 break
             phase = next((p for p in reversed(phases) if float(p["start"]) <= at), phases[0])
             phase["ops"] = (phase.get("ops") or 0) + (int(n) if float(n).is_integer() else n)
-        if final:
+        if final and self._ops_pattern is not None:
             for p in phases:  # a pattern that never matched: 0 operations, said as such
                 p.setdefault("ops", 0)
 

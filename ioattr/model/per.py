@@ -21,8 +21,8 @@ The units, each counted from the server's own counters over the phase (counters 
   PostgreSQL: pg_stat_database xact_commit + xact_rollback (every transaction, an autocommitted
   statement's too) less ioattr's own (its engine's phase_terms).
 - op: the benchmark's own operations (a sysbench event, a LinkBench request), as the benchmark
-  counted them: `record --ops-pattern` over the wrapped command's output. Stored per phase in
-  meta.json ("ops"); absent (null in reports) without --ops-pattern.
+  counted them: `record --ops-pattern` over the wrapped command's output, or `ioattr mark --ops N`.
+  Stored per phase in meta.json ("ops"); absent (null in reports) where neither gave any.
 
 Rates (qps, stmt/s, tps, ops/s) are per second of the phase, from its start to its end: a phase
 that also holds ioattr's start-up or idle seconds rates lower than the benchmark's own timer.
@@ -55,7 +55,7 @@ STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions le
 SELECT = Unit("select", "q", "per query = per SELECT: Com_select less ioattr's own (prepared executions included)")
 TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback (PostgreSQL: xact_commit + "
                                           "xact_rollback less ioattr's own)")
-OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern)")
+OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern, ioattr mark --ops)")
 UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 
 #: the rates' legend: what "qps" and its neighbours count
@@ -64,7 +64,7 @@ RATES = {
     "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s)",
     "tps": "transactions per second (Com_commit + Com_rollback; PostgreSQL: pg_stat_database xact_commit + "
            "xact_rollback less ioattr's own)",
-    "ops_per_s": "the benchmark's operations per second (record --ops-pattern)",
+    "ops_per_s": "the benchmark's operations per second (record --ops-pattern, ioattr mark --ops)",
 }
 
 

@@ -22,7 +22,7 @@ from ioattr.output.render import human_bytes
 UNIT_SUFFIX = {"txn": "", "query": "/q", "row": "/row", "phase": "/phase", None: ""}
 PER_UNIT = ("writes_per_unit", "kb_written_per_unit", "block_kb_written_per_unit")
 RATES = ("seconds", "qps", "statements_per_s", "tps", "ops_per_s", "rows_per_s")
-# shown only when some run's phase has its benchmark's operation count (record --ops-pattern)
+# shown only when some run's phase has its benchmark's operation count (record --ops-pattern, mark --ops)
 OPS_COLUMNS = ("ops_per_s", "kb_read_per_op", "kb_written_per_op")
 UNIT_NOTE = ("a write column's '/q' or '/row': the phase had no transactions, so its writes are per query or per "
              "row inserted, whichever it did more of; '/phase': it had none of them (DDL, a flush), so the "

@@ -380,6 +380,7 @@ class Snapshot:
                 ex = execs.get(labels[g]) if labels[g] else None
                 values["exec"] = ex / sec if ex is not None else None
                 values["rpe"] = (r[g] * sec / ex) if ex else None
+                values["executions"] = ex  # the count behind EXEC/s (top --format json)
             rows.append(Row(name, extra[g], values, full))
         if view.name == "queries" and execs:
             # statements that ran without doing IO in this layer: shown, with no IO
@@ -389,7 +390,7 @@ class Snapshot:
                     name, full = self._io_name(view, digest)
                     rows.append(Row(name, None, {"exec": ex / sec, "rpe": 0.0, "iops": 0.0, "r": 0.0,
                                                  "w": 0.0, "rmb": 0.0, "wmb": 0.0, "p50": None,
-                                                 "p99": None}, full))
+                                                 "p99": None, "executions": ex}, full))
         return rows
 
     def _executions(self) -> dict[int, int]:

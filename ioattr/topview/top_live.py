@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 import shutil
 import signal
 import sys
@@ -19,7 +20,7 @@ from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.live.session import LiveSession, SessionOptions
 from ioattr.model.self_cost import status_cost
-from ioattr.topview.top import BY_TO_VIEW, LAYERS, VIEWS, Column, Header, Snapshot, View, find_column
+from ioattr.topview.top import BY_TO_VIEW, LAYERS, VIEWS, Column, Header, Snapshot, View, find_column, sort_rows
 from ioattr.topview.top_render import ViewState, help_screen, render_screen
 from ioattr.topview.top_term import Terminal
 
@@ -40,6 +41,7 @@ class TopOptions(SessionOptions):
     layer: str = "syscall"
     rows: int | None = None       # batch: rows per snapshot (None: all)
     width: int | None = None      # batch: line width (default: the terminal's, else 160)
+    format: str = "text"          # batch: text (top -b's screens) or json (one object a line)
 
 
 class TopApp:
@@ -48,6 +50,8 @@ class TopApp:
         for b in by or [""]:
             if b not in BY_TO_VIEW:
                 raise UsageError(f"unknown --by {b!r}; choose one of {', '.join(BY_TO_VIEW)}")
+        if opts.format != "text" and not opts.batch:
+            raise UsageError(f"--format {opts.format} is for --batch (the screen is text)")
         if len(by) > 1 and not opts.batch:
             raise UsageError("several --by views are for --batch; on screen, switch views with keys")
         self.batch_views = [VIEWS[BY_TO_VIEW[b]] for b in dict.fromkeys(by)]
@@ -238,6 +242,10 @@ class TopApp:
             self.tick(s)
             done += 1
             next_tick = max(next_tick + o.interval, time.monotonic() + 0.01)
+            if o.format == "json":
+                sys.stdout.write(json.dumps(self.snapshot_json(o.rows)) + "\n")
+                sys.stdout.flush()
+                continue
             parts = []
             for i, view in enumerate(self.batch_views):
                 self.view = view
@@ -245,6 +253,25 @@ class TopApp:
                                          header=i == 0))
             sys.stdout.write("\n\n".join(parts) + "\n\n")
             sys.stdout.flush()
+
+    def snapshot_json(self, max_rows: int | None = None) -> dict:
+        """The last snapshot as `top --batch --format json` prints it: the interval (epoch
+        seconds), the server's rates and per-SELECT figures, and per view its rows, sorted as
+        on screen, with each column's value (rates per second, latency in ns, null: unknown) and,
+        in the queries view, `executions` (the count behind EXEC/s)."""
+        snap = self.snapshot
+        assert snap is not None
+        out: dict = {"start": snap.start, "end": snap.end, "seconds": round(snap.seconds, 6),
+                     "phase": self.header.phase, "layer": self.layer, "per_query": snap.per_query(),
+                     "dropped": self.header.dropped, "views": {}}
+        for view in self.batch_views:
+            self.view = view
+            vs = self.view_state()
+            rows = sort_rows(snap.rows(view, self.layer), vs.sort, vs.reverse)[:max_rows]
+            out["views"][view.name] = [
+                {"name": r.full or r.name, **({view.extra.key: r.extra} if view.extra else {}), **r.values}
+                for r in rows]
+        return out
 
     def _interactive(self, s: LiveSession, term: Terminal) -> None:
         o = self.opts

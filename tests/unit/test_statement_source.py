@@ -15,11 +15,16 @@ class Probes(sp.StageProbes):
         self.requested = requested
         self.sources = {7: ("wire", "--statements auto")}
         self._wire_base = {}
+        self._wire_long_base = {}
         self.wire = 0
+        self.long = 0  # texts too long to scan to their end (BPF wire_long)
         self.fell_back: list[str] = []
 
     def wire_count(self, pid: int) -> int:
         return self.wire
+
+    def wire_long(self) -> int:
+        return self.long
 
     def fallback(self, pid: int, why: str) -> str:
         self.fell_back.append(why)
@@ -109,3 +114,20 @@ def test_tls_clients_still_fall_back_with_the_wire_read_twice() -> None:
     p.wire = 30                                     # only ioattr's own statements show
     assert p.check_wire(7, 5_000, 20, connections=65)
     assert len(p.fell_back) == 1 and p.source(7) == "wire+uprobe"
+
+
+def test_the_shortfall_is_named_by_what_the_wire_knows() -> None:
+    """Multi-statement packets are counted per statement: a shortfall is what came unread (TLS,
+    compression), unless texts too long to scan came in the same seconds: then those are named
+    first."""
+    p = Probes()
+    p.check_wire(7, 0)
+    p.wire += 100
+    said = p.check_wire(7, 1000)
+    assert "TLS or compression" in said and "multi-statement" not in said, said
+    q = Probes()
+    q.check_wire(7, 0)
+    q.wire += 100
+    q.long += 3
+    said = q.check_wire(7, 1000)
+    assert "3 COM_QUERY texts longer than 64 KiB" in said and "multi-statement" in said, said
