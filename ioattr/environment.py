@@ -22,6 +22,8 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "IOATTR_MEMTRACE": ("", "a file: the recorder appends its memory use (RSS, Arrow, the Python lines that grew) "
                             "to it every minute, tracing every allocation (slower: for debugging)"),
     "IOATTR_RUN_DIR": ("/run/ioattr", "where running recorders leave their control files (ioattr mark)"),
+    "COLUMNS": ("", "the width tables and progress lines are laid out for (else the terminal's; "
+                    "piped: tables 160, progress lines unfolded)"),
     "XDG_DATA_HOME": ("", "the demo keeps its recordings in $XDG_DATA_HOME/ioattr (else ~/.local/share/ioattr)"),
     # probes and the host
     "IOATTR_SYSCALL_HOOK": ("auto", "the syscall programs' hook: tracepoints, raw or auto"),

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
+from ioattr import environment
+
 NARROWEST = 40
 
 
@@ -47,7 +49,7 @@ def stderr_width() -> int | None:
     """The width for progress lines on stderr: $COLUMNS, else stderr's terminal; None when
     stderr is a file or a pipe (a log keeps one line per event, for grep)."""
     try:
-        cols = int(os.environ.get("COLUMNS", ""))
+        cols = int(environment.get("COLUMNS"))
         if cols > 0:
             return max(NARROWEST, cols)
     except ValueError:
