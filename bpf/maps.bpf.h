@@ -117,8 +117,9 @@ struct task_io_state {
 	__u8 est_saved; /* the stage the outermost estimate probe interrupted, restored on return */
 	__u8 wire_state; /* bpf/stage.bpf.c's MySQL protocol reader: what the next recvfrom on wire_fd is */
 	__u8 wire_stmt;  /* the wire program started this thread's statement (the fallback uprobe skips it) */
-	__u8 wire_proto; /* bpf/stage.bpf.c: 0 not known yet, WIRE_PROTO_MYSQL, WIRE_PROTO_PG (the
-	                  * targets value's IOA_TARGET_PG_WIRE, looked up once per thread) */
+	__u8 wire_proto; /* bpf/stage.bpf.c: 0 not known yet, WIRE_PROTO_MYSQL, WIRE_PROTO_PG or
+	                  * WIRE_PROTO_PG_STAGED (the targets value's IOA_TARGET_PG_WIRE and
+	                  * IOA_TARGET_PG_STAGES, looked up once per thread) */
 	__s32 wire_fd;   /* the connection socket whose packet is being read */
 	__u32 wire_need; /* bytes of that packet's payload not read yet */
 	__u64 wire_conn; /* wire_fd's socket inode number while its connection is known to be between

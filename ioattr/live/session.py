@@ -33,6 +33,7 @@ from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
 from ioattr.collectors.pg_aio import PgAioProbes
+from ioattr.collectors.pg_stages import PG_STAGES_FLAG, PgStageProbes
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
@@ -170,6 +171,7 @@ class LiveSession:
             self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes(), stages=o.stages)
             self.pg_aio = PgAioProbes(self.stage.loaded)
+            self.pg_stages = PgStageProbes(self.stage.loaded)
             self.naming.process_role = self._process_role
             self.naming.native_page = self._native_page
             self.naming.files.cwd_hint = self._cwd_hint
@@ -211,6 +213,7 @@ class LiveSession:
         self.events.free()
         self.stage.close()
         self.pg_aio.close()
+        self.pg_stages.close()
         for ctx in self.naming.servers.values():
             ctx.close()
         for native in self.native_servers.values():
@@ -381,8 +384,15 @@ class LiveSession:
         names, roles) and its statements from the wire, read as PostgreSQL's protocol (the
         PG_WIRE_FLAG bit on it and its children, and on children it forks from now on, copied by
         the kernel at fork); the MySQL statement probes are never attached to it."""
-        # the flag first, so that a backend forked from now on has it from its fork
-        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | PG_WIRE_FLAG)
+        # its stage uprobes (planner, ExecutorStart, ProcessUtility) unless --stages statement:
+        # None not asked, "" attached, else why not
+        stages_why = None
+        flags = PG_WIRE_FLAG
+        if self.stage.available and self.probes.pg_wire and self.opts.stages != "statement":
+            stages_why = self.pg_stages.attach(pid)
+            flags |= 0 if stages_why else PG_STAGES_FLAG
+        # the flags first, so that a backend forked from now on has them from its fork
+        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | flags)
         srv = engine.server_context(pid)  # type: ignore[attr-defined]
         if self.opts.innodb_pages and getattr(engine, "file_map_name", None):
             # its relation files, registered for page classification once the catalogs are read
@@ -393,7 +403,7 @@ class LiveSession:
                                 "so the wire reader was loaded without its PostgreSQL part; record again "
                                 "with --pid of the postmaster or --comm postgres)")
         elif self.stage.available:
-            srv.stage_status = self.stage.attach_postgres(pid)
+            srv.stage_status = self.stage.attach_postgres(pid, stages_why)
             self.naming.stage_probes = self.stage.attached
             self.naming.stages = self.stage.recorded_mode
         if self.stage.available:  # PostgreSQL 18's io workers: their IO charged to the backends
@@ -413,7 +423,7 @@ class LiveSession:
         children = srv.children()  # type: ignore[attr-defined]
         born = [c for c in children if c not in self.tracker.current]
         for child in children:  # those traced already (--comm) get the protocol flag too
-            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | PG_WIRE_FLAG, sync=False)
+            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | flags, sync=False)
         if children:
             self.tracker.map.sync_slots({slot_of(c) for c in children})
             self.followed_pids.update(born)
@@ -705,6 +715,7 @@ class LiveSession:
                 self.past_servers.append(dict(native.describe(), exited=time.time()))  # type: ignore[attr-defined]
                 native.close()  # type: ignore[attr-defined]
                 self.pg_aio.detach(pid)
+                self.pg_stages.detach(pid)
         for pid, ctx in self.naming.servers.items():
             if ctx.retry_connect():
                 self.opts.log(f"server {pid}: connected; index names and thread roles are back")
