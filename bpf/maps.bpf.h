@@ -148,6 +148,23 @@ struct {
 	__type(value, struct task_io_state);
 } task_state SEC(".maps");
 
+/* A PostgreSQL io worker running a backend's IO handle (bpf/pg_aio.bpf.h) issues that IO's
+ * block requests and page-cache misses in its own context: like its syscalls, they are the
+ * backend's. Rewrites the owner (tgid, tid) to that backend while the worker runs it. The task
+ * storage lookup only for tasks that have storage at all (one load where the kernel says). */
+static __always_inline void pg_aio_owner(struct task_struct *task, __u32 *tgid, __u32 *tid)
+{
+	struct task_io_state *st;
+
+	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
+		return;
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (st && st->aio_tgid) {
+		*tgid = st->aio_tgid;
+		*tid = st->aio_tid;
+	}
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
