@@ -1,7 +1,7 @@
 """Stages inside a PostgreSQL statement: parse, optimize (the planner), execute (bpf/pg_stage.bpf.h).
 
-A statement starts in parse when the wire reader sees it; a uprobe on planner() moves it to
-optimize, and uprobes on ExecutorStart() and ProcessUtility() to execute. So the reads a query
+A statement starts in parse when the wire reader sees it; a uprobe on standard_planner() moves it to
+optimize, and uprobes on ExecutorStart() and standard_ProcessUtility() to execute. So the reads a query
 does while it is planned (catalog lookups, the btree metapage, get_actual_variable_range's
 probes of an index's ends for a constant past the statistics' histogram) are their own stage.
 
@@ -19,11 +19,14 @@ import os
 from ioattr.collectors import libbpf
 from ioattr.collectors.elf import symbol_offsets
 
-# (program, symbol): bpf/pg_stage.bpf.h
+# (program, symbol): bpf/pg_stage.bpf.h. The standard_* implementations, not the wrappers that
+# call a hook first (planner, ProcessUtility): an extension's hook calls them too, and they start
+# with a push, which the kernel emulates, where the wrappers start with a rip-relative load of
+# the hook, which a uprobe must single-step out of line (a second trap: docs/cost.md)
 PG_STAGE_PROBES = (
-    ("ioattr_pg_plan", "planner"),
+    ("ioattr_pg_plan", "standard_planner"),
     ("ioattr_pg_execute", "ExecutorStart"),
-    ("ioattr_pg_execute", "ProcessUtility"),
+    ("ioattr_pg_execute", "standard_ProcessUtility"),
 )
 PG_STAGES_FLAG = 8  # bpf/ioattr.h IOA_TARGET_PG_STAGES: a targets value bit, "its stage uprobes are on"
 

@@ -457,8 +457,8 @@ class StageProbes:
         self.sources[pid] = ("wire", "PostgreSQL protocol; TLS connections are not read")
         if stages_why == "":
             self.pg_staged.add(pid)
-            stages = ("stages parse, optimize, execute (3 uprobes: planner, ExecutorStart, ProcessUtility; "
-                      "2 traps a planned statement)")
+            stages = ("stages parse, optimize, execute (3 uprobes: standard_planner, ExecutorStart, "
+                      "standard_ProcessUtility; 2 traps a planned statement)")
         elif stages_why is None:
             stages = "no stages inside statements (--stages statement)"
         else:
