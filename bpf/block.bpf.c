@@ -246,6 +246,7 @@ int BPF_PROG(ioattr_bio_queue, struct bio *bio)
 	} else if (is_target(tgid)) {
 		s.tgid = tgid;
 		s.tid = owner_tid(task, task->pid);
+		pg_aio_owner(task, &s.tgid, &s.tid);
 	} else {
 		/* Most bios: nothing to remember. But an entry a target's bio left at
 		 * this address (it was merged into another request, so never marked

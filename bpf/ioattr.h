@@ -258,6 +258,13 @@ enum ioattr_event_type {
  * bpf/stage.bpf.c's wire reader parses its recvfrom()s as PostgreSQL messages, not MySQL
  * packets. Set by userspace for a postmaster and its children, copied to children at fork. */
 #define IOA_TARGET_PG_WIRE 4
+/* Another bit: that PostgreSQL server's stage uprobes are attached (bpf/pg_stage.bpf.h): its
+ * statements start in IOA_STAGE_PARSE, not IOA_STAGE_STATEMENT. Set and copied as the above. */
+#define IOA_TARGET_PG_STAGES 8
+/* task_io_state.wire_proto: which protocol the thread's recvfrom()s carry (bpf/stage.bpf.c) */
+#define WIRE_PROTO_MYSQL 1
+#define WIRE_PROTO_PG 2
+#define WIRE_PROTO_PG_STAGED 3 /* PostgreSQL, and its stages are traced */
 
 struct query_event {
 	__u32 type;

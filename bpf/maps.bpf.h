@@ -117,8 +117,9 @@ struct task_io_state {
 	__u8 est_saved; /* the stage the outermost estimate probe interrupted, restored on return */
 	__u8 wire_state; /* bpf/stage.bpf.c's MySQL protocol reader: what the next recvfrom on wire_fd is */
 	__u8 wire_stmt;  /* the wire program started this thread's statement (the fallback uprobe skips it) */
-	__u8 wire_proto; /* bpf/stage.bpf.c: 0 not known yet, WIRE_PROTO_MYSQL, WIRE_PROTO_PG (the
-	                  * targets value's IOA_TARGET_PG_WIRE, looked up once per thread) */
+	__u8 wire_proto; /* bpf/stage.bpf.c: 0 not known yet, WIRE_PROTO_MYSQL, WIRE_PROTO_PG or
+	                  * WIRE_PROTO_PG_STAGED (the targets value's IOA_TARGET_PG_WIRE and
+	                  * IOA_TARGET_PG_STAGES, looked up once per thread) */
 	__s32 wire_fd;   /* the connection socket whose packet is being read */
 	__u32 wire_need; /* bytes of that packet's payload not read yet */
 	__u64 wire_conn; /* wire_fd's socket inode number while its connection is known to be between
@@ -154,6 +155,23 @@ struct {
 	__type(key, int);
 	__type(value, struct task_io_state);
 } task_state SEC(".maps");
+
+/* A PostgreSQL io worker running a backend's IO handle (bpf/pg_aio.bpf.h) issues that IO's
+ * block requests and page-cache misses in its own context: like its syscalls, they are the
+ * backend's. Rewrites the owner (tgid, tid) to that backend while the worker runs it. The task
+ * storage lookup only for tasks that have storage at all (one load where the kernel says). */
+static __always_inline void pg_aio_owner(struct task_struct *task, __u32 *tgid, __u32 *tid)
+{
+	struct task_io_state *st;
+
+	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
+		return;
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (st && st->aio_tgid) {
+		*tgid = st->aio_tgid;
+		*tid = st->aio_tid;
+	}
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -39,6 +39,10 @@ int BPF_PROG(ioattr_pagecache_add, struct folio *folio)
 	st = bpf_task_storage_get(&task_state, task, 0, 0);
 	if (st && st->active && st->op == IOA_OP_WRITE)
 		return 0;
+	if (st && st->aio_tgid) { /* a PostgreSQL io worker reading for a backend: the backend's */
+		owner = st->aio_tgid;
+		tid = st->aio_tid;
+	}
 	struct io_key key = {
 		.tgid = owner, .tid = tid, .ino = ik.ino, .dev = ik.dev,
 		.layer = IOA_LAYER_PAGECACHE, .op = IOA_OP_READ, .api = IOA_API_READAHEAD,

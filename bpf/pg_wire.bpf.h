@@ -30,10 +30,9 @@
  *   'E' Execute: a statement of digest pg_bound starts (counted; PG_UNKNOWN_STATEMENT when its
  *       Parse was not seen: prepared before tracing started, or a name longer than the scan)
  * Other messages (Sync, Describe, Close, Flush, COPY data, Terminate...) are skipped by length.
- * The stage of a PostgreSQL statement is always IOA_STAGE_STATEMENT (no stage probes).
+ * A statement starts in IOA_STAGE_PARSE when the server's stage uprobes are attached
+ * (WIRE_PROTO_PG_STAGED: bpf/pg_stage.bpf.h moves it on), else in IOA_STAGE_STATEMENT.
  */
-#define WIRE_PROTO_MYSQL 1
-#define WIRE_PROTO_PG 2
 enum { PG_UNKNOWN, PG_SYNCED, PG_BODY, PG_TLS };
 #define PG_MAX_MSGS 32
 #define PG_MAX_LEN (1U << 30)     /* PostgreSQL's own limit on a message (PQ_LARGE_MESSAGE_LIMIT) */
@@ -127,6 +126,14 @@ static __always_inline __u32 be32(const __u8 *p)
 	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
 }
 
+/* The stage a statement starts in: parse when the server's stage uprobes move it on to
+ * optimize (the planner) and execute (bpf/pg_stage.bpf.h), else "inside a statement, stage
+ * not traced". */
+static __always_inline __u8 pg_start_stage(struct task_io_state *st)
+{
+	return st->wire_proto == WIRE_PROTO_PG_STAGED ? IOA_STAGE_PARSE : IOA_STAGE_STATEMENT;
+}
+
 /* a message type a client sends (protocol 3.0) */
 static __always_inline bool pg_frontend_type(__u8 t)
 {
@@ -153,7 +160,7 @@ static __always_inline __u64 pg_text(struct pg_walk *w, __u64 text, __u64 avail,
 	if (got <= 0)
 		return 0;
 	statement_start(w->st, w->pid_tgid, COM_QUERY, NULL, (__u32)got - 1, c, counted);
-	w->st->stage = IOA_STAGE_STATEMENT; /* no stage probes in PostgreSQL, even with --stages full */
+	w->st->stage = pg_start_stage(w->st);
 	return w->st->digest;
 }
 
@@ -248,7 +255,7 @@ static __always_inline void pg_execute(struct pg_walk *w)
 	struct task_io_state *st = w->st;
 	__u64 d = st->pg_bound;
 
-	st->stage = IOA_STAGE_STATEMENT;
+	st->stage = pg_start_stage(st);
 	st->est_depth = 0;
 	st->digest = d ?: PG_UNKNOWN_STATEMENT;
 	if (d != IOA_DIGEST_INTERNAL) /* ioattr's own statements are not the workload's */

@@ -1029,9 +1029,10 @@ static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 	if (!st->wire_proto) {
 		__u32 tgid = pid_tgid >> 32, *flags = bpf_map_lookup_elem(&targets, &tgid);
 
-		st->wire_proto = flags && (*flags & IOA_TARGET_PG_WIRE) ? WIRE_PROTO_PG : WIRE_PROTO_MYSQL;
+		st->wire_proto = !flags || !(*flags & IOA_TARGET_PG_WIRE) ? WIRE_PROTO_MYSQL :
+				 *flags & IOA_TARGET_PG_STAGES ? WIRE_PROTO_PG_STAGED : WIRE_PROTO_PG;
 	}
-	if (st->wire_proto == WIRE_PROTO_PG)
+	if (st->wire_proto >= WIRE_PROTO_PG)
 		/* cfg.pg_wire is a load-time constant: without PostgreSQL targets the verifier
 		 * never walks pg_recv (it is most of this object's verification time) */
 		return cfg.pg_wire ? pg_recv(st, pid_tgid, fd, buf, ret) : 0;
@@ -1281,5 +1282,7 @@ STAGE_PROBE(ioattr_thd_attach, IOA_STAGE_PURGE)
 STAGE_PROBE(ioattr_thd_detach, IOA_STAGE_UNKNOWN)
 
 #include "pg_aio.bpf.h"
+
+#include "pg_stage.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -28,7 +28,8 @@ int BPF_PROG(ioattr_fork, struct task_struct *parent, struct task_struct *child)
 	v32 = bpf_map_lookup_elem(&targets, &ptgid);
 	if (!v32)
 		return 0;
-	flag |= *v32 & IOA_TARGET_PG_WIRE; /* a PostgreSQL backend speaks its postmaster's protocol */
+	/* a PostgreSQL backend speaks its postmaster's protocol, and has its stage probes */
+	flag |= *v32 & (IOA_TARGET_PG_WIRE | IOA_TARGET_PG_STAGES);
 	err = bpf_map_update_elem(&targets, &ctgid, &flag, BPF_NOEXIST);
 	if (err && err != -EEXIST)
 		return 0; /* the hash is full: not a target */

@@ -80,7 +80,8 @@ static __always_inline __u8 io_stage(struct task_struct *task, struct task_io_st
 	__u64 thd = 0;
 	__u8 *s;
 
-	if (!cfg.fine_stages || st->stage != IOA_STAGE_PARSE)
+	/* a PostgreSQL backend's stage is set by its stage uprobes (bpf/pg_stage.bpf.h) */
+	if (!cfg.fine_stages || st->stage != IOA_STAGE_PARSE || st->wire_proto == WIRE_PROTO_PG_STAGED)
 		return st->stage;
 	l = bpf_map_lookup_elem(&thd_layouts, &slot);
 	if (!l || l->tgid != tgid)

@@ -167,7 +167,8 @@ class StageProbes:
         self.thd_keys: dict[int, list[abi.ThdStageKey]] = {}
         self.thd_slots: set[int] = set()  # servers holding their slot of thd_layouts (THD or uprobes)
         self.fine_uprobe_pids: set[int] = set()  # --stages full: servers with the stage uprobes
-        self.pg_pids: set[int] = set()  # PostgreSQL servers (no stages inside statements)
+        self.pg_pids: set[int] = set()  # PostgreSQL servers
+        self.pg_staged: set[int] = set()  # those whose stage uprobes are on (ioattr/engines/postgres/stages.py)
         self.thd_why: dict[int, str] = {}
         self.thd_learned: dict[int, dict[str, str]] = {}  # per server: names learned at run time -> stage
         self._thd_facts: dict[tuple[int, int], thd_stages.ServerStages | str] = {}
@@ -433,22 +434,24 @@ class StageProbes:
 
     @property
     def recorded_mode(self) -> str | None:
-        """meta.json "stages": "full" when the stages inside every MariaDB server's statements
-        are traced (from its THD or the stage uprobes), else "statement" (what report and explain
+        """meta.json "stages": "full" when the stages inside every server's statements are
+        traced (a MariaDB server's from its THD or the stage uprobes, a PostgreSQL server's from
+        its stage uprobes: ioattr/engines/postgres/stages.py), else "statement" (what report and explain
         read as "stage null inside statements: not traced"); None when nothing is attached."""
         if not self.links:
             return None
         if self.mode == "statement":
             return "statement"
-        mysql = [pid for pid in self.links if pid not in self.pg_pids]
-        if not mysql:
-            return "full" if self.mode == "full" else "statement"
-        traced = all(pid in self.thd_keys or pid in self.fine_uprobe_pids for pid in mysql)
+        # MariaDB's from the THD or the stage uprobes, PostgreSQL's from its stage uprobes
+        traced = all(pid in self.thd_keys or pid in self.fine_uprobe_pids or pid in self.pg_staged
+                     for pid in self.links)
         return "full" if traced else "statement"
 
-    def attach_postgres(self, pid: int) -> str:
+    def attach_postgres(self, pid: int, stages_why: str | None = None) -> str:
         """A PostgreSQL postmaster (the session sets PG_WIRE_FLAG on it and its children): its
-        statements from the wire, the only source for PostgreSQL. Returns the status line."""
+        statements from the wire, the only source for PostgreSQL. stages_why: its stage uprobes
+        (ioattr/engines/postgres/stages.py) were not asked for (None: --stages statement), attached (""),
+        or why not. Returns the status line."""
         if self.loaded is None:
             return "statements: not traced (stage probes not loaded)"
         if self.requested == "uprobe":
@@ -460,8 +463,16 @@ class StageProbes:
         self.links.setdefault(pid, [])  # nothing to detach but the wire reader, shared by all
         self.pg_pids.add(pid)
         self.sources[pid] = ("wire", "PostgreSQL protocol; TLS connections are not read")
+        if stages_why == "":
+            self.pg_staged.add(pid)
+            stages = ("stages parse, optimize, execute (3 uprobes: standard_planner, ExecutorStart, "
+                      "standard_ProcessUtility; 2 traps a planned statement)")
+        elif stages_why is None:
+            stages = "no stages inside statements (--stages statement)"
+        else:
+            stages = f"no stages inside statements ({stages_why})"
         return ("statements from the wire (recvfrom, PostgreSQL protocol: Simple Query and Execute; "
-                "TLS connections are not read)")
+                f"TLS connections are not read); {stages}")
 
     def tls_connections(self) -> int:
         """PostgreSQL connections the wire reader saw switch to TLS (their statements unread)."""
@@ -598,6 +609,7 @@ class StageProbes:
         self.thd_learned.pop(pid, None)
         self.fine_uprobe_pids.discard(pid)
         self.pg_pids.discard(pid)
+        self.pg_staged.discard(pid)
         self._wire_base.pop(pid, None)
         if self._wire_fd is not None:
             libbpf.map_delete(self._wire_fd, ctypes.c_uint32(pid))

@@ -11,11 +11,13 @@ total is the same.
 Ground truth: pg_statio_user_tables.heap_blks_read of the scanned table (each block read from
 outside shared_buffers; the server restarted before each scan, so shared_buffers is empty) x
 8 KiB = the statement's syscall-layer read bytes on the table's files, exactly (buffered reads
-of whole blocks: no short reads).
+of whole blocks: no short reads). The table's file is dropped from the page cache before each
+scan, so the block layer reads it all too: its block read bytes, all on the backend, = the same.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -50,6 +52,15 @@ def _cold_scan(pg: PrivatePostgres, io_method: str, rec: Path) -> tuple[int, int
     pg.execute(f"ALTER SYSTEM SET io_method = '{io_method}'")
     pg.restart()  # io_method is read at start; shared_buffers empty
     assert pg.query("SHOW io_method") == [(io_method,)]
+    # and the table's file out of the page cache (written: the CHECKPOINT at creation), so every
+    # block it reads goes to the device
+    (path,) = pg.query("SELECT pg_relation_filepath('aio')")[0]
+    fd = os.open(pg.datadir / path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
     bg = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
     try:
         bg.wait_recording()
@@ -74,9 +85,10 @@ def _cold_scan(pg: PrivatePostgres, io_method: str, rec: Path) -> tuple[int, int
     return int(heap_read), int(backend)
 
 
-def _table_reads(rec: Path) -> list[dict]:
+def _table_reads(rec: Path, layer: str = "syscall") -> list[dict]:
     relations = json.loads((rec / "meta.json").read_text())["relations"]
-    rows = report_json(rec, "--by", "process,role,query,api,file", "--layer", "syscall")["rows"]
+    by = "process,role,query,api,file" if layer == "syscall" else "process,role,file"
+    rows = report_json(rec, "--by", by, "--layer", layer)["rows"]
     return [r for r in rows if r["op"] == "read"
             and (relations.get(r["file"]) or {}).get("relation") == "postgres.public.aio"]
 
@@ -101,4 +113,9 @@ def test_io_worker_reads_charged_to_the_statement(pg18: PrivatePostgres, tmp_pat
         else:
             assert via_workers == 0, rows
         totals[method] = total
+        # the block layer: the reads reached the device (the file was out of the page cache) in
+        # the io workers' context, and are the backend's too, all of the table's blocks
+        blocks = _table_reads(rec, "block")
+        assert {(_pid_of(r["process"]), r["role"]) for r in blocks} == {(backend, "connection")}, blocks
+        assert sum(r["bytes"] for r in blocks) == heap_read * PAGE, (method, blocks, heap_read)
     assert totals["worker"] == totals["sync"], totals

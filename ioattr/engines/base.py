@@ -175,6 +175,11 @@ class NativeProbes(Protocol):
     from its wire protocol, its async IO workers), shared by all its servers:
     EngineAdapter.native_probes()."""
 
+    def prepare(self, pid: int) -> int:
+        """Before server pid's context starts: attach what its processes must carry a flag for
+        from their fork on (PostgreSQL: the stage uprobes); the bits of the targets map value
+        (collectors/targets.py) to add to the adapter's target_flags (0: none)."""
+
     def attach(self, server: NativeServer) -> str:
         """Attach for a server just started: the line saying how its statements are traced."""
 

@@ -383,18 +383,20 @@ class LiveSession:
         protocol), on children it forks from now on too (copied by the kernel at fork), and the
         engine's own probes (its statements from the wire); the MySQL statement probes are never
         attached to it."""
-        # the flags first, so that a child forked from now on has them from its fork
-        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | engine.target_flags)
-        srv = engine.server_context(pid)
-        if self.opts.innodb_pages and engine.file_map_name:
-            # its page files, registered for page classification once the catalogs are read
-            srv.attach_pages(self.probes.map_fd(engine.file_map_name))
-        srv.start()
         probes = self.native_probes.get(engine.name)
         if probes is None and self.stage.available:
             probes = engine.native_probes(self.stage, self._wire)
             if probes is not None:
                 self.native_probes[engine.name] = probes
+        # the flags first (the engine's, and those its probes add: PostgreSQL's stage uprobes
+        # are on), so that a child forked from now on has them from its fork
+        flags = engine.target_flags | (probes.prepare(pid) if probes is not None else 0)
+        self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | flags)
+        srv = engine.server_context(pid)
+        if self.opts.innodb_pages and engine.file_map_name:
+            # its page files, registered for page classification once the catalogs are read
+            srv.attach_pages(self.probes.map_fd(engine.file_map_name))
+        srv.start()
         if probes is not None:
             srv.stage_status = probes.attach(srv)
             self._native_probes_of[pid] = probes
@@ -414,7 +416,7 @@ class LiveSession:
         children = srv.children()
         born = [c for c in children if c not in self.tracker.current]
         for child in children:  # those traced already (--comm) get the flags too
-            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | engine.target_flags, sync=False)
+            self.tracker.add(child, self.tracker.current.get(child, FLAG_FOLLOWED) | flags, sync=False)
         if children:
             self.tracker.map.sync_slots({slot_of(c) for c in children})
             self.followed_pids.update(born)

@@ -90,7 +90,8 @@ _DIMS = [
               "reads by block kind: sst_data, sst_index, sst_filter, sst_meta, sst_mixed"),
     Dimension("stage", "stage", "stage", "where in query processing: estimate (the optimizer's index dives, "
               "always traced), parse, optimize, execute, commit (read from the server's THD with the default "
-              "--stages auto, or --stages full; null inside statements with --stages statement), background"),
+              "--stages auto, or --stages full; null inside statements with --stages statement; PostgreSQL: parse, "
+              "optimize = planning, execute, from its stage uprobes), background"),
     Dimension("query", _QUERY, _QUERY, "normalized statement (literals stripped)"),
     Dimension("phase", "phase", "phase", "benchmark phase"),
 ]

@@ -200,7 +200,7 @@ def test_findings_are_the_engines_then_the_servers() -> None:
                      "random_access", "write_statement_reads",
                      "index_filter_misses", "compaction_debt", "block_cache",  # MyRocks'
                      "working_set", "checkpoint_writes", "full_page_writes", "heap_fetches",  # PostgreSQL's
-                     "autovacuum",
+                     "autovacuum", "planning_reads",
                      "optimizer_reads"]  # the MySQL/MariaDB server's; the order ties keep
 
 
@@ -218,7 +218,7 @@ def test_a_recording_gets_the_findings_of_the_engines_it_traced() -> None:
     only_pg = findings_for(registry.recorded_in(pg))
     assert {e for e, _ in only_pg} == {"postgres"}
     assert [f.__name__ for _, f in only_pg] == ["working_set", "checkpoint_writes", "full_page_writes",
-                                                "heap_fetches", "autovacuum"]
+                                                "heap_fetches", "autovacuum", "planning_reads"]
     assert [f for _, f in findings_for(registry.ENGINES)] == list(FINDINGS)
     assert findings_for(registry.recorded_in(maria))[-1] == (None, FINDINGS[-1])
 

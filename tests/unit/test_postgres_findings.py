@@ -161,3 +161,26 @@ def test_not_applicable_without_postgres_or_for_the_other_op() -> None:
     pg = _side({**_wal(1, 1000), "pg_statio:postgres.public.h:heap_blks_read": 1.0}, 100, "query")
     assert pf.full_page_writes(_ev(pg, pg, {}, {HEAP: 1.0}, "read"))["verdict"] == "not_applicable"
     assert pf.heap_fetches(_ev(pg, pg, {}, {WAL: 1.0}, "write"))["verdict"] == "not_applicable"
+
+
+def test_planning_reads_added_or_moved() -> None:
+    """The planner's reads of an index the execution never read (and their heap visits) are
+    added; of the index the execution then scans, moved: refuted as extra IO."""
+    from ioattr.engines.postgres.planning import planning_reads
+
+    def key(rel: str, level: str | None, stage: str) -> tuple:
+        return (rel, level, stage, "connection", "relation", IOS)
+
+    probe, heap = key("postgres.public.h_id", "leaf", "optimize"), key("postgres.public.h", None, "optimize")
+    executed = key("postgres.public.h", None, "execute")
+    base, target = _side({}, 100, "query"), _side({}, 100, "query")
+    f = planning_reads(_ev(base, target, {executed: 100}, {executed: 100, probe: 300, heap: 600}, "read"))
+    assert f["verdict"] == "supported" and f["evidence"]["added_share"] == 1.0, f
+    assert f["evidence"]["probed_indexes"] == "postgres.public.h_id", f
+    # the execution scans h_id too: the planner only read its pages earlier
+    scan = key("postgres.public.h_id", "leaf", "execute")
+    f = planning_reads(_ev(base, target, {scan: 100}, {scan: 100, probe: 300, heap: 600}, "read"))
+    assert f["verdict"] == "refuted" and f["evidence"]["planning_share"] == 1.0, f
+    # no stages inside statements: nothing to tell
+    f = planning_reads(_ev(base, target, {HEAP: 100}, {HEAP: 400}, "read"))
+    assert f["verdict"] == "inconclusive", f

@@ -9,8 +9,9 @@ relation pages are classified in BPF as heap or btree meta/root/internal/leaf wi
 as the fallback (roles.py); statements come from the wire protocol (bpf/stage.bpf.c's
 PostgreSQL branch, collectors/stage_probes.py); the cluster's own counters (pg_statio_*,
 pg_stat_bgwriter, pg_stat_database, pg_stat_wal) go beside ours (counters.py); explain has
-checkpoint_writes, full_page_writes and heap_fetches (findings.py). Not yet: stages inside a
-statement, pg_stat_io (PostgreSQL 16+), a bloat finding.
+checkpoint_writes, full_page_writes and heap_fetches (findings.py), planning_reads (planning.py,
+over the parse/optimize/execute stages of ioattr/engines/postgres/stages.py). Not yet: pg_stat_io
+(PostgreSQL 16+), a bloat finding.
 
 A PostgreSQL cluster is not a MySQL/MariaDB server: it has no ServerContext; the session
 keeps a server.PostgresServer per postmaster (server_context()).

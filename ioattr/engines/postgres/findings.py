@@ -15,6 +15,9 @@ heap_fetches        index-only scans that read the heap: a page whose visibility
                     index explain the change, and pg_statio heap_blks_read+hit per query rose (the
                     evidence of index-only scans: plain index scans visit the heap alike on both sides).
 autovacuum          autovacuum workers' IO (their role) explains the change.
+planning_reads      reads while queries are planned (stage optimize) that the execution would not
+                    have done: index-end probes for constants outside the histogram, catalog
+                    lookups (planning.py).
 
 explain runs them on recordings of a PostgreSQL server only (EngineAdapter.recorded_in); each is
 still not_applicable where PostgreSQL's counters are missing (a recording listing no servers).
@@ -23,9 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, MINOR_SHARE, Evidence,
+from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, Evidence,
                                        by_share, finding, is_write_statement, pct)
 from ioattr.engines.base import AdviceField
+from ioattr.engines.postgres.planning import NEXT_STEP as PLANNING_NEXT_STEP, planning_reads
 
 BUFFERS_CHECKPOINT = "pg_stat_bgwriter:buffers_checkpoint"
 CHECKPOINTS = ("pg_stat_bgwriter:checkpoints_timed", "pg_stat_bgwriter:checkpoints_req")
@@ -215,11 +219,13 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
     idx_queries = {k[I_QUERY] for c in (e.base_contrib, e.target_contrib) for k in c
                    if k[I_QUERY] and kinds.get(k[I_INDEX] or "") == "index" and not is_write_statement(k[I_QUERY])}
 
+    # reads while planning (stage optimize) are the planner's index-end probes, no scan's (planning_reads)
     def heap(k: tuple) -> bool:
-        return k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "table" and k[I_CLASS] == "relation"
+        return (k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "table" and k[I_CLASS] == "relation"
+                and k[I_STAGE] != "optimize")
 
     def index(k: tuple) -> bool:
-        return k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "index"
+        return k[I_QUERY] in idx_queries and kinds.get(k[I_INDEX] or "") == "index" and k[I_STAGE] != "optimize"
 
     share = e.share(heap)
     heap_b, heap_t = e.per_op("base", heap), e.per_op("target", heap)
@@ -309,8 +315,9 @@ def working_set(e: Evidence) -> dict[str, Any]:
     read_po = {s: reads[s] / per[s] if per[s] else None for s in reads}
     asked_po = {s: asked[s] / per[s] if per[s] else None for s in reads}
 
-    def demand(k: tuple) -> bool:  # relation blocks the statements' own backends read
-        return k[I_CLASS] == "relation" and k[I_ROLE] in ("connection", None)
+    def demand(k: tuple) -> bool:  # relation blocks the statements' own backends read (not while
+        # planning: the planner's reads are planning_reads')
+        return k[I_CLASS] == "relation" and k[I_ROLE] in ("connection", None) and k[I_STAGE] != "optimize"
 
     share = e.share(demand)
     mb, mt = miss["base"], miss["target"]
@@ -386,10 +393,11 @@ def autovacuum(e: Evidence) -> dict[str, Any]:
 
 
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (
-    working_set, checkpoint_writes, full_page_writes, heap_fetches, autovacuum)
+    working_set, checkpoint_writes, full_page_writes, heap_fetches, autovacuum, planning_reads)
 
 #: what each finding means and the one thing to try next (the adapter's next_steps)
 NEXT_STEPS: dict[str, tuple[str, str]] = {
+    "planning_reads": PLANNING_NEXT_STEP,
     "working_set": (
         "the tables and indexes the statements touch no longer fit in shared_buffers, so blocks that "
         "stayed in shared buffers are read again (an 8 KiB pread each, from the page cache or storage)",
