@@ -226,13 +226,15 @@ def test_no_innodb_findings_and_plain_index_scans(sweep: dict[str, Run]) -> None
     small, big = sweep["small"], sweep["big"]
     out = _explain(big.rec, small.rec)
     assert {f["id"] for f in out["findings"]} == {"working_set", "checkpoint_writes", "full_page_writes",
-                                                  "heap_fetches", "autovacuum"}, out["findings"]
+                                                  "heap_fetches", "autovacuum", "planning_reads"}, out["findings"]
     assert all(f.get("engine") == "postgres" for f in out["findings"])
     assert out["settings"]["target"]["shared_buffers"] == 32 << 20  # connected: its settings, not "no connection"
     # pgbench -S selects abalance, which no index holds: plain index scans, one heap visit per SELECT
     f = _finding(out, "heap_fetches")
     assert f["verdict"] == "refuted", f
     assert f["evidence"]["heap_blks_per_op_target"] == pytest.approx(1.0, abs=0.05), f
+    # the working set is what changed, not the planner's reads
+    assert _finding(out, "planning_reads")["verdict"] != "supported", _finding(out, "planning_reads")
     # the autovacuum is off in this cluster: none of the change is its workers'
     assert _finding(out, "autovacuum")["verdict"] == "refuted"
     # ioattr's own catalog and counter queries are not the workload's: no contributor
