@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ioattr.model.evidence import (I_CLASS, I_INDEX, I_QUERY, I_ROLE, I_STAGE, MINOR_SHARE, Evidence,
                                        by_share, finding, is_write_statement, pct)
 from ioattr.engines.base import AdviceField
-from ioattr.engines.postgres.planning import NEXT_STEP as PLANNING_NEXT_STEP, planning_reads
+from ioattr.engines.postgres.planning import NEXT_STEP as PLANNING_NEXT_STEP, planning_reads, relation_kinds
 
 BUFFERS_CHECKPOINT = "pg_stat_bgwriter:buffers_checkpoint"
 CHECKPOINTS = ("pg_stat_bgwriter:checkpoints_timed", "pg_stat_bgwriter:checkpoints_req")
@@ -171,17 +171,6 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
                    checkpoints_between=between, full_page_writes=fpw)
 
 
-def _relation_kinds(e: Evidence) -> dict[str, str]:
-    """relation name -> kind (table, index, toast, ...) from both recordings' meta.json "relations"."""
-    out: dict[str, str] = {}
-    for s in (e.base, e.target):
-        rels = s.rec.meta.get("relations") or {}
-        for d in (rels.values() if isinstance(rels, dict) else ()):
-            if isinstance(d, dict) and d.get("relation") and d.get("kind"):
-                out[str(d["relation"])] = str(d["kind"])
-    return out
-
-
 def _statio_sum(e: Evidence, side: str, tables: set[str], columns: tuple[str, ...]) -> float | None:
     """pg_statio columns summed over tables, per op of the side; None when none was recorded."""
     s = e.base if side == "base" else e.target
@@ -212,7 +201,7 @@ def heap_fetches(e: Evidence) -> dict[str, Any]:
                        "no statement attribution: heap reads can't be tied to the queries that read an index")
     # system catalogs are looked up by plain index scans (the syscache), never index-only ones:
     # their heap reads are no visibility-map miss
-    kinds = {r: k for r, k in _relation_kinds(e).items() if r.split(".")[1:2] not in (["pg_catalog"], ["pg_toast"])
+    kinds = {r: k for r, k in relation_kinds(e).items() if r.split(".")[1:2] not in (["pg_catalog"], ["pg_toast"])
              and not r.startswith("pg_global.")}
     # read statements that read some index's pages in either phase (an index-only scan's index
     # reads may all be cached in one of them)

@@ -34,7 +34,7 @@ EXECUTE = ("execute",)  # where a statement's execution reads (ExecutorStart, Pr
 CATALOG_SCHEMAS = ("pg_catalog", "pg_toast")
 
 
-def _kinds(e: Evidence) -> dict[str, str]:
+def relation_kinds(e: Evidence) -> dict[str, str]:
     """relation name -> kind (table, index, ...) from both recordings' meta.json "relations"."""
     out: dict[str, str] = {}
     for s in (e.base, e.target):
@@ -55,7 +55,7 @@ def is_catalog(relation: str | None) -> bool:
 
 def classify(e: Evidence) -> dict[tuple[Any, Any], str]:
     """(statement, relation) of every read while planning -> "catalog", "added" or "moved"."""
-    kinds = _kinds(e)
+    kinds = relation_kinds(e)
     planned: dict[Any, set[Any]] = {}
     probed: dict[Any, set[Any]] = {}  # user indexes whose tree pages (not the metapage) were read
     executed: set[tuple[Any, Any]] = set()
@@ -120,7 +120,7 @@ def planning_reads(e: Evidence) -> dict[str, Any]:
             name = k[I_INDEX] or "[no relation]"
             by_rel[name] = by_rel.get(name, 0.0) + v / e.target.denominator
     rels = sorted(by_rel.items(), key=lambda kv: -kv[1])
-    kinds = _kinds(e)
+    kinds = relation_kinds(e)
     probed = sorted({r for (q, r), w in kind.items() if w == "added" and kinds.get(r or "") == "index"})
     parts = [f"reads while planning {_g(e.per_op('base', plan))} -> {_g(e.per_op('target', plan))} per {unit}, "
              f"{pct(share)} of the gross change",
