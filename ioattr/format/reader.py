@@ -482,11 +482,14 @@ class Recording:
             for table in tables:
                 cols = self.con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
                                         "ORDER BY column_index", [table]).fetchall()
-                if not cols:
-                    continue
-                # the schema's types, not the files' union: a damaged file can turn a column BLOB
+                # the schema's columns and types, not the files' union: a damaged file can turn a
+                # column BLOB or lose it
                 want = {f.name: duck_type(f.type) for f in TABLES[table]} if table in TABLES else {}
-                proj = ", ".join(f'CAST(NULL AS {want.get(c, t)}) AS "{c}"' for c, t in cols)
+                for c, t in cols:
+                    want.setdefault(c, t)
+                if not want:
+                    continue
+                proj = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in want.items())
                 self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {proj} WHERE false")
             try:
                 self.con.execute(sql, params or []).fetchall()
