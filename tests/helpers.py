@@ -127,6 +127,15 @@ def wait_until(cond: Callable[[], T], timeout: float, what: str | Callable[[], s
         time.sleep(interval)
 
 
+def assert_rate(rate: float | None, count: float, seconds: float, what: object = None) -> None:
+    """A rate the report printed is count over the phase's span; the span it prints beside it
+    is rounded to the millisecond (and the rate to 2 decimals), so the rate lies between count
+    over the span's two bounds: a 0.2 s phase is 0.25% either way, more than any fixed rel."""
+    assert rate is not None and seconds > 0.0005, (rate, seconds, what)
+    lo, hi = count / (seconds + 0.0005), count / (seconds - 0.0005)
+    assert lo - 0.006 <= rate <= hi + 0.006, (rate, lo, hi, what)
+
+
 def recording_phases(rec: Path) -> list[str]:
     """Names of the phases a (possibly still running) recording's meta.json lists so far."""
     try:

@@ -29,7 +29,7 @@ import pytest
 
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
 from tests.fixtures_postgres import ON_15, ON_15_AND_18, started_cluster
-from tests.helpers import Background, ioattr, wait_phase, wait_until
+from tests.helpers import Background, assert_rate, ioattr, wait_phase, wait_until
 
 SELECTS = 2000      # pgbench -S transactions (one SELECT each)
 TPCB = 100          # pgbench TPC-B transactions (BEGIN, 3 UPDATEs, SELECT, INSERT, END each)
@@ -279,7 +279,7 @@ def test_transactions_cpu_and_data_on_disk_in_compare(sweep: dict[str, Run], clu
         truth = run.truth["tpcb"]["xact_commit"]
         assert TPCB + 2 <= truth <= TPCB + 40, truth
         assert abs(row["transactions"] - truth) <= OWN_LAG, (row, run.truth)
-        assert row["tps"] == pytest.approx(row["transactions"] / row["seconds"], rel=0.01), row
+        assert_rate(row["tps"], row["transactions"], row["seconds"], row)
         # the backends' CPU, not the postmaster's alone (which does ~nothing per query): pgbench's
         # one backend lives less than the phase, read at ioattr's interval or reaped by the postmaster
         assert row["server_cpu_us_per_query"] is not None and row["server_cpu_us_per_query"] > 20, row
