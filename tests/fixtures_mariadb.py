@@ -47,6 +47,13 @@ from tests.conftest import need_root, need_tool
 _SESSION_SERVERS: list[PrivateMariaDB] = []
 
 
+def forget_server(server: object) -> None:
+    """Take a stopped server off the guard's list. After Ctrl-C pytest tears the fixtures down
+    from its own session-finish hook, after ours cleared the list: absent is not an error."""
+    if server in _SESSION_SERVERS:
+        _SESSION_SERVERS.remove(server)  # type: ignore[arg-type]
+
+
 def _need_mariadb() -> None:
     need_root()  # mariadbd/mariadb-install-db --user=root, unix_socket auth as root
     need_tool("mariadbd")
@@ -180,7 +187,7 @@ def mariadb() -> Iterator[PrivateMariaDB]:
         yield server
     finally:
         server.stop()
-        _SESSION_SERVERS.remove(server)
+        forget_server(server)
 
 
 @contextlib.contextmanager
@@ -197,7 +204,7 @@ def private_server(*setup: str, **options: object) -> Iterator[PrivateMariaDB]:
         yield db
     finally:
         db.stop()
-        _SESSION_SERVERS.remove(db)
+        forget_server(db)
 
 
 def indexed_table_server(rows: int) -> contextlib.AbstractContextManager[PrivateMariaDB]:

@@ -61,7 +61,7 @@ def started_cluster(version: int = 15, **kwargs: object) -> Iterator[PrivatePost
         yield pg
     finally:
         pg.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
+        fixtures_mariadb.forget_server(pg)
 
 
 @pytest.fixture(scope="module")

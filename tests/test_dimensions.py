@@ -85,7 +85,7 @@ def recording(tmp_path_factory) -> Path:
         yield rec
     finally:
         db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
+        fixtures_mariadb.forget_server(db)
 
 
 def _sums(rows: list[dict], dims: list[str]) -> dict[tuple, tuple[int, int]]:

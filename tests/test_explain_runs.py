@@ -61,7 +61,7 @@ def _record(tmp: Path, name: str, rows: int) -> tuple[Path, dict]:
         assert r.returncode == 0, r.stderr[-3000:]
     finally:
         db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
+        fixtures_mariadb.forget_server(db)
     return rec, json.loads(out.read_text())
 
 

@@ -59,7 +59,7 @@ def sysbench_recording(tmp_path_factory):
         yield {"rec": rec, "ps": delta, "db_pid": db.pid, "datadir": Path(db.datadir)}
     finally:
         db.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(db)
+        fixtures_mariadb.forget_server(db)
 
 
 def _ours(rec: Path, layer: str = "syscall") -> dict[tuple[str, str], int]:

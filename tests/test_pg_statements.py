@@ -255,7 +255,7 @@ def test_tls_connections_said_degraded(tmp_path: Path) -> None:
             bg.stop()
     finally:
         pg.stop()
-        fixtures_mariadb._SESSION_SERVERS.remove(pg)  # type: ignore[arg-type]
+        fixtures_mariadb.forget_server(pg)
         shutil.rmtree(certdir, ignore_errors=True)
     assert "switched to TLS" in bg.stderr, bg.stderr
     meta = json.loads((rec / "meta.json").read_text())

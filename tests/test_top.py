@@ -100,7 +100,7 @@ def stop_live_server(db) -> None:
         db.stop()
     finally:
         if db in fixtures_mariadb._SESSION_SERVERS:
-            fixtures_mariadb._SESSION_SERVERS.remove(db)
+            fixtures_mariadb.forget_server(db)
 
 
 @pytest.fixture(scope="module")
