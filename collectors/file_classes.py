@@ -6,9 +6,13 @@ collectors/abi.FileClass (the numbers the BPF programs use; bpf/ioattr.h's enum
 ioattr_file_class is checked against it by tests/unit/test_abi.py), the report's names
 (model/labels.FILE_CLASS_NAMES), which IO is storage IO (model/storage.STORAGE_FILE_CLASSES,
 and the dashboards' regex built from it), top's short names and the file_class dimension's
-help. A new class is one row here and one enumerator in bpf/ioattr.h.
+help, and the BPF programs' enum ioattr_file_class: bpf/file_classes.h is generated from this
+table (`python3 collectors/file_classes.py > bpf/file_classes.h`; bpf/Makefile does it when this
+file changes, tests/unit/test_file_classes.py fails when the two differ). A new class is one row
+here.
 
-Imports nothing of ioattr: abi.py, below everything, builds on it.
+Imports nothing of ioattr: abi.py, below everything, builds on it, and bpf/Makefile runs it as
+a script.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class FileClassInfo:
     name: str       # as reports show it; FileClass.<NAME.upper()>
-    number: int     # bpf/ioattr.h IOA_FC_*: stored in io_stats keys and recordings, never reused
+    number: int     # bpf/file_classes.h IOA_FC_<NAME>: stored in io_stats keys and recordings, never reused
     storage: bool   # the engine's storage IO (model/storage.py), or files beside it (logs, metadata)
     short: str      # at most 6 characters, for an 80-column screen (top)
     engine: str     # who writes such files: a group of the dimension's help
@@ -64,3 +68,23 @@ def dimension_help() -> str:
             groups.setdefault(c.engine, []).append(c.name)
     parts = [f"{', '.join(names)} ({engine})" for engine, names in groups.items()]
     return "; ".join(parts) + "; wal is PostgreSQL's WAL too; other"
+
+
+def c_header() -> str:
+    """bpf/file_classes.h: enum ioattr_file_class, IOA_FC_<NAME> = number, in number order."""
+    lines = ["/* SPDX-License-Identifier: GPL-2.0 */",
+             "/* Generated from collectors/file_classes.py (FILE_CLASSES), the one table of file",
+             " * classes: do not edit. python3 collectors/file_classes.py > bpf/file_classes.h",
+             " * (bpf/Makefile redoes it when the table changes). */",
+             "#ifndef IOATTR_FILE_CLASSES_H", "#define IOATTR_FILE_CLASSES_H", "",
+             "/* File classes of every engine (report dimension file_class). */",
+             "enum ioattr_file_class {"]
+    for c in sorted(FILE_CLASSES, key=lambda c: c.number):
+        who = f"{c.engine}: " if c.engine else ""
+        lines.append(f"\tIOA_FC_{c.name.upper()} = {c.number}, /* {who}{c.help.replace('*/', '* /')} */")
+    lines += ["};", "", "#endif", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(c_header(), end="")

@@ -1,5 +1,5 @@
-"""One table of file classes (collectors/file_classes.py): what is derived from it agrees with it.
-The BPF side (bpf/ioattr.h enum ioattr_file_class) is held against abi.FileClass by test_abi.py."""
+"""One table of file classes (collectors/file_classes.py): what is derived from it agrees with it,
+the BPF side (bpf/file_classes.h, enum ioattr_file_class) included."""
 from __future__ import annotations
 
 from ioattr.collectors import abi
@@ -23,6 +23,27 @@ def test_everything_derives_from_the_table() -> None:
     assert CLASS_ABBREV == {c.name: c.short for c in FILE_CLASSES}
     help_text = DIMENSIONS["file_class"].help
     assert all(c.name in help_text and (c.engine in help_text) for c in FILE_CLASSES)
+
+
+def test_the_bpf_header_is_generated_from_the_table() -> None:
+    """bpf/file_classes.h is what the table generates (bpf/Makefile redoes it; a stale copy
+    fails here naming the command), and the BPF code names classes only through it."""
+    import subprocess
+    import sys
+
+    from ioattr.collectors import file_classes
+    from tests.helpers import ROOT
+
+    header = ROOT / "bpf" / "file_classes.h"
+    assert header.read_text() == file_classes.c_header(), \
+        "bpf/file_classes.h is stale: python3 collectors/file_classes.py > bpf/file_classes.h"
+    # the script the Makefile runs prints the same text, importing nothing of ioattr
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "collectors" / "file_classes.py")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == header.read_text()
+    for h in (ROOT / "bpf").glob("*.h"):
+        if h.name != "file_classes.h":
+            assert "enum ioattr_file_class {" not in h.read_text(), h
 
 
 def test_dashboards_select_classes_from_the_table() -> None:
