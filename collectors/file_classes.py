@@ -48,7 +48,14 @@ SHARED_CLASSES: tuple[FileClassInfo, ...] = (
 
 #: the engine adapters' folders: ioattr/engines beside collectors/ in the installed package
 #: (ioattr/collectors), under ioattr/ in the checkout (collectors/ is mapped to ioattr.collectors)
-ENGINES_DIR = next(d for d in (HERE.parent / "engines", HERE.parent / "ioattr" / "engines") if d.is_dir())
+def _engines_dir() -> Path:
+    for d in (HERE.parent / "engines", HERE.parent / "ioattr" / "engines"):
+        if d.is_dir():
+            return d
+    raise FileNotFoundError(f"no ioattr/engines/ beside {HERE}: the package is incomplete")
+
+
+ENGINES_DIR = _engines_dir()
 
 
 def engine_classes(engines_dir: Path = ENGINES_DIR) -> tuple[FileClassInfo, ...]:
