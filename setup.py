@@ -96,6 +96,8 @@ PACKAGE_DATA = {
     "ioattr.bpf": ["*.bpf.o", "*.bt", "*.h", "*.bpf.c", "Makefile"],
     "ioattr.examples": ["*.sh", "README.md"],  # its *.py are the package's modules
     "ioattr.dashboards": ["*.json"],
+    # every engine folder's own file classes (ioattr.collectors.file_classes reads them)
+    "": ["file_classes.toml"],
 }
 
 

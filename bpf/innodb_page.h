@@ -126,7 +126,7 @@ static __always_inline void ioa_classify_page(struct page_key *k, const struct i
 	k->level = IOA_LEVEL_NONE;
 	k->index_id = 0;
 	k->flags = 0;
-	if (f->file_class == IOA_FC_SYSTEM && page_no >= f->dblwr_lo && page_no < f->dblwr_hi)
+	if (f->file_class == IOA_FC_SYSTEM_TABLESPACE && page_no >= f->dblwr_lo && page_no < f->dblwr_hi)
 		k->file_class = IOA_FC_DOUBLEWRITE;
 	if (f->encrypted) {
 		k->flags = IOA_PAGE_F_ENCRYPTED;

@@ -100,33 +100,9 @@ struct io_key {
 	__u8 pad[4];
 };
 
-/* File classes of every engine (report dimension file_class): InnoDB's and the server's,
- * then MyRocks' (RocksDB's files under #rocksdb/, ioattr/engines/myrocks/files.py). */
-enum ioattr_file_class {
-	IOA_FC_OTHER = 0,
-	IOA_FC_TABLESPACE = 1,
-	IOA_FC_SYSTEM = 2,
-	IOA_FC_UNDO = 3,
-	IOA_FC_REDO = 4,
-	IOA_FC_BINLOG = 5,
-	IOA_FC_RELAY = 6,
-	IOA_FC_DOUBLEWRITE = 7,
-	IOA_FC_TMP = 8,
-	IOA_FC_SST = 9,        /* RocksDB table file NNNNNN.sst */
-	IOA_FC_WAL = 10,       /* RocksDB write-ahead log NNNNNN.log */
-	IOA_FC_MANIFEST = 11,  /* MANIFEST-NNNNNN, CURRENT, IDENTITY, LOCK: the LSM's own metadata */
-	IOA_FC_OPTIONS = 12,   /* OPTIONS-NNNNNN */
-	IOA_FC_INFO_LOG = 13,  /* RocksDB's info log LOG, LOG.old.* */
-	IOA_FC_TRASH = 14,     /* *.trash: deleted SSTs the delete scheduler removes later */
-	/* PostgreSQL (ioattr/engines/postgres/files.py); its WAL (pg_wal/) is IOA_FC_WAL, its
-	 * temp files (pgsql_tmp/) IOA_FC_TMP */
-	IOA_FC_RELATION = 15,  /* a relation's main fork: base/<db>/<relfilenode>[.<seg>], global/ */
-	IOA_FC_FSM = 16,       /* free space map fork <relfilenode>_fsm */
-	IOA_FC_VM = 17,        /* visibility map fork <relfilenode>_vm */
-	IOA_FC_INIT_FORK = 18, /* init fork of an unlogged relation <relfilenode>_init */
-	IOA_FC_SLRU = 19,      /* pg_xact, pg_multixact, pg_subtrans, pg_commit_ts, pg_serial, pg_notify */
-	IOA_FC_ARCHIVE = 20,   /* MariaDB/MySQL Archive engine's table data file <table>.ARZ */
-};
+/* File classes of every engine (report dimension file_class): enum ioattr_file_class,
+ * IOA_FC_<NAME>, generated from the one table collectors/file_classes.py. */
+#include "file_classes.h"
 
 /* Whose pages a registered file holds (innodb_file.engine): how its pages are read and
  * classified (InnoDB: innodb_page.h; PostgreSQL: pg_page.h, by the relation's kind). */

@@ -1,59 +1,94 @@
 """The file classes (the report dimension file_class), declared once.
 
 A file class names what a file is to its engine (an InnoDB tablespace, a RocksDB SST, a
-PostgreSQL relation fork...). Everything that speaks of file classes derives from FILE_CLASSES:
-collectors/abi.FileClass (the numbers the BPF programs use; bpf/ioattr.h's enum
-ioattr_file_class is checked against it by tests/unit/test_abi.py), the report's names
-(model/labels.FILE_CLASS_NAMES), which IO is storage IO (model/storage.STORAGE_FILE_CLASSES,
-and the dashboards' regex built from it), top's short names and the file_class dimension's
-help. A new class is one row here and one enumerator in bpf/ioattr.h.
+PostgreSQL relation fork...). FILE_CLASSES is the classes no engine owns (SHARED_CLASSES, here)
+and each engine's own, declared in its folder: ioattr/engines/<engine>/file_classes.toml. A new
+engine's class is one [[class]] there.
 
-Imports nothing of ioattr: abi.py, below everything, builds on it.
+Everything that speaks of file classes derives from FILE_CLASSES: collectors/abi.FileClass,
+the report's names (model/labels.FILE_CLASS_NAMES), which IO is storage IO
+(model/storage.STORAGE_FILE_CLASSES, and the dashboards' regex built from it), top's short
+names, the file_class dimension's help, and the BPF programs' enum ioattr_file_class:
+bpf/file_classes.h is generated from this table (`python3 collectors/file_classes.py >
+bpf/file_classes.h`; bpf/Makefile does it when the table changes, tests/unit/test_file_classes.py
+fails when the two differ).
+
+Imports nothing of ioattr (abi.py, below everything, builds on it, and bpf/Makefile runs it as
+a script); it reads the engines' folders as data.
 """
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
 class FileClassInfo:
     name: str       # as reports show it; FileClass.<NAME.upper()>
-    number: int     # bpf/ioattr.h IOA_FC_*: stored in io_stats keys and recordings, never reused
+    number: int     # bpf/file_classes.h IOA_FC_<NAME>: stored in io_stats keys and recordings, never reused
     storage: bool   # the engine's storage IO (model/storage.py), or files beside it (logs, metadata)
     short: str      # at most 6 characters, for an 80-column screen (top)
     engine: str     # who writes such files: a group of the dimension's help
     help: str       # what such a file is
 
 
-#: in the order reports and the dashboards' storage regex list them (numbers are not in order)
-FILE_CLASSES: tuple[FileClassInfo, ...] = (
+#: the classes no one engine owns: `other`, and the server's logs, temporary files and engines
+#: without an adapter (ioattr/engines/), whatever engine the server runs
+SHARED_CLASSES: tuple[FileClassInfo, ...] = (
     FileClassInfo("other", 0, False, "other", "", "any other file (Aria system tables, error log, ...)"),
-    FileClassInfo("tablespace", 1, True, "table", "InnoDB", "a file-per-table tablespace (.ibd)"),
-    FileClassInfo("system_tablespace", 2, True, "system", "InnoDB", "the system tablespace (ibdata*)"),
-    FileClassInfo("undo", 3, True, "undo", "InnoDB", "an undo tablespace"),
-    FileClassInfo("doublewrite", 7, True, "dblwr", "InnoDB",
-                  "the doublewrite area (of the system tablespace, or its own file)"),
     FileClassInfo("tmp", 8, True, "tmp", "any engine's temporary files",
                   "temporary tablespace, temporary tables, PostgreSQL's pgsql_tmp"),
-    FileClassInfo("redo_log", 4, True, "redo", "InnoDB", "the redo log (ib_logfile*)"),
     FileClassInfo("binlog", 5, True, "binlog", "the server's logs", "a binary log file"),
     FileClassInfo("relay_log", 6, True, "relay", "the server's logs", "a relay log file"),
-    FileClassInfo("sst", 9, True, "sst", "MyRocks", "a RocksDB table file NNNNNN.sst"),
-    FileClassInfo("wal", 10, True, "wal", "MyRocks", "a write-ahead log: RocksDB's NNNNNN.log, PostgreSQL's pg_wal/"),
-    FileClassInfo("manifest", 11, True, "manif", "MyRocks",
-                  "the LSM's own metadata: MANIFEST-NNNNNN, CURRENT, IDENTITY, LOCK"),
-    FileClassInfo("options", 12, False, "opts", "MyRocks", "OPTIONS-NNNNNN (written once at open)"),
-    FileClassInfo("info_log", 13, False, "log", "MyRocks", "RocksDB's text log LOG, LOG.old.*"),
-    FileClassInfo("trash", 14, False, "trash", "MyRocks", "*.trash: deleted SSTs the delete scheduler removes later"),
-    FileClassInfo("relation", 15, True, "rel", "PostgreSQL",
-                  "a relation's main fork: base/<db>/<relfilenode>[.<seg>], global/"),
-    FileClassInfo("fsm", 16, True, "fsm", "PostgreSQL", "a free space map fork <relfilenode>_fsm"),
-    FileClassInfo("vm", 17, True, "vm", "PostgreSQL", "a visibility map fork <relfilenode>_vm"),
-    FileClassInfo("init_fork", 18, True, "init", "PostgreSQL", "the init fork of an unlogged relation"),
-    FileClassInfo("slru", 19, True, "slru", "PostgreSQL",
-                  "pg_xact, pg_multixact, pg_subtrans, pg_commit_ts, pg_serial, pg_notify"),
     FileClassInfo("archive", 20, True, "arch", "the Archive engine", "an Archive table's data file <table>.ARZ"),
 )
+
+#: the engine adapters' folders: ioattr/engines beside collectors/ in the installed package
+#: (ioattr/collectors), under ioattr/ in the checkout (collectors/ is mapped to ioattr.collectors)
+def _engines_dir() -> Path:
+    for d in (HERE.parent / "engines", HERE.parent / "ioattr" / "engines"):
+        if d.is_dir():
+            return d
+    raise FileNotFoundError(f"no ioattr/engines/ beside {HERE}: the package is incomplete")
+
+
+ENGINES_DIR = _engines_dir()
+
+
+def engine_classes(engines_dir: Path = ENGINES_DIR) -> tuple[FileClassInfo, ...]:
+    """Each engine folder's own classes (<engine>/file_classes.toml), folders in name order: an
+    engine declares its file classes in its folder only. Data, not a module: this file sits below
+    the engines and imports none of them."""
+    rows = []
+    for f in sorted(engines_dir.glob("*/file_classes.toml")):
+        data = tomllib.loads(f.read_text())
+        for r in data["class"]:
+            rows.append(FileClassInfo(r["name"], r["number"], r["storage"], r["short"], data["engine"], r["help"]))
+    return tuple(rows)
+
+
+def checked(classes: tuple[FileClassInfo, ...]) -> tuple[FileClassInfo, ...]:
+    """The table, refused (ValueError naming the clash) when two classes share a name, a number
+    or a short name, or a short name is longer than top's 6 characters."""
+    for field in ("name", "number", "short"):
+        seen: dict[object, str] = {}
+        for c in classes:
+            v = getattr(c, field)
+            if v in seen:
+                raise ValueError(f"file classes {seen[v]!r} and {c.name!r} have the same {field} {v!r}")
+            seen[v] = c.name
+    long = [c.name for c in classes if len(c.short) > 6]
+    if long:
+        raise ValueError(f"file classes with a short name over 6 characters: {long}")
+    return classes
+
+
+#: every class: `other`, each engine's (in its folder's order), then the shared ones. This order is
+#: the reports' and the dashboards' storage regex's (numbers are not in order)
+FILE_CLASSES: tuple[FileClassInfo, ...] = checked(SHARED_CLASSES[:1] + engine_classes() + SHARED_CLASSES[1:])
 
 
 def dimension_help() -> str:
@@ -64,3 +99,23 @@ def dimension_help() -> str:
             groups.setdefault(c.engine, []).append(c.name)
     parts = [f"{', '.join(names)} ({engine})" for engine, names in groups.items()]
     return "; ".join(parts) + "; wal is PostgreSQL's WAL too; other"
+
+
+def c_header() -> str:
+    """bpf/file_classes.h: enum ioattr_file_class, IOA_FC_<NAME> = number, in number order."""
+    lines = ["/* SPDX-License-Identifier: GPL-2.0 */",
+             "/* Generated from collectors/file_classes.py (FILE_CLASSES), the one table of file",
+             " * classes: do not edit. python3 collectors/file_classes.py > bpf/file_classes.h",
+             " * (bpf/Makefile redoes it when the table changes). */",
+             "#ifndef IOATTR_FILE_CLASSES_H", "#define IOATTR_FILE_CLASSES_H", "",
+             "/* File classes of every engine (report dimension file_class). */",
+             "enum ioattr_file_class {"]
+    for c in sorted(FILE_CLASSES, key=lambda c: c.number):
+        who = f"{c.engine}: " if c.engine else ""
+        lines.append(f"\tIOA_FC_{c.name.upper()} = {c.number}, /* {who}{c.help.replace('*/', '* /')} */")
+    lines += ["};", "", "#endif", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(c_header(), end="")

@@ -210,7 +210,7 @@ static void sample(const struct innodb_file *f, uint64_t page_no, const uint8_t 
 /* Domain checks that hold for any input. */
 static void check_key(const struct innodb_file *f, uint64_t page_no, uint32_t len, const struct page_key *k)
 {
-	int dblwr = f->file_class == IOA_FC_SYSTEM && page_no >= f->dblwr_lo && page_no < f->dblwr_hi;
+	int dblwr = f->file_class == IOA_FC_SYSTEM_TABLESPACE && page_no >= f->dblwr_lo && page_no < f->dblwr_hi;
 
 	/* the caller's template survives */
 	CHECK(k->tgid == 0x1234 && k->tid == 0x5678 && k->digest == 0xdeadbeefcafeULL, "template clobbered");
@@ -299,7 +299,7 @@ static struct innodb_file random_file(uint32_t shift)
 	f.page_shift = shift;
 	f.file_class = below(10) ? below(IOA_FC_TMP + 1) : (uint8_t)rnd();
 	if (below(3) == 0)
-		f.file_class = IOA_FC_SYSTEM;
+		f.file_class = IOA_FC_SYSTEM_TABLESPACE;
 	f.encrypted = below(20) == 0;
 	if (below(2)) {
 		f.dblwr_lo = below(200);

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ioattr.collectors import abi, abi_check, libbpf
+from ioattr.collectors import abi, abi_check, libbpf, stage_probes
 
 BPF = Path(__file__).resolve().parents[2] / "bpf"
 HEADER = BPF / "ioattr.h"
@@ -70,7 +70,7 @@ def test_a_drift_is_one_line_naming_the_field() -> None:
 
 
 def _c_enum(name: str) -> dict[str, int]:
-    text = HEADER.read_text()
+    text = HEADER.read_text() + (BPF / "file_classes.h").read_text()  # ioattr.h includes it
     m = re.search(r"enum\s+" + name + r"\s*\{(.*?)\};", text, re.S)
     assert m, name
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
@@ -85,8 +85,7 @@ ENUMS = {
     "ioattr_kind": (abi.Kind, "IOA_KIND_", {}),
     "ioattr_drop": (abi.Drop, "IOA_DROP_", {}),
     "ioattr_stage": (abi.Stage, "IOA_STAGE_", {}),
-    "ioattr_file_class": (abi.FileClass, "IOA_FC_", {"SYSTEM": "SYSTEM_TABLESPACE", "REDO": "REDO_LOG",
-                                                      "RELAY": "RELAY_LOG"}),
+    "ioattr_file_class": (abi.FileClass, "IOA_FC_", {}),
     "ioattr_page_engine": (abi.PageEngine, "IOA_ENGINE_", {}),
 }
 
@@ -110,6 +109,7 @@ def test_constants_match_the_header() -> None:
     assert defines["IOA_DIGEST_INTERNAL"] == abi.DIGEST_INTERNAL
     assert defines["IOA_LEVEL_NONE"] == abi.LEVEL_NONE
     assert defines["IOA_PHASE_NOW"] == abi.PHASE_NOW
+    assert defines["IOA_TARGET_PG_WIRE"] == stage_probes.PG_WIRE_FLAG  # an adapter's target_flags
     assert {k: v for k, v in _c_enum("ioattr_event_type").items()} == {
         "IOA_EV_OPEN": abi.EV_OPEN, "IOA_EV_TASK": abi.EV_TASK, "IOA_EV_EXEC": abi.EV_EXEC, "IOA_EV_QUERY": abi.EV_QUERY}
     assert (defines["IOA_PAGE_F_MISMATCH"], defines["IOA_PAGE_F_UNREADABLE"], defines["IOA_PAGE_F_ENCRYPTED"]) == \

@@ -1,6 +1,8 @@
-"""One table of file classes (collectors/file_classes.py): what is derived from it agrees with it.
-The BPF side (bpf/ioattr.h enum ioattr_file_class) is held against abi.FileClass by test_abi.py."""
+"""One table of file classes (collectors/file_classes.py): what is derived from it agrees with it,
+the BPF side (bpf/file_classes.h, enum ioattr_file_class) included."""
 from __future__ import annotations
+
+import pytest
 
 from ioattr.collectors import abi
 from ioattr.collectors.file_classes import FILE_CLASSES
@@ -23,6 +25,51 @@ def test_everything_derives_from_the_table() -> None:
     assert CLASS_ABBREV == {c.name: c.short for c in FILE_CLASSES}
     help_text = DIMENSIONS["file_class"].help
     assert all(c.name in help_text and (c.engine in help_text) for c in FILE_CLASSES)
+
+
+def test_each_engine_declares_its_classes_in_its_folder(tmp_path) -> None:
+    """An engine's classes come from its folder's file_classes.toml only: the shared rows name no
+    engine that has a folder, and a new folder's classes join the table (checked for clashes)."""
+    from ioattr.collectors import file_classes
+
+    folders = {f.parent.name for f in file_classes.ENGINES_DIR.glob("*/file_classes.toml")}
+    assert folders == {"innodb", "myrocks", "postgres"}
+    owners = {c.engine for c in file_classes.engine_classes()}
+    assert owners == {"InnoDB", "MyRocks", "PostgreSQL"}
+    assert not owners & {c.engine for c in file_classes.SHARED_CLASSES}
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "file_classes.toml").write_text(
+        'engine = "Toy"\n[[class]]\nname = "toy_log"\nnumber = 21\nstorage = true\nshort = "toylog"\n'
+        'help = "the toy store\'s log"\n')
+    toy = file_classes.engine_classes(tmp_path)
+    assert toy == (file_classes.FileClassInfo("toy_log", 21, True, "toylog", "Toy", "the toy store's log"),)
+    assert file_classes.checked(FILE_CLASSES + toy)[-1].name == "toy_log"
+    clash = file_classes.FileClassInfo("toy_log", 9, True, "toylog", "Toy", "")
+    with pytest.raises(ValueError, match="'sst' and 'toy_log' have the same number 9"):
+        file_classes.checked(FILE_CLASSES + (clash,))
+    with pytest.raises(ValueError, match="over 6 characters"):
+        file_classes.checked((file_classes.FileClassInfo("x", 30, True, "sevench", "Toy", ""),))
+
+
+def test_the_bpf_header_is_generated_from_the_table() -> None:
+    """bpf/file_classes.h is what the table generates (bpf/Makefile redoes it; a stale copy
+    fails here naming the command), and the BPF code names classes only through it."""
+    import subprocess
+    import sys
+
+    from ioattr.collectors import file_classes
+    from tests.helpers import ROOT
+
+    header = ROOT / "bpf" / "file_classes.h"
+    assert header.read_text() == file_classes.c_header(), \
+        "bpf/file_classes.h is stale: python3 collectors/file_classes.py > bpf/file_classes.h"
+    # the script the Makefile runs prints the same text, importing nothing of ioattr
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "collectors" / "file_classes.py")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == header.read_text()
+    for h in (ROOT / "bpf").glob("*.h"):
+        if h.name != "file_classes.h":
+            assert "enum ioattr_file_class {" not in h.read_text(), h
 
 
 def test_dashboards_select_classes_from_the_table() -> None:

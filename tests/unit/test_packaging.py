@@ -82,8 +82,8 @@ def test_every_module_is_installed(dist, installed: set[str]) -> None:
 def test_the_runtimes_files_are_package_data(installed: set[str]) -> None:
     """The files ioattr opens by path next to its modules: each probe set's compiled object
     (collectors/probes.bpf_object_dir: the ioattr.bpf package's folder) and doctor's, the
-    bpftrace scripts (`ioattr script`), the demo's benchmark, the example scripts and the
-    dashboards."""
+    bpftrace scripts (`ioattr script`), the demo's benchmark, the example scripts, the
+    dashboards and the engines' file classes."""
     bpf = ROOT / "bpf"
     objects = [f"{name}.bpf.o" for name in sorted({p.name for p in PROBE_SETS} | {"doctor_probes"})]
     unbuilt = [o for o in objects if not (bpf / o).is_file()]
@@ -94,6 +94,8 @@ def test_the_runtimes_files_are_package_data(installed: set[str]) -> None:
     wanted += [f"ioattr/bpf/{p.name}" for p in bpf.glob("*.bt")]
     wanted += [f"ioattr/examples/{p.name}" for p in (ROOT / "examples").iterdir() if p.is_file()]
     wanted += [f"ioattr/dashboards/{p.name}" for p in (ROOT / "dashboards").glob("*.json")]
+    # each engine's own file classes (collectors/file_classes.py reads them by path)
+    wanted += [p.relative_to(ROOT).as_posix() for p in (ROOT / "ioattr" / "engines").glob("*/file_classes.toml")]
     missing = sorted(set(wanted) - installed)
     assert missing == [], f"runtime files a wheel would lack: {missing}"
     assert len([w for w in wanted if w.endswith(".bt")]) >= 5 and len(wanted) > 20
