@@ -148,3 +148,19 @@ def test_the_demos_results(recs, width: int, monkeypatch: pytest.MonkeyPatch, ca
     pasted = " ".join(out.replace(" \\\n", " ").split())  # the commands as a shell joins them
     assert QPS in out and f"$ ioattr explain {a} --against {b} " in pasted
     assert (max(map(len, out.splitlines())) > 80) == (width == 200)
+
+
+def test_names_wrap_only_after_headers() -> None:
+    """The demo's "by index" table at 80 columns (8 columns, names of 16 characters): the number
+    headers wrap and the box goes before a name folds ("ib.t.ix_registe" / "r")."""
+    from ioattr.output.render import render_table
+
+    names = ["ib.t.ix_price", "ib.t.ix_register", "ib.t.ix_customer", "ib.t.PRIMARY", "-"]
+    rows = [{"index": n, "layer": "syscall", "op": op, "count": 5_987, "pages": 5_987, "bytes": 98_041_856,
+             "latency_us": {"p50": 352.5, "p99": 3_103.8}} for n in names for op in ("read", "write")]
+    text = render_table({"recording": "/r/large", "rows": rows}, ["index"], width=80)
+    _check(text, 80)
+    lines = text.splitlines()
+    for n in names:
+        assert sum(n in line.replace("│", " ").split() for line in lines) == 2, text
+    assert "3,103.8" in text and "93.5 MiB" in text
