@@ -90,17 +90,20 @@ def test_short_version() -> None:
     assert short_version(None) == "-"
 
 
-def _in_tmux_pane(script: str, width: int, tmp_path: Path) -> str:
+def _in_tmux_pane(script: str, width: int, tmp_path: Path, timeout: float = 90) -> str:
     """What a shell in a tmux pane `width` columns wide shows after running script (the output
-    goes to the pane, a terminal; no COLUMNS), lines tmux wrapped joined back (-J)."""
+    goes to the pane, a terminal; no COLUMNS), lines tmux wrapped joined back (-J), the whole
+    scrollback (up to 50,000 lines)."""
     tmux = need_tool("tmux")
     sock = str(tmp_path / f"tmux-{width}.sock")
+    conf = tmp_path / f"tmux-{width}.conf"
+    conf.write_text("set -g history-limit 50000\n")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
-    subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", "50",
+    subprocess.run([tmux, "-S", sock, "-f", str(conf), "new-session", "-d", "-x", str(width), "-y", "50",
                     "bash", "--norc", "-c", script + "; echo DONE-$?; sleep 60"], check=True, env=env, timeout=10)
     try:
         text = ""
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + timeout
         while "DONE-" not in text:
             assert time.monotonic() < deadline, text
             time.sleep(0.2)
