@@ -14,7 +14,9 @@ from pathlib import Path
 from tests.conftest import need_tool
 from tests.helpers import cli_in_process
 from tests.test_html_report import chromium
-from tests.unit.test_terminal_width import recs  # noqa: F401 - the fixture
+from tests.unit import test_terminal_width
+
+recs = test_terminal_width.recs  # the fixture: the synthetic recordings with wide numbers
 
 MEASURE = """<script>
 window.addEventListener("load", () => {
@@ -43,7 +45,7 @@ def measure(page: Path) -> dict:
     return json.loads(m.group(1))
 
 
-def test_report_and_compare_fit_1400px(recs, tmp_path: Path) -> None:  # noqa: F811
+def test_report_and_compare_fit_1400px(recs, tmp_path: Path) -> None:
     need_tool("chromium")
     a, b = recs
     report, compare, explain = tmp_path / "report.html", tmp_path / "compare.html", tmp_path / "explain.html"
