@@ -168,7 +168,7 @@ def show(opts: DemoOptions, runs: dict[str, Path], run_cli: Callable[[list[str]]
     print("\n".join(shell_lines(["ioattr", *argv], width, prefix="$ ")), flush=True)
     code = run_cli(argv)
     sys.stdout.flush()
-    print(f"\nrecordings kept at {opts.output}")
+    print("\n" + "\n".join(wrap_words(f"recordings kept at {opts.output}", width)))
     for cmd in (["ioattr", "report", str(runs["large"]), "--by", "phase,index"],
                 ["ioattr", *argv, "--format", "html", "-o", "explain.html"]):
         print("\n".join(shell_lines(cmd, width, prefix="  ", indent=6)))

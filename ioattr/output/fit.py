@@ -7,7 +7,8 @@ columns (phase, file, run) shrink down to a floor and fold beyond it. When even 
 not fit, the value columns are split over several tables that each repeat the key columns,
 so an 80-column terminal shows every number of a 200-column one, just in more lines.
 Before splitting, a table drops its box for a lighter layout (two spaces between columns, a
-rule under the header), which saves a column per cell border.
+rule under the header), which saves a column per cell border. A word in a text column (an
+index name) folds only when wrapping the number headers and dropping the box are not enough.
 """
 from __future__ import annotations
 
@@ -132,18 +133,22 @@ def _chunks(keys: int, mins: Sequence[int], width: int, layout: Layout) -> list[
 
 
 def _settle(idx: Sequence[int], mins: Sequence[int], nats: Sequence[int], width: int,
-            layout: Layout) -> list[int]:
+            layout: Layout, words: Sequence[int] = ()) -> list[int]:
     """Natural widths, shrunk (the column with most room first: a long header, a long path)
-    until the table fits; a number column never below its widest cell."""
+    until the table fits; a number column never below its widest cell. `words[i]`: the
+    narrowest column i takes without folding a word (its longest word; 0 for number
+    columns): first every column shrinks down to that (number headers wrap at spaces, text
+    wraps between words), and only then does a word fold ("ib.t.ix_registe" / "r")."""
     w = [nats[i] for i in idx]
     excess = _span(w, layout) - width
-    while excess > 0:
-        room = [(w[k] - mins[i], k) for k, i in enumerate(idx) if w[k] > mins[i]]
-        if not room:
-            break
-        _, k = max(room)
-        w[k] -= 1
-        excess -= 1
+    for floor in ([max(mins[i], words[i] if words else 0) for i in idx], [mins[i] for i in idx]):
+        while excess > 0:
+            room = [(w[k] - floor[k], k) for k in range(len(idx)) if w[k] > floor[k]]
+            if not room:
+                break
+            _, k = max(room)
+            w[k] -= 1
+            excess -= 1
     return w
 
 
@@ -155,11 +160,16 @@ def fit_tables(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[s
     `sections[i]` draws a line under row i (compare's phase groups)."""
     per_col = [[r[i] for r in rows] for i in range(len(cols))]
     mins, nats = zip(*(_widths(c, cells) for c, cells in zip(cols, per_col))) if cols else ((), ())
-    layout = BOXED if _span(mins, BOXED) <= width else LIGHT
+    words = [0 if c.number else min(n, max([_longest_word(x) for x in cells] + [_longest_word(c.header)]))
+             for c, cells, n in zip(cols, per_col, nats)]
+    # the box only where it costs no folded word (a long name keeps its line in the light layout)
+    whole = [max(m, w) for m, w in zip(mins, words)]
+    layout = (BOXED if _span(whole, BOXED) <= width else LIGHT if _span(whole, LIGHT) <= width
+              else BOXED if _span(mins, BOXED) <= width else LIGHT)
     chunks = _chunks(keys, mins, width, layout)
     tables = []
     for n, idx in enumerate(chunks):
-        widths = _settle(idx, mins, nats, width, layout)
+        widths = _settle(idx, mins, nats, width, layout, words)
         name = title if n == 0 or title is None else f"{title} (continued)"
         # the title on one line even over a narrow table ("per phase (continued)")
         head = (None if name is None else Text(name, no_wrap=True, overflow="ignore") if len(name) <= width

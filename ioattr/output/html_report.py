@@ -84,7 +84,7 @@ nav ul { list-style: none; padding: 0; margin: 8px 0 12px; display: flex; flex-w
 nav a { color: var(--accent); text-decoration: none; }
 table.data, table.facts { border-collapse: collapse; margin: 6px 0 10px; font-size: 13px; }
 table.data th, table.data td, table.facts th, table.facts td { border: 1px solid var(--line);
-       padding: 3px 8px; vertical-align: top; text-align: left; }
+       padding: 3px 6px; vertical-align: top; text-align: left; }
 table.data thead th { background: #eef2f7; position: sticky; top: 0; }
 table.data tbody tr:nth-child(even) { background: var(--bg2); }
 table.facts th { background: #eef2f7; font-weight: 600; white-space: nowrap; }

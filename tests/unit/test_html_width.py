@@ -1,4 +1,4 @@
-"""report and compare HTML in a 1400 px Chromium window: no horizontal scroll, no label clipped.
+"""report, compare and explain HTML in a 1400 px Chromium window: no horizontal scroll, no label clipped.
 
 The pages come from the synthetic recordings with a real benchmark's wide numbers
 (tests/unit/test_terminal_width.py); a copy of each page gets a script (the page's own
@@ -14,7 +14,9 @@ from pathlib import Path
 from tests.conftest import need_tool
 from tests.helpers import cli_in_process
 from tests.test_html_report import chromium
-from tests.unit.test_terminal_width import recs  # noqa: F401 - the fixture
+from tests.unit import test_terminal_width
+
+recs = test_terminal_width.recs  # the fixture: the synthetic recordings with wide numbers
 
 MEASURE = """<script>
 window.addEventListener("load", () => {
@@ -43,16 +45,17 @@ def measure(page: Path) -> dict:
     return json.loads(m.group(1))
 
 
-def test_report_and_compare_fit_1400px(recs, tmp_path: Path) -> None:  # noqa: F811
+def test_report_and_compare_fit_1400px(recs, tmp_path: Path) -> None:
     need_tool("chromium")
     a, b = recs
-    report, compare = tmp_path / "report.html", tmp_path / "compare.html"
+    report, compare, explain = tmp_path / "report.html", tmp_path / "compare.html", tmp_path / "explain.html"
     for argv in (["report", str(a), "--by", "phase", "--format", "html", "-o", str(report)],
                  ["compare", str(a), str(b), "--label", "bp256m", "--label", "mariadb-bp1g-o_direct",
-                  "--html", str(compare), "-o", str(tmp_path / "compare.txt")]):
+                  "--html", str(compare), "-o", str(tmp_path / "compare.txt")],
+                 ["explain", str(a), "--against", str(b), "--format", "html", "-o", str(explain)]):
         rc, _, err = cli_in_process(argv)
         assert rc == 0, err
-    for page in (report, compare):
+    for page in (report, compare, explain):
         got = measure(page)
         assert got["scroll"] <= 1400, (page.name, got)
         assert got["labels"] > 10 and not got["clipped"], (page.name, got)

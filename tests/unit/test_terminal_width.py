@@ -90,17 +90,20 @@ def test_short_version() -> None:
     assert short_version(None) == "-"
 
 
-def _in_tmux_pane(script: str, width: int, tmp_path: Path) -> str:
+def _in_tmux_pane(script: str, width: int, tmp_path: Path, timeout: float = 90) -> str:
     """What a shell in a tmux pane `width` columns wide shows after running script (the output
-    goes to the pane, a terminal; no COLUMNS), lines tmux wrapped joined back (-J)."""
+    goes to the pane, a terminal; no COLUMNS), lines tmux wrapped joined back (-J), the whole
+    scrollback (up to 50,000 lines)."""
     tmux = need_tool("tmux")
     sock = str(tmp_path / f"tmux-{width}.sock")
+    conf = tmp_path / f"tmux-{width}.conf"
+    conf.write_text("set -g history-limit 50000\n")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
-    subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", "50",
+    subprocess.run([tmux, "-S", sock, "-f", str(conf), "new-session", "-d", "-x", str(width), "-y", "50",
                     "bash", "--norc", "-c", script + "; echo DONE-$?; sleep 60"], check=True, env=env, timeout=10)
     try:
         text = ""
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + timeout
         while "DONE-" not in text:
             assert time.monotonic() < deadline, text
             time.sleep(0.2)
@@ -148,3 +151,19 @@ def test_the_demos_results(recs, width: int, monkeypatch: pytest.MonkeyPatch, ca
     pasted = " ".join(out.replace(" \\\n", " ").split())  # the commands as a shell joins them
     assert QPS in out and f"$ ioattr explain {a} --against {b} " in pasted
     assert (max(map(len, out.splitlines())) > 80) == (width == 200)
+
+
+def test_names_wrap_only_after_headers() -> None:
+    """The demo's "by index" table at 80 columns (8 columns, names of 16 characters): the number
+    headers wrap and the box goes before a name folds ("ib.t.ix_registe" / "r")."""
+    from ioattr.output.render import render_table
+
+    names = ["ib.t.ix_price", "ib.t.ix_register", "ib.t.ix_customer", "ib.t.PRIMARY", "-"]
+    rows = [{"index": n, "layer": "syscall", "op": op, "count": 5_987, "pages": 5_987, "bytes": 98_041_856,
+             "latency_us": {"p50": 352.5, "p99": 3_103.8}} for n in names for op in ("read", "write")]
+    text = render_table({"recording": "/r/large", "rows": rows}, ["index"], width=80)
+    _check(text, 80)
+    lines = text.splitlines()
+    for n in names:
+        assert sum(n in line.replace("│", " ").split() for line in lines) == 2, text
+    assert "3,103.8" in text and "93.5 MiB" in text
