@@ -33,6 +33,7 @@ from tests.helpers import Background, assert_rate, ioattr, wait_phase, wait_unti
 
 SELECTS = 2000      # pgbench -S transactions (one SELECT each)
 TPCB = 100          # pgbench TPC-B transactions (BEGIN, 3 UPDATEs, SELECT, INSERT, END each)
+PER_TPCB = 7        # the statements of one TPC-B transaction
 OWN_LAG = 30        # ioattr's own transactions PostgreSQL may not have counted yet at a phase boundary
 INNODB_WORDS = ("innodb", "change buffer", "change-buffer", "purge", "redo", "binlog", "--stages full",
                 "buffer pool")
@@ -294,6 +295,32 @@ def test_transactions_cpu_and_data_on_disk_in_compare(sweep: dict[str, Run], clu
     summary = _summary(small.rec)["tpcb"]
     assert summary["transactions"] == rows[(small.rec.name, "tpcb")]["transactions"]
     assert summary["postgres"]["transactions_source"].startswith("pg_stat_database xact_commit")
+
+
+@ON_15_AND_18
+def test_statement_rate_is_pgbenchs_statements(sweep: dict[str, Run]) -> None:
+    """stmt/s on a PostgreSQL phase: the statements the clients sent (Simple Query messages here:
+    pgbench's default protocol), as pgbench sent them: 1 per select-only transaction, 7 per TPC-B
+    one (BEGIN, 3 UPDATEs, SELECT, INSERT, END), its two start-up SELECTs, and the ground
+    truth's own statements; in report --by phase, its table and compare alike."""
+    r = ioattr("compare", *[str(run.rec) for run in sweep.values()], "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = {(row["run"], row["phase"]): row for row in json.loads(r.stdout)["rows"]}
+    for run in sweep.values():
+        summary = _summary(run.rec)
+        for phase, per_txn, txns in (("select", 1, SELECTS), ("tpcb", PER_TPCB, TPCB)):
+            want = per_txn * txns + 2 + run.direct[phase]
+            s = summary[phase]
+            assert s["statements"] == want, (run.version, phase, s, run.direct)
+            assert s["postgres"]["statements"] == want
+            assert s["postgres"]["statements_source"].startswith("Simple Query and Execute messages"), s
+            assert_rate(s["statements_per_s"], want, s["seconds"], s)
+            row = rows[(run.rec.name, phase)]
+            assert row["statements_per_s"] == s["statements_per_s"], (row, s)
+    # the table's stmt/s column (it printed "-" on PostgreSQL before)
+    rate = _summary(sweep["small"].rec)["tpcb"]["statements_per_s"]
+    table = ioattr("report", str(sweep["small"].rec), "--by", "phase", check=True).stdout
+    assert "stmt/s" in table and f"{rate:,.1f}" in table, table
 
 
 @ON_15_AND_18

@@ -460,6 +460,14 @@ def test_postgres_transactions_are_xact_commit_less_ioattrs_own() -> None:
     assert pg.phase_line(terms) == ("PostgreSQL: 154 transactions (pg_stat_database xact_commit + xact_rollback, "
                                     "less ioattr's own)")
     assert pg.phase_terms({"status:Com_commit": 3.0}, lambda: []) is None  # a MySQL server's phase
+    # statements: every kind the wire reader counted (no statements table: not known)
+    assert "statements" not in terms
+    terms = pg.phase_terms({"pg_stat_database:xact_commit": 10.0}, lambda: [], {"begin": 3.0, "update": 9.0,
+                                                                                 "end": 3.0, "select": 4.0})
+    assert terms is not None and terms["statements"] == 19.0, terms
+    assert pg.phase_line(terms) == ("PostgreSQL: 10 transactions (pg_stat_database xact_commit + xact_rollback, "
+                                    "less ioattr's own), 19 statements (Simple Query and Execute messages the "
+                                    "clients sent, less ioattr's own)")
     assert registry.server_of(os.getpid()) is None  # no PostgreSQL child: no postmaster to point to
 
 

@@ -30,6 +30,8 @@ from ioattr.engines.postgres import findings as pg_findings
 
 #: what a PostgreSQL phase's transactions are (the denominator of its per-transaction rates)
 TRANSACTIONS_SOURCE = "pg_stat_database xact_commit + xact_rollback, less ioattr's own"
+#: what a PostgreSQL phase's statements are (the denominator of its statement rate, stmt/s)
+STATEMENTS_SOURCE = "Simple Query and Execute messages the clients sent, less ioattr's own"
 
 
 class PostgresAdapter(EngineAdapter):
@@ -92,22 +94,35 @@ class PostgresAdapter(EngineAdapter):
 
     # -- counters --------------------------------------------------------------------------
     def phase_terms(self, counters: Mapping[str, float],
-                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+                    io_rows: Callable[[], list[dict[str, Any]]],
+                    statement_counts: Mapping[str, float] | None = None) -> dict[str, Any] | None:
         """The phase's transactions: pg_stat_database xact_commit + xact_rollback (every database)
-        less the ones ioattr's own connections committed; None without pg_stat_database."""
+        less the ones ioattr's own connections committed; and its statements: the Simple Query
+        and Execute messages the wire reader counted (ioattr's own backends' left out when
+        recorded), every kind summed. None without pg_stat_database (no PostgreSQL cluster
+        connected in this recording)."""
         commits = counters.get("pg_stat_database:xact_commit")
         if commits is None:
             return None
         rollbacks = counters.get("pg_stat_database:xact_rollback", 0.0)
         own = counters.get(f"pg_stat_database:{counters_mod.OWN_COMMITS}", 0.0)
-        return {"transactions": max(commits + rollbacks - own, 0.0), "commits": commits, "rollbacks": rollbacks,
-                "own_transactions": own, "transactions_source": TRANSACTIONS_SOURCE}
+        out: dict[str, Any] = {"transactions": max(commits + rollbacks - own, 0.0), "commits": commits,
+                               "rollbacks": rollbacks, "own_transactions": own,
+                               "transactions_source": TRANSACTIONS_SOURCE}
+        if statement_counts is not None:
+            out["statements"] = float(sum(statement_counts.values()))
+            out["statements_source"] = STATEMENTS_SOURCE
+        return out
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:
         n = terms.get("transactions")
         if n is None:
             return None
-        return f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
+        line = f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
+        s = terms.get("statements")
+        if s is not None:
+            line += f", {s:,.0f} statements ({terms.get('statements_source')})"
+        return line
 
     def object_sizes(self, conn: Connection) -> dict[str, int]:
         """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""
