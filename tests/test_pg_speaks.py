@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -359,6 +360,49 @@ def test_engine_counters_per_phase_against_the_server(sweep: dict[str, Run]) -> 
         same(f"{run.version} checkpoints_req", d.get("pg_stat_bgwriter:checkpoints_req"), t["checkpoints_req"])
         same(f"{run.version} buffers_checkpoint", d.get("pg_stat_bgwriter:buffers_checkpoint"), t["buffers_checkpoint"])
     assert not wrong, wrong
+
+
+@ON_15_AND_18
+def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[str, Run]) -> None:
+    """top's files view names a relation's file as report --by file does: a sequential scan of
+    pgbench_accounts (its filler column is in no index; larger than a quarter of shared_buffers:
+    read through a small ring, so every scan after the restart reads the table again; no parallel
+    workers) is the busiest row, named by its relation."""
+    pg = cluster
+    pg.restart()   # shared buffers empty: the scans read
+    done, stop, errors = [0], threading.Event(), []
+
+    def scan() -> None:
+        try:
+            with pg.connect() as c:
+                c.execute("SET max_parallel_workers_per_gather = 0")
+                while not stop.is_set():
+                    c.execute("SELECT sum(length(filler)) FROM pgbench_accounts").fetchone()
+                    done[0] += 1
+        except Exception as e:  # noqa: BLE001 - said by the test
+            errors.append(e)
+
+    t = threading.Thread(target=scan, daemon=True)
+    t.start()
+    try:
+        wait_until(lambda: done[0] >= 1 or errors, 60, "the first scan")
+        base = ("top", "--pid", str(pg.pid), "--batch", "-n", "2", "--interval", "0.7", "--by", "file", "--rows", "4")
+        text = ioattr(*base, "--width", "160", timeout=60)
+        js = ioattr(*base, "--format", "json", timeout=60)
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors, errors
+    assert text.returncode == 0 and js.returncode == 0, text.stderr + js.stderr
+    tables = [[line.split() for line in block.split("\n\n")[0].splitlines()[1:]]
+              for block in text.stdout.split("\nFILE ")[1:]]
+    assert len(tables) == 2 and all(rows and rows[0][0] == "postgres.public.pgbench_accounts" for rows in tables), \
+        text.stdout
+    node = pg.query("SELECT pg_relation_filepath('pgbench_accounts')")[0][0]
+    for line in js.stdout.splitlines():
+        top = json.loads(line)["views"]["files"][0]
+        assert top["relation"] == "postgres.public.pgbench_accounts" and top["name"].endswith("/" + node), top
+        assert top["r"] > 0, top
 
 
 def _statements(rec: Path, phase: str) -> dict[int, int]:

@@ -503,3 +503,24 @@ def test_report_by_file_names_a_postgres_files_relation() -> None:
     mysql = [{"file": "/d/t.ibd"}]
     name_relation_files(mysql, None)
     assert mysql == [{"file": "/d/t.ibd"}]  # no relations recorded: no column added
+
+
+def test_tops_files_view_names_a_postgres_files_relation_as_report_does() -> None:
+    """top's files view names a relation's file by the relation (the same label as report --by
+    file), its path kept as the row's full name; other files keep their datadir-relative path."""
+    from ioattr.format.schema import HIST_COLUMNS
+    from ioattr.topview.top import VIEWS, Snapshot
+
+    relations = {"/d/base/5/16396": {"relation": "postgres.public.pgbench_accounts", "fork": "main"},
+                 "/d/base/5/16396_vm": {"relation": "postgres.public.pgbench_accounts", "fork": "vm"}}
+    files = ["/d/base/5/16396", "/d/base/5/16396_vm", "/d/pg_wal/0001"]
+    io = {"layer": ["syscall"] * 3, "op": ["read"] * 3, "file": files, "file_class": ["relation", "relation", "wal"],
+          "count": [30, 2, 1], "bytes": [30 * 8192, 2 * 8192, 8192]}
+    io.update({c: [0] * 3 for c in HIST_COLUMNS})
+    rows = Snapshot(0.0, 1.0, io, None, datadirs=["/d/"], relations=relations).rows(VIEWS["files"])
+    assert [(r.name, r.full, r.relation) for r in rows] == [
+        ("postgres.public.pgbench_accounts", "/d/base/5/16396", "postgres.public.pgbench_accounts"),
+        ("postgres.public.pgbench_accounts (vm)", "/d/base/5/16396_vm", "postgres.public.pgbench_accounts (vm)"),
+        ("pg_wal/0001", "/d/pg_wal/0001", None)]
+    rows = Snapshot(0.0, 1.0, io, None, datadirs=["/d/"]).rows(VIEWS["files"])   # a MySQL server's: paths
+    assert [r.name for r in rows] == ["base/5/16396", "base/5/16396_vm", "pg_wal/0001"]
