@@ -405,6 +405,63 @@ def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[s
         assert top["r"] > 0, top
 
 
+#: the file classes of a relation's forks: what pg_stat_io's object "relation" counts
+RELATION_FORKS = ("relation", "fsm", "vm", "init_fork")
+BACKEND_IO = ("SELECT coalesce(sum(read_bytes), 0), coalesce(sum(reads), 0) FROM pg_stat_get_backend_io(%s) "
+              "WHERE object = 'relation'")
+
+
+@ON_15_AND_18
+def test_per_backend_io_against_ours(cluster: PrivatePostgres, sweep: dict[str, Run], pg_version: int,
+                                     tmp_path: Path) -> None:
+    """pg_stat_get_backend_io() (18) recorded per phase and per backend (counters source
+    pg_stat_backend_io): a backend born in the phase, a cold sequential scan (after a restart)
+    and its catalog reads: its recorded relation read_bytes equal the server's for it, and our
+    syscall-layer reads by that backend on relation files (every fork) equal them. On 15: one
+    line says there is none, and nothing is recorded."""
+    pg = cluster
+    pg.execute("CREATE TABLE IF NOT EXISTS backend_io_t AS SELECT g AS id, repeat('x', 200) AS v "
+               "FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (FREEZE, ANALYZE) backend_io_t")   # hint bits set: the scan dirties nothing
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the scan and the new backend's catalog lookups read
+    rec = tmp_path / "backend_io"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.5", "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        _mark(rec, "scan")
+        with pg.connect() as scanner, pg.connect() as watch:
+            pid = int(scanner.execute("SELECT pg_backend_pid()").fetchone()[0])
+            scanner.execute("SELECT sum(length(v)) FROM backend_io_t").fetchone()
+            if pg_version >= 18:
+                scanner.execute("SELECT pg_stat_force_next_flush()").fetchone()   # flushed once idle
+                table = int(watch.execute("SELECT pg_relation_size('backend_io_t')").fetchone()[0])
+                wait_until(lambda: watch.execute(BACKEND_IO, (pid,)).fetchone()[0] >= table, 30,
+                           "the scanning backend's statistics to be flushed")
+                truth = [int(v) for v in watch.execute(BACKEND_IO, (pid,)).fetchone()]
+            _mark(rec, "end")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    d = _counter_deltas(rec, "scan")
+    backend = {k.split(":", 2)[2]: v for k, v in d.items() if k.startswith(f"pg_stat_backend_io:{pid}:")}
+    if pg_version < 18:
+        said = [line for line in err.splitlines() if "pg_stat_get_backend_io" in line]
+        assert len(said) == 1 and "PostgreSQL 18's; this server is 15" in said[0], err
+        assert not [k for k in d if k.startswith("pg_stat_backend_io")], d
+        return
+    # the recorder's reading: the server's for that backend (born in the phase: from 0)
+    assert (backend.get("relation:read_bytes"), backend.get("relation:reads")) == tuple(truth), (backend, truth)
+    # ours: that backend's syscall-layer reads of relation files (io workers' charged to it)
+    rows = json.loads(ioattr("report", str(rec), "--by", "process,file_class", "--phase", "scan", "--layer",
+                             "syscall", "--format", "json", check=True).stdout)["rows"]
+    ours = sum(r["bytes"] for r in rows if r["op"] == "read" and r["file_class"] in RELATION_FORKS
+               and (r.get("process") or "").endswith(f"[{pid}]"))
+    assert ours == pytest.approx(truth[0], abs=2 * 8192), (ours, truth, rows)
+    assert truth[0] >= table
+
+
 def _statements(rec: Path, phase: str) -> dict[int, int]:
     """The recording's statements table in one phase: digest -> count."""
     import duckdb

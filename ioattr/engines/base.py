@@ -362,6 +362,11 @@ class EngineAdapter(ABC):
     #: "source:name" of the counters table, the first one recorded is shown)
     report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = ()
 
+    #: counter sources whose counters each start at 0 when first listed (a process's own counters,
+    #: listed only while it lives, e.g. PostgreSQL's per-backend IO): a counter first listed after
+    #: its source's first reading grew from 0, so its phase delta is its last value, not last - first
+    counters_from_zero: ClassVar[frozenset[str]] = frozenset()
+
     def phase_terms(self, counters: Mapping[str, float],
                     io_rows: Callable[[], list[dict[str, Any]]],
                     statement_counts: Mapping[str, float] | None = None) -> dict[str, Any] | None:

@@ -8,10 +8,11 @@ relation pages are classified in BPF as heap or btree meta/root/internal/leaf wi
 (pages.py, bpf/pg_page.h); processes get roles from pg_stat_activity.backend_type, their titles
 as the fallback (roles.py); statements come from the wire protocol (bpf/stage.bpf.c's
 PostgreSQL branch, collectors/stage_probes.py); the cluster's own counters (pg_statio_*,
-pg_stat_bgwriter, pg_stat_database, pg_stat_wal) go beside ours (counters.py); explain has
+pg_stat_bgwriter, pg_stat_database, pg_stat_wal, pg_stat_io, 18's per-backend
+pg_stat_get_backend_io, pg_stat_statements) go beside ours (counters.py); explain has
 checkpoint_writes, full_page_writes and heap_fetches (findings.py), planning_reads (planning.py,
-over the parse/optimize/execute stages of ioattr/engines/postgres/stages.py). Not yet: pg_stat_io
-(PostgreSQL 16+), a bloat finding.
+over the parse/optimize/execute stages of ioattr/engines/postgres/stages.py). Not yet: a bloat
+finding.
 
 A PostgreSQL cluster is not a MySQL/MariaDB server: it has no ServerContext; the session
 keeps a server.PostgresServer per postmaster (server_context()).
@@ -130,7 +131,10 @@ class PostgresAdapter(EngineAdapter):
 
     def counter_sources(self) -> list[CounterSource]:
         return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal(),
-                counters.PgStatIo(), counters.PgStatStatements()]
+                counters.PgStatIo(), counters.PgStatBackendIo(), counters.PgStatStatements()]
+
+    # a backend's own counters start at 0 and are listed while it lives
+    counters_from_zero: ClassVar[frozenset[str]] = frozenset({counters.PgStatBackendIo.source})
 
     # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
     # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)
