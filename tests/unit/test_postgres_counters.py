@@ -180,3 +180,19 @@ def test_backend_io_per_backend_on_18_and_one_line_before() -> None:
     assert "pg_stat_backend_io" in PostgresAdapter.counters_from_zero
     assert registry.counters_from_zero() == {"pg_stat_backend_io"}
 
+
+def test_wal_split_per_phase_in_the_phase_terms() -> None:
+    """report --by phase's WAL: records, full-page images and bytes inserted (pg_stat_wal's
+    deltas), the images' bytes bounded by 8 KiB each and by the bytes; none without pg_stat_wal."""
+    pg = PostgresAdapter()
+    c = {"pg_stat_database:xact_commit": 1.0, "pg_stat_wal:wal_records": 2114.0, "pg_stat_wal:wal_fpi": 380.0,
+         "pg_stat_wal:wal_bytes": 3250585.0}
+    t = pg.phase_terms(c, lambda: [])
+    assert t is not None and (t["wal_records"], t["wal_fpi"], t["wal_bytes"]) == (2114.0, 380.0, 3250585.0)
+    assert t["wal_fpi_bytes_max"] == 380 * 8192 and t["wal_fpi_share_max"] == round(380 * 8192 / 3250585, 4)
+    assert pg.phase_line(t).endswith("; WAL 3.10 MiB inserted: 2,114 records, 380 full-page images "
+                                     "(at most 2.97 MiB, 96% of it)")
+    t = pg.phase_terms({**c, "pg_stat_wal:wal_fpi": 1000.0}, lambda: [])
+    assert t["wal_fpi_bytes_max"] == 3250585.0 and t["wal_fpi_share_max"] == 1.0   # never more than the bytes
+    assert "wal_bytes" not in pg.phase_terms({"pg_stat_database:xact_commit": 1.0}, lambda: [])
+    assert counters.wal_terms({"pg_stat_wal:wal_fpi": 0.0, "pg_stat_wal:wal_bytes": 0.0})["wal_fpi_share_max"] is None

@@ -113,6 +113,7 @@ class PostgresAdapter(EngineAdapter):
         if statement_counts is not None:
             out["statements"] = float(sum(statement_counts.values()))
             out["statements_source"] = STATEMENTS_SOURCE
+        out.update(counters_mod.wal_terms(counters))
         return out
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:
@@ -123,7 +124,8 @@ class PostgresAdapter(EngineAdapter):
         s = terms.get("statements")
         if s is not None:
             line += f", {s:,.0f} statements ({terms.get('statements_source')})"
-        return line
+        wal = counters_mod.wal_line(terms)
+        return line + ("; " + wal if wal else "")
 
     def object_sizes(self, conn: Connection) -> dict[str, int]:
         """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""

@@ -173,6 +173,35 @@ class PgStatWal(CounterSource):
         return [(c, float(v), None) for c, v in zip(columns, rows[0]) if v is not None] if rows else []
 
 
+#: a page image's largest size in WAL (BLCKSZ; the hole in the middle of a page is left out, and
+#: wal_compression shrinks it further): what bounds the full-page images' share of the WAL bytes
+PAGE_IMAGE_MAX = 8192
+
+
+def wal_terms(counters: Any) -> dict[str, Any]:
+    """A phase's WAL as pg_stat_wal counted it (every process's records, flushed like the other
+    statistics): records, full-page images and bytes inserted, and what the images can be of
+    those bytes: at most 8 KiB each (`wal_fpi_bytes_max`; PostgreSQL up to 18 counts images, not
+    their bytes). {} without pg_stat_wal (before 14, or no connection)."""
+    fpi, nbytes = counters.get("pg_stat_wal:wal_fpi"), counters.get("pg_stat_wal:wal_bytes")
+    if fpi is None or nbytes is None:
+        return {}
+    records = counters.get("pg_stat_wal:wal_records")
+    most = min(fpi * PAGE_IMAGE_MAX, nbytes)
+    return {"wal_records": records, "wal_fpi": fpi, "wal_bytes": nbytes, "wal_fpi_bytes_max": most,
+            "wal_fpi_share_max": round(most / nbytes, 4) if nbytes else None}
+
+
+def wal_line(terms: Any) -> str | None:
+    """wal_terms in one line of report's text (None: no pg_stat_wal)."""
+    if terms.get("wal_bytes") is None:
+        return None
+    share = terms.get("wal_fpi_share_max")
+    return (f"WAL {terms['wal_bytes'] / 1048576:,.2f} MiB inserted: {terms.get('wal_records') or 0:,.0f} records, "
+            f"{terms['wal_fpi']:,.0f} full-page images (at most {terms['wal_fpi_bytes_max'] / 1048576:,.2f} MiB, "
+            f"{'-' if share is None else f'{share:.0%}'} of it)")
+
+
 #: pg_stat_io's counts (16+), per (backend_type, object, context) row
 IO_COLUMNS = ("reads", "writes", "writebacks", "extends", "hits", "evictions", "reuses", "fsyncs")
 #: its bytes: 18's own columns; 16 and 17 have one op_bytes (BLCKSZ) per row instead
