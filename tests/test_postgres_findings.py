@@ -196,3 +196,63 @@ def test_heap_fetches(postgres_versions: PrivatePostgres, tmp_path: Path) -> Non
     assert f["verdict"] == "supported" and f["direction"] == "decrease" and f["mirrored"], f
     assert f["title"].startswith("Less of: Index-only scans read the heap"), f
 
+
+VAC_STATIO = ("SELECT heap_blks_read, idx_blks_read FROM pg_statio_user_tables WHERE relname = 'vac'")
+VAC_STAT = "SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = 'vac'"
+
+
+@ON_15_AND_18
+def test_vacuum_io(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
+    """Vacuum's IO as a finding: the same 200 point SELECTs in two phases of a cold cluster, the
+    target's followed by a VACUUM of the table whose every other row was deleted (a default
+    recording). The finding is supported, names the VACUUM statement and the table, and its
+    bytes on the table equal pg_statio heap_blks_read x 8 KiB read directly around the VACUUM."""
+    pg = postgres_versions
+    pg.execute("DROP TABLE IF EXISTS vac")
+    pg.execute("CREATE TABLE vac (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO vac SELECT g, repeat('v', 200) FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (ANALYZE) vac")
+    pg.execute("DELETE FROM vac WHERE id % 2 = 0")   # 20,000 dead tuples for the VACUUM to remove
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the first phase's SELECTs and the VACUUM read
+    ids = list(range(1, 40000, 200))
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
+    truth: dict[str, float] = {}
+    try:
+        recorder.wait_recording()
+        with pg.connect() as c:
+            for phase in ("base", "target"):
+                _mark(rec, phase)
+                for i in ids:
+                    c.execute("SELECT v FROM vac WHERE id = %s", (i,)).fetchone()
+                if phase == "target":
+                    # the SELECTs' own counts flushed (a backend's are flushed once idle, at most once
+                    # a second unless forced) before the reading around the VACUUM
+                    c.execute("SELECT pg_stat_force_next_flush()")
+                    dead = c.execute(VAC_STAT).fetchone()
+                    before = c.execute(VAC_STATIO).fetchone()
+                    c.execute("VACUUM vac")
+                    c.execute("SELECT pg_stat_force_next_flush()")
+                    c.execute("SELECT 1")   # idle in between: the VACUUM's counts flushed
+                    after = c.execute(VAC_STATIO).fetchone()
+                    truth = {"heap": float(after[0] - before[0]), "idx": float(after[1] - before[1]),
+                             "dead": float(dead[0]), "vacuums": float(c.execute(VAC_STAT).fetchone()[1] - dead[1])}
+            _mark(rec, "after")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    assert truth["dead"] >= 19000 and truth["vacuums"] == 1 and truth["heap"] > 500, truth
+
+    out = _explain(rec, "base", "target", "read_bytes_per_query")
+    f = _finding(out, "autovacuum")
+    ev = f["evidence"]
+    assert f["verdict"] == "supported", (f, out["baseline"], out["target"], out["contributors"][:5])
+    assert f["title"].startswith("Vacuum did the IO") and "VACUUM/ANALYZE statements" in ev["summary"], f
+    assert ev["vacuum_statements_share"] == 1.0 and ev["autovacuum_setting"] == "off", ev   # autovacuum is off here
+    # the table's bytes vacuum read, per SELECT of the target, as pg_statio counted the VACUUM's reads
+    ops = out["target"]["ops"]
+    assert ev["per_relation"]["postgres.public.vac"] * ops == pytest.approx(truth["heap"] * 8192, rel=0.05), \
+        (ev["per_relation"], truth, ops)
+    assert ev["share_of_change"] >= 0.5, ev
