@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -33,6 +34,7 @@ from tests.helpers import Background, assert_rate, ioattr, wait_phase, wait_unti
 
 SELECTS = 2000      # pgbench -S transactions (one SELECT each)
 TPCB = 100          # pgbench TPC-B transactions (BEGIN, 3 UPDATEs, SELECT, INSERT, END each)
+PER_TPCB = 7        # the statements of one TPC-B transaction
 OWN_LAG = 30        # ioattr's own transactions PostgreSQL may not have counted yet at a phase boundary
 INNODB_WORDS = ("innodb", "change buffer", "change-buffer", "purge", "redo", "binlog", "--stages full",
                 "buffer pool")
@@ -297,6 +299,32 @@ def test_transactions_cpu_and_data_on_disk_in_compare(sweep: dict[str, Run], clu
 
 
 @ON_15_AND_18
+def test_statement_rate_is_pgbenchs_statements(sweep: dict[str, Run]) -> None:
+    """stmt/s on a PostgreSQL phase: the statements the clients sent (Simple Query messages here:
+    pgbench's default protocol), as pgbench sent them: 1 per select-only transaction, 7 per TPC-B
+    one (BEGIN, 3 UPDATEs, SELECT, INSERT, END), its two start-up SELECTs, and the ground
+    truth's own statements; in report --by phase, its table and compare alike."""
+    r = ioattr("compare", *[str(run.rec) for run in sweep.values()], "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = {(row["run"], row["phase"]): row for row in json.loads(r.stdout)["rows"]}
+    for run in sweep.values():
+        summary = _summary(run.rec)
+        for phase, per_txn, txns in (("select", 1, SELECTS), ("tpcb", PER_TPCB, TPCB)):
+            want = per_txn * txns + 2 + run.direct[phase]
+            s = summary[phase]
+            assert s["statements"] == want, (run.version, phase, s, run.direct)
+            assert s["postgres"]["statements"] == want
+            assert s["postgres"]["statements_source"].startswith("Simple Query and Execute messages"), s
+            assert_rate(s["statements_per_s"], want, s["seconds"], s)
+            row = rows[(run.rec.name, phase)]
+            assert row["statements_per_s"] == s["statements_per_s"], (row, s)
+    # the table's stmt/s column (it printed "-" on PostgreSQL before)
+    rate = _summary(sweep["small"].rec)["tpcb"]["statements_per_s"]
+    table = ioattr("report", str(sweep["small"].rec), "--by", "phase", check=True).stdout
+    assert "stmt/s" in table and f"{rate:,.1f}" in table, table
+
+
+@ON_15_AND_18
 def test_engine_counters_per_phase_against_the_server(sweep: dict[str, Run]) -> None:
     """pg_stat_statements' block counters, the checkpointer's (pg_stat_checkpointer on 17+) and
     pg_stat_io (16+) per phase, each against the server's read around the phase."""
@@ -332,6 +360,112 @@ def test_engine_counters_per_phase_against_the_server(sweep: dict[str, Run]) -> 
         same(f"{run.version} checkpoints_req", d.get("pg_stat_bgwriter:checkpoints_req"), t["checkpoints_req"])
         same(f"{run.version} buffers_checkpoint", d.get("pg_stat_bgwriter:buffers_checkpoint"), t["buffers_checkpoint"])
     assert not wrong, wrong
+
+
+@ON_15_AND_18
+def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[str, Run]) -> None:
+    """top's files view names a relation's file as report --by file does: a sequential scan of
+    pgbench_accounts (its filler column is in no index; larger than a quarter of shared_buffers:
+    read through a small ring, so every scan after the restart reads the table again; no parallel
+    workers) is the busiest row, named by its relation."""
+    pg = cluster
+    # shared buffers empty, and smaller than the table: every scan reads (96 MB on 15 came to hold
+    # all of pgbench_accounts after a few scans: the second top saw no IO)
+    pg.execute("ALTER SYSTEM SET shared_buffers = '16MB'")
+    pg.restart()
+    done, stop, errors = [0], threading.Event(), []
+
+    def scan() -> None:
+        try:
+            with pg.connect() as c:
+                c.execute("SET max_parallel_workers_per_gather = 0")
+                while not stop.is_set():
+                    c.execute("SELECT sum(length(filler)) FROM pgbench_accounts").fetchone()
+                    done[0] += 1
+        except Exception as e:  # noqa: BLE001 - said by the test
+            errors.append(e)
+
+    t = threading.Thread(target=scan, daemon=True)
+    t.start()
+    try:
+        wait_until(lambda: done[0] >= 1 or errors, 60, "the first scan")
+        base = ("top", "--pid", str(pg.pid), "--batch", "-n", "2", "--interval", "0.7", "--by", "file", "--rows", "4")
+        text = ioattr(*base, "--width", "160", timeout=60)
+        js = ioattr(*base, "--format", "json", timeout=60)
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors, errors
+    assert text.returncode == 0 and js.returncode == 0, text.stderr + js.stderr
+    tables = [[line.split() for line in block.split("\n\n")[0].splitlines()[1:]]
+              for block in text.stdout.split("\nFILE ")[1:]]
+    assert len(tables) == 2 and all(rows and rows[0][0] == "postgres.public.pgbench_accounts" for rows in tables), \
+        text.stdout
+    node = pg.query("SELECT pg_relation_filepath('pgbench_accounts')")[0][0]
+    # JSON: the same row, the path as its name and the relation beside it (a snapshot whose short
+    # first interval drained no IO yet has no rows)
+    tops = [snap["views"]["files"][0] for snap in map(json.loads, js.stdout.splitlines()) if snap["views"]["files"]]
+    assert tops, js.stdout
+    for top in tops:
+        assert top["relation"] == "postgres.public.pgbench_accounts" and top["name"].endswith("/" + node), top
+        assert top["r"] > 0, top
+
+
+#: the file classes of a relation's forks: what pg_stat_io's object "relation" counts
+RELATION_FORKS = ("relation", "fsm", "vm", "init_fork")
+BACKEND_IO = ("SELECT coalesce(sum(read_bytes), 0), coalesce(sum(reads), 0) FROM pg_stat_get_backend_io(%s) "
+              "WHERE object = 'relation'")
+
+
+@ON_15_AND_18
+def test_per_backend_io_against_ours(cluster: PrivatePostgres, sweep: dict[str, Run], pg_version: int,
+                                     tmp_path: Path) -> None:
+    """pg_stat_get_backend_io() (18) recorded per phase and per backend (counters source
+    pg_stat_backend_io): a backend born in the phase, a cold sequential scan (after a restart)
+    and its catalog reads: its recorded relation read_bytes equal the server's for it, and our
+    syscall-layer reads by that backend on relation files (every fork) equal them. On 15: one
+    line says there is none, and nothing is recorded."""
+    pg = cluster
+    pg.execute("CREATE TABLE IF NOT EXISTS backend_io_t AS SELECT g AS id, repeat('x', 200) AS v "
+               "FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (FREEZE, ANALYZE) backend_io_t")   # hint bits set: the scan dirties nothing
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the scan and the new backend's catalog lookups read
+    rec = tmp_path / "backend_io"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.5", "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        _mark(rec, "scan")
+        with pg.connect() as scanner, pg.connect() as watch:
+            pid = int(scanner.execute("SELECT pg_backend_pid()").fetchone()[0])
+            scanner.execute("SELECT sum(length(v)) FROM backend_io_t").fetchone()
+            if pg_version >= 18:
+                scanner.execute("SELECT pg_stat_force_next_flush()").fetchone()   # flushed once idle
+                table = int(watch.execute("SELECT pg_relation_size('backend_io_t')").fetchone()[0])
+                wait_until(lambda: watch.execute(BACKEND_IO, (pid,)).fetchone()[0] >= table, 30,
+                           "the scanning backend's statistics to be flushed")
+                truth = [int(v) for v in watch.execute(BACKEND_IO, (pid,)).fetchone()]
+            _mark(rec, "end")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    d = _counter_deltas(rec, "scan")
+    backend = {k.split(":", 2)[2]: v for k, v in d.items() if k.startswith(f"pg_stat_backend_io:{pid}:")}
+    if pg_version < 18:
+        said = [line for line in err.splitlines() if "pg_stat_get_backend_io" in line]
+        assert len(said) == 1 and "PostgreSQL 18's; this server is 15" in said[0], err
+        assert not [k for k in d if k.startswith("pg_stat_backend_io")], d
+        return
+    # the recorder's reading: the server's for that backend (born in the phase: from 0)
+    assert (backend.get("relation:read_bytes"), backend.get("relation:reads")) == tuple(truth), (backend, truth)
+    # ours: that backend's syscall-layer reads of relation files (io workers' charged to it)
+    rows = json.loads(ioattr("report", str(rec), "--by", "process,file_class", "--phase", "scan", "--layer",
+                             "syscall", "--format", "json", check=True).stdout)["rows"]
+    ours = sum(r["bytes"] for r in rows if r["op"] == "read" and r["file_class"] in RELATION_FORKS
+               and (r.get("process") or "").endswith(f"[{pid}]"))
+    assert ours == pytest.approx(truth[0], abs=2 * 8192), (ours, truth, rows)
+    assert truth[0] >= table
 
 
 def _statements(rec: Path, phase: str) -> dict[int, int]:

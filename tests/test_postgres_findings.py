@@ -7,7 +7,9 @@ same PostgreSQL views read directly around each phase:
   after its index leaves were already changed since the last checkpoint (few full-page images),
   once right after a CHECKPOINT (one image per leaf touched); pg_stat_wal wal_fpi per row is
   the ground truth (a backend counts the images of its own records). Refuted for a batch of
-  wider rows without a checkpoint between (more WAL, no more images).
+  wider rows without a checkpoint between (more WAL, no more images). On 15 and 18: report --by
+  phase's WAL split (records, images, bytes inserted) per phase against the same readings, and
+  full_page_writes and wal_compression in the recorded settings.
 - heap_fetches: 40 index-only scans over a range VACUUM left all-visible read no heap page;
   the same scans over a range updated after the VACUUM read the heap. pg_statio heap_blks_read
   (shared-buffer misses of the table: one 8 KiB pread each, after a restart) is the ground truth.
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ioattr.host.pg_sandbox import PrivatePostgres
+from tests.fixtures_postgres import ON_15, ON_15_AND_18
 from tests.helpers import Background, ioattr, report_json, wait_phase
 
 WAL = "SELECT wal_fpi, wal_bytes FROM pg_stat_wal"
@@ -46,8 +49,9 @@ def _finding(out: dict, fid: str) -> dict:
     return next(f for f in out["findings"] if f["id"] == fid)
 
 
-def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
-    pg = postgres
+@ON_15_AND_18
+def test_full_page_writes(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
+    pg = postgres_versions
     pg.execute("CREATE TABLE fw (k int, v text); "
                "INSERT INTO fw SELECT (random() * 1e9)::int, 'x' FROM generate_series(1, 100000); "
                "CREATE INDEX fw_k ON fw (k); CHECKPOINT")
@@ -106,14 +110,32 @@ def test_full_page_writes(postgres: PrivatePostgres, tmp_path: Path) -> None:
     assert f["evidence"]["wal_fpi_per_op_target"] == pytest.approx(wal["wide"][0] / 2000, rel=1e-6)
     assert f["evidence"]["checkpoints_between"] == 0
 
+    # report --by phase splits each phase's WAL: records, full-page images and bytes inserted, as
+    # pg_stat_wal read directly around the batch (the images exactly; the bytes with at most a few
+    # background records beside the batch's), the images' bytes bounded by 8 KiB each
+    summary = {x["phase"]: x["postgres"] for x in report_json(rec, "--by", "phase")["summary"]}
+    for phase in ("base", "wide", "target"):
+        w = summary[phase]
+        assert w["wal_fpi"] == wal[phase][0], (phase, w, wal[phase])
+        assert wal[phase][1] <= w["wal_bytes"] <= wal[phase][1] + 4096, (phase, w, wal[phase])
+        assert w["wal_records"] >= 2000 and w["wal_fpi_bytes_max"] == min(w["wal_fpi"] * 8192, w["wal_bytes"])
+    assert summary["target"]["wal_fpi_share_max"] > 0.5 > summary["base"]["wal_fpi_share_max"], summary
+    text = " ".join(ioattr("report", str(rec), "--by", "phase", check=True).stdout.split())  # lines unbroken
+    assert f"{summary['target']['wal_fpi']:,.0f} full-page images" in text, text
+    # the settings that decide the images' size, recorded
+    settings = json.loads((rec / "meta.json").read_text())["servers"][0]["settings"]
+    assert settings["full_page_writes"] == "on" and settings["wal_compression"] in ("off", "pglz", "lz4", "zstd"), \
+        settings
+
 
 STATIO = ("SELECT t.heap_blks_read, t.heap_blks_hit, i.idx_blks_read FROM pg_statio_user_tables t "
           "JOIN pg_statio_user_indexes i USING (relid) WHERE t.relname = 'h' AND i.indexrelname = 'h_id'")
 SCAN = "SELECT count(id) FROM h WHERE id BETWEEN %s AND %s"
 
 
-def test_heap_fetches(postgres: PrivatePostgres, tmp_path: Path) -> None:
-    pg = postgres
+@ON_15
+def test_heap_fetches(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
+    pg = postgres_versions
     pg.execute("CREATE TABLE h (id int, v int); INSERT INTO h SELECT g, g FROM generate_series(1, 200000) g; "
                "CREATE INDEX h_id ON h (id)")
     pg.execute("VACUUM (ANALYZE) h")  # sets every page all-visible (its own statement: no transaction block)
@@ -173,3 +195,64 @@ def test_heap_fetches(postgres: PrivatePostgres, tmp_path: Path) -> None:
     f = _finding(_explain(rec, "target", "base", "reads_per_query"), "heap_fetches")
     assert f["verdict"] == "supported" and f["direction"] == "decrease" and f["mirrored"], f
     assert f["title"].startswith("Less of: Index-only scans read the heap"), f
+
+
+VAC_STATIO = ("SELECT heap_blks_read, idx_blks_read FROM pg_statio_user_tables WHERE relname = 'vac'")
+VAC_STAT = "SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = 'vac'"
+
+
+@ON_15_AND_18
+def test_vacuum_io(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
+    """Vacuum's IO as a finding: the same 200 point SELECTs in two phases of a cold cluster, the
+    target's followed by a VACUUM of the table whose every other row was deleted (a default
+    recording). The finding is supported, names the VACUUM statement and the table, and its
+    bytes on the table equal pg_statio heap_blks_read x 8 KiB read directly around the VACUUM."""
+    pg = postgres_versions
+    pg.execute("DROP TABLE IF EXISTS vac")
+    pg.execute("CREATE TABLE vac (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO vac SELECT g, repeat('v', 200) FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (ANALYZE) vac")
+    pg.execute("DELETE FROM vac WHERE id % 2 = 0")   # 20,000 dead tuples for the VACUUM to remove
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the first phase's SELECTs and the VACUUM read
+    ids = list(range(1, 40000, 200))
+    rec = tmp_path / "rec"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
+    truth: dict[str, float] = {}
+    try:
+        recorder.wait_recording()
+        with pg.connect() as c:
+            for phase in ("base", "target"):
+                _mark(rec, phase)
+                for i in ids:
+                    c.execute("SELECT v FROM vac WHERE id = %s", (i,)).fetchone()
+                if phase == "target":
+                    # the SELECTs' own counts flushed (a backend's are flushed once idle, at most once
+                    # a second unless forced) before the reading around the VACUUM
+                    c.execute("SELECT pg_stat_force_next_flush()")
+                    dead = c.execute(VAC_STAT).fetchone()
+                    before = c.execute(VAC_STATIO).fetchone()
+                    c.execute("VACUUM vac")
+                    c.execute("SELECT pg_stat_force_next_flush()")
+                    c.execute("SELECT 1")   # idle in between: the VACUUM's counts flushed
+                    after = c.execute(VAC_STATIO).fetchone()
+                    truth = {"heap": float(after[0] - before[0]), "idx": float(after[1] - before[1]),
+                             "dead": float(dead[0]), "vacuums": float(c.execute(VAC_STAT).fetchone()[1] - dead[1])}
+            _mark(rec, "after")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    assert truth["dead"] >= 19000 and truth["vacuums"] == 1 and truth["heap"] > 500, truth
+
+    out = _explain(rec, "base", "target", "read_bytes_per_query")
+    f = _finding(out, "autovacuum")
+    ev = f["evidence"]
+    assert f["verdict"] == "supported", (f, out["baseline"], out["target"], out["contributors"][:5])
+    assert f["title"].startswith("Vacuum did the IO") and "VACUUM/ANALYZE statements" in ev["summary"], f
+    assert ev["vacuum_statements_share"] == 1.0 and ev["autovacuum_setting"] == "off", ev   # autovacuum is off here
+    # the table's bytes vacuum read, per SELECT of the target, as pg_statio counted the VACUUM's reads
+    ops = out["target"]["ops"]
+    assert ev["per_relation"]["postgres.public.vac"] * ops == pytest.approx(truth["heap"] * 8192, rel=0.05), \
+        (ev["per_relation"], truth, ops)
+    assert ev["share_of_change"] >= 0.5, ev

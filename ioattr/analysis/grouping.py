@@ -17,7 +17,7 @@ from ioattr.format.reader import DUCKDB_ERRORS, Recording
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for
 from ioattr.model.hist import latency_us
-from ioattr.model.labels import LAYERS
+from ioattr.model.labels import LAYERS, relation_label
 
 
 @dataclass
@@ -111,10 +111,7 @@ def name_relation_files(rows: list[dict], relations: Any) -> None:
     if not isinstance(relations, dict) or not relations:
         return
     for r in rows:
-        rel = relations.get((r.get("file") or "").removesuffix(" (deleted)"))
-        name = rel.get("relation") if isinstance(rel, dict) else None
-        fork = rel.get("fork") if isinstance(rel, dict) else None
-        r["relation"] = None if not name else (name if fork in (None, "main") else f"{name} ({fork})")
+        r["relation"] = relation_label(relations, r.get("file"))
 
 
 def _one_index_files(rec: Recording) -> dict[str, str]:

@@ -71,8 +71,14 @@ class PhaseStats:
 
     @property
     def statements(self) -> float | None:
-        """Statements the clients sent (per.STATEMENT: Questions less ioattr's own)."""
-        return units.statements(self.counters)
+        """Statements the clients sent (per.STATEMENT: Questions less ioattr's own); an engine that
+        is its own server counts them itself (PostgreSQL: the wire reader's Simple Query and
+        Execute messages, its phase_terms)."""
+        have = units.statements(self.counters)
+        if have is not None:
+            return have
+        own = [t["statements"] for t in self.engines.values() if isinstance(t.get("statements"), (int, float))]
+        return sum(own) if own else None
 
     @property
     def transactions(self) -> float | None:
@@ -255,7 +261,8 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
     # every phase's sums in one scan of io (and of statements), kept for the command
     io = io_sums(rec, phase)
     st.reads, st.read_bytes, st.writes, st.write_bytes = io.reads, io.read_bytes, io.writes, io.write_bytes
-    if rec.has_table("statements"):
+    counted = rec.has_table("statements")
+    if counted:
         st.statement_counts = statement_counts(rec, phase)
     st.io_ops = io.io_ops
 
@@ -263,7 +270,7 @@ def phase_stats(rec: Recording, phase: str) -> PhaseStats:
         return report_rows(rec, ReportRequest(by=["file_class", "role"], phase=phase, layer="syscall"))[0]
 
     for engine in registry.ENGINES:
-        terms = engine.phase_terms(st.counters, io_rows)
+        terms = engine.phase_terms(st.counters, io_rows, st.statement_counts if counted else None)
         if terms is not None:
             st.engines[engine.name] = terms
     return st

@@ -9,13 +9,15 @@ lifetime (Recording.memo).
 
 The arithmetic is phase_stats.py's definitions, unchanged: a counter's delta in a phase is its
 last value in the phase minus its last value in the phases listed before it (or its first value
-in the phase when it has none), summed over processes.
+in the phase when it has none, or 0 for a counter that starts at 0 when first listed, as a
+process's own do: EngineAdapter.counters_from_zero), summed over processes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ioattr.engines import registry
 from ioattr.format.reader import Recording
 from ioattr.model import storage
 
@@ -86,6 +88,8 @@ def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) ->
         return {}
     keep = None if pids is None else {int(p) for p in pids}
     before = _before(rec, c, phase)
+    from_zero = registry.counters_from_zero()
+    first_read = _first_reads(c, from_zero) if from_zero else {}
     sums: dict[tuple[str, str], list[float]] = {}
     for key, cur in c.get(phase, {}).items():
         src, name, pid = key
@@ -93,7 +97,13 @@ def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) ->
             continue
         prev = before.get(key)
         acc = sums.setdefault((src, name), [0.0, 0.0, 0.0])
-        acc[0] += cur.last_v - (prev.last_v if prev is not None else cur.first_v)
+        if prev is not None:
+            base = prev.last_v
+        elif src in from_zero and cur.first_ts > first_read[(src, pid)]:
+            base = 0.0   # first listed after the source's first reading: it started at 0 since
+        else:
+            base = cur.first_v
+        acc[0] += cur.last_v - base
         acc[1] += cur.last_v
         acc[2] += cur.max_v
     out: dict[str, float] = {}
@@ -102,6 +112,16 @@ def counter_deltas(rec: Recording, phase: str, pids: list[int] | None = None) ->
         out[f"{src}_last:{name}"] = last  # gauges: the value at the phase's end
         out[f"{src}_max:{name}"] = mx     # gauges: the phase's peak
     return out
+
+
+def _first_reads(c: _Counters, sources: frozenset[str]) -> dict[tuple[str, Any], float]:
+    """(source, server pid) -> the time of that source's first reading, of the sources given."""
+    first: dict[tuple[str, Any], float] = {}
+    for keys in c.values():
+        for (src, _, pid), k in keys.items():
+            if src in sources:
+                first[(src, pid)] = min(first.get((src, pid), k.first_ts), k.first_ts)
+    return first
 
 
 def table_size_rows(rec: Recording, phase: str) -> list[tuple[str, float | None, float]]:

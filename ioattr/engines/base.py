@@ -362,14 +362,24 @@ class EngineAdapter(ABC):
     #: "source:name" of the counters table, the first one recorded is shown)
     report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = ()
 
+    #: counter sources whose counters each start at 0 when first listed (a process's own counters,
+    #: listed only while it lives, e.g. PostgreSQL's per-backend IO): a counter first listed after
+    #: its source's first reading grew from 0, so its phase delta is its last value, not last - first
+    counters_from_zero: ClassVar[frozenset[str]] = frozenset()
+
     def phase_terms(self, counters: Mapping[str, float],
-                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+                    io_rows: Callable[[], list[dict[str, Any]]],
+                    statement_counts: Mapping[str, float] | None = None) -> dict[str, Any] | None:
         """The engine's own per-phase terms (report --by phase "summary" and explain's
         baseline/target carry them under the engine's name): for an LSM, flush and compaction
         bytes, WAL per transaction, write amplification, its counters beside ours. `counters`
         are the phase's counter deltas (analysis.phase_stats); io_rows() the phase's syscall-layer
-        report rows by file_class and role (asked only if needed: the core builds them). None:
-        nothing for this phase (e.g. the server did not have the engine). Default: None."""
+        report rows by file_class and role (asked only if needed: the core builds them);
+        statement_counts the statements the probes counted in the phase, by kind (None: the
+        recording has no statements table). An engine that is its own server may give
+        "transactions" and "statements" (the denominators the server's MySQL counters give
+        otherwise). None: nothing for this phase (e.g. the server did not have the engine).
+        Default: None."""
         return None
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:

@@ -135,3 +135,9 @@ def forks_servers(pids: list[int]) -> bool:
     """Whether one of these processes is a server that forks its workers (PostgreSQL), so its
     targets' children must be followed from their fork on."""
     return any(e.forks_servers(p) for p in pids for e in ENGINES)
+
+
+def counters_from_zero() -> frozenset[str]:
+    """Every engine's counter sources whose counters start at 0 when first listed
+    (EngineAdapter.counters_from_zero)."""
+    return frozenset().union(*(e.counters_from_zero for e in ENGINES))

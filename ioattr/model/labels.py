@@ -1,7 +1,8 @@
 """Names for the numbers in io_stats keys, as recordings and reports show them."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ioattr.collectors.abi import Api, FileClass, Kind, Layer, Op, Stage
 from ioattr.collectors.file_classes import FILE_CLASSES
@@ -109,3 +110,19 @@ def shorten_path(path: str, prefixes: Sequence[str]) -> str:
         if p and path.startswith(p) and len(path) > len(p):
             return path[len(p):].lstrip("/")
     return path
+
+
+def relation_label(relations: Mapping[str, Any] | None, path: str | None) -> str | None:
+    """The relation a file holds, as every file view names it (report --by file's `relation`,
+    top's files view): "db.schema.name", with the fork when it is not the main one
+    ("db.schema.name (vm)"); None for a file that is no relation's or was never named.
+    `relations` is meta.json "relations" (a PostgreSQL recording's; the live session's
+    relation_files() is the same map: path -> {"relation", "fork", ...}); a file deleted since
+    ("... (deleted)") keeps its name."""
+    if not relations or not path:
+        return None
+    rel = relations.get(path.removesuffix(" (deleted)"))
+    if not isinstance(rel, dict) or not rel.get("relation"):
+        return None
+    name, fork = rel["relation"], rel.get("fork")
+    return name if fork in (None, "main") else f"{name} ({fork})"

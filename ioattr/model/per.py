@@ -14,6 +14,9 @@ The units, each counted from the server's own counters over the phase (counters 
   multi-statement packet, and one COM_QUIT per disconnect; not COM_STMT_PREPARE/CLOSE/RESET,
   COM_PING. sysbench's "queries" are these less its connections' COM_QUITs (measured: 6,000
   queries printed, Questions less ioattr's own 6,001 with one sysbench connection).
+  PostgreSQL: the Simple Query and Execute messages the clients sent, counted by the wire reader
+  (a Simple Query holding several statements is one; BEGIN and END count; ioattr's own are left
+  out), its engine's phase_terms: pgbench's TPC-B script is 7 per transaction.
 - select: Com_select, a prepared SELECT's executions included. "per query" (r/q, reads_per_query,
   KB r/q, explain's default metric) means per SELECT: the insert benchmark's queries are its
   SELECTs, and a write-heavy phase's writes are rated per transaction or per row instead.
@@ -51,7 +54,8 @@ class Unit:
 
 STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions less ioattr's own (BEGIN, COMMIT, "
                                       "each prepared execution and each statement of a multi-statement packet "
-                                      "count; sysbench's queries)")
+                                      "count; sysbench's queries; PostgreSQL: Simple Query and Execute "
+                                      "messages less ioattr's own)")
 SELECT = Unit("select", "q", "per query = per SELECT: Com_select less ioattr's own (prepared executions included)")
 TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback (PostgreSQL: xact_commit + "
                                           "xact_rollback less ioattr's own)")
@@ -61,7 +65,8 @@ UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 #: the rates' legend: what "qps" and its neighbours count
 RATES = {
     "qps": "SELECTs per second (Com_select less ioattr's own)",
-    "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s)",
+    "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s; "
+                        "PostgreSQL: Simple Query and Execute messages less ioattr's own)",
     "tps": "transactions per second (Com_commit + Com_rollback; PostgreSQL: pg_stat_database xact_commit + "
            "xact_rollback less ioattr's own)",
     "ops_per_s": "the benchmark's operations per second (record --ops-pattern, ioattr mark --ops)",

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model.hist import BOUNDS
-from ioattr.model.labels import LAYERS, shorten_path  # noqa: F401 (top_live imports it from here)
+from ioattr.model.labels import relation_label, shorten_path
 from ioattr.model.storage import STORAGE_FILE_CLASSES
 
 # short forms of file_class for an 80-column screen
@@ -164,6 +164,7 @@ class Row:
     extra: str | None
     values: dict[str, float | None]
     full: str | None = None  # the untruncated name (a path before shortening)
+    relation: str | None = None  # the files view: the relation the file holds (PostgreSQL), else None
 
 
 @dataclass
@@ -192,6 +193,8 @@ class Snapshot:
     statements: dict[str, object] | None = None   # executions started per digest (stage probes)
     status_delta: dict[str, int] | None = None   # server counters' change (questions, selects...)
     datadirs: Sequence[str] = ()
+    #: path -> the relation its file holds (the session's relation_files(), meta.json "relations")
+    relations: Mapping[str, dict] | None = None
     _hist: np.ndarray | None = field(default=None, repr=False)
     _cache: dict[tuple, list[Row]] = field(default_factory=dict, repr=False)
     _threads: dict | None = field(default=None, repr=False)
@@ -381,7 +384,8 @@ class Snapshot:
                 values["exec"] = ex / sec if ex is not None else None
                 values["rpe"] = (r[g] * sec / ex) if ex else None
                 values["executions"] = ex  # the count behind EXEC/s (top --format json)
-            rows.append(Row(name, extra[g], values, full))
+            rel = relation_label(self.relations, full) if view.name == "files" else None
+            rows.append(Row(name, extra[g], values, full, rel))
         if view.name == "queries" and execs:
             # statements that ran without doing IO in this layer: shown, with no IO
             seen = set(labels)
@@ -408,7 +412,9 @@ class Snapshot:
         if view.name == "files":
             if label is None:
                 return "[unnamed file]", None
-            return shorten_path(str(label), self.datadirs), str(label)
+            # a relation's file by the relation's name, as report --by file names it
+            return (relation_label(self.relations, str(label)) or shorten_path(str(label), self.datadirs),
+                    str(label))
         if view.name == "threads":
             pid, tid = label  # type: ignore[misc]
             if not tid:

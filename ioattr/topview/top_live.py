@@ -20,7 +20,8 @@ from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.live.session import LiveSession, SessionOptions
 from ioattr.model.self_cost import status_cost
-from ioattr.topview.top import BY_TO_VIEW, LAYERS, VIEWS, Column, Header, Snapshot, View, find_column, sort_rows
+from ioattr.model.labels import LAYERS
+from ioattr.topview.top import BY_TO_VIEW, VIEWS, Column, Header, Snapshot, View, find_column, sort_rows
 from ioattr.topview.top_render import ViewState, help_screen, render_screen
 from ioattr.topview.top_term import Terminal
 
@@ -168,6 +169,15 @@ class TopApp:
         dirs = {d.rstrip("/") + "/" for ctx in s.naming.servers.values() for d in ctx.directories if d}
         return sorted(dirs, key=len, reverse=True)
 
+    @staticmethod
+    def _relations(s: LiveSession) -> dict[str, dict]:
+        """The traced clusters' relation files, named as a recording's meta.json names them
+        (re-read, throttled, when a file is new); {} when none or unreadable."""
+        try:
+            return s.relation_files()
+        except Exception:  # noqa: BLE001 - names are a detail: the view shows the paths then
+            return {}
+
     def tick(self, s: LiveSession) -> Snapshot:
         iv = s.tick()
         markers = s.take_phase_markers()
@@ -176,7 +186,7 @@ class TopApp:
         self.counters.read(s.counter_servers())
         snap = Snapshot(iv.start, iv.end, iv.io, iv.pages, statements=getattr(iv, "statements", None),
                         status_delta=self.counters.delta,
-                        datadirs=self._datadirs(s))
+                        datadirs=self._datadirs(s), relations=self._relations(s))
         s.refresh_targets()
         self._describe(s)
         self.snapshot = snap
@@ -269,7 +279,8 @@ class TopApp:
             vs = self.view_state()
             rows = sort_rows(snap.rows(view, self.layer), vs.sort, vs.reverse)[:max_rows]
             out["views"][view.name] = [
-                {"name": r.full or r.name, **({view.extra.key: r.extra} if view.extra else {}), **r.values}
+                {"name": r.full or r.name, **({view.extra.key: r.extra} if view.extra else {}),
+                 **({"relation": r.relation} if view.name == "files" and snap.relations else {}), **r.values}
                 for r in rows]
         return out
 

@@ -460,6 +460,14 @@ def test_postgres_transactions_are_xact_commit_less_ioattrs_own() -> None:
     assert pg.phase_line(terms) == ("PostgreSQL: 154 transactions (pg_stat_database xact_commit + xact_rollback, "
                                     "less ioattr's own)")
     assert pg.phase_terms({"status:Com_commit": 3.0}, lambda: []) is None  # a MySQL server's phase
+    # statements: every kind the wire reader counted (no statements table: not known)
+    assert "statements" not in terms
+    terms = pg.phase_terms({"pg_stat_database:xact_commit": 10.0}, lambda: [], {"begin": 3.0, "update": 9.0,
+                                                                                 "end": 3.0, "select": 4.0})
+    assert terms is not None and terms["statements"] == 19.0, terms
+    assert pg.phase_line(terms) == ("PostgreSQL: 10 transactions (pg_stat_database xact_commit + xact_rollback, "
+                                    "less ioattr's own), 19 statements (Simple Query and Execute messages the "
+                                    "clients sent, less ioattr's own)")
     assert registry.server_of(os.getpid()) is None  # no PostgreSQL child: no postmaster to point to
 
 
@@ -495,3 +503,24 @@ def test_report_by_file_names_a_postgres_files_relation() -> None:
     mysql = [{"file": "/d/t.ibd"}]
     name_relation_files(mysql, None)
     assert mysql == [{"file": "/d/t.ibd"}]  # no relations recorded: no column added
+
+
+def test_tops_files_view_names_a_postgres_files_relation_as_report_does() -> None:
+    """top's files view names a relation's file by the relation (the same label as report --by
+    file), its path kept as the row's full name; other files keep their datadir-relative path."""
+    from ioattr.format.schema import HIST_COLUMNS
+    from ioattr.topview.top import VIEWS, Snapshot
+
+    relations = {"/d/base/5/16396": {"relation": "postgres.public.pgbench_accounts", "fork": "main"},
+                 "/d/base/5/16396_vm": {"relation": "postgres.public.pgbench_accounts", "fork": "vm"}}
+    files = ["/d/base/5/16396", "/d/base/5/16396_vm", "/d/pg_wal/0001"]
+    io = {"layer": ["syscall"] * 3, "op": ["read"] * 3, "file": files, "file_class": ["relation", "relation", "wal"],
+          "count": [30, 2, 1], "bytes": [30 * 8192, 2 * 8192, 8192]}
+    io.update({c: [0] * 3 for c in HIST_COLUMNS})
+    rows = Snapshot(0.0, 1.0, io, None, datadirs=["/d/"], relations=relations).rows(VIEWS["files"])
+    assert [(r.name, r.full, r.relation) for r in rows] == [
+        ("postgres.public.pgbench_accounts", "/d/base/5/16396", "postgres.public.pgbench_accounts"),
+        ("postgres.public.pgbench_accounts (vm)", "/d/base/5/16396_vm", "postgres.public.pgbench_accounts (vm)"),
+        ("pg_wal/0001", "/d/pg_wal/0001", None)]
+    rows = Snapshot(0.0, 1.0, io, None, datadirs=["/d/"]).rows(VIEWS["files"])   # a MySQL server's: paths
+    assert [r.name for r in rows] == ["base/5/16396", "base/5/16396_vm", "pg_wal/0001"]

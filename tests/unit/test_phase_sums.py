@@ -214,3 +214,42 @@ def test_a_misspelt_column_is_raised_as_it_is_and_leaves_every_file_in(rec: Reco
         rec.query("SELECT sum(bytez) FROM io")
     assert "damaged" not in capsys.readouterr().err
     assert rec.query("SELECT count(*), sum(bytes) FROM io") == before
+
+
+def test_a_backends_own_counters_start_at_zero(tmp_path: Path) -> None:
+    """pg_stat_backend_io (EngineAdapter.counters_from_zero): a backend first listed after the
+    source's first reading (its "backends" gauge, listed at every reading) started at 0, so its
+    phase delta is its last value; one listed at the first reading is counted from there, as
+    every counter is; a backend that lives on into the next phase is counted from its last
+    value before it."""
+    w = RecordingWriter.create(tmp_path / "r", targets=["pid 10"], interval=1.0, phase="a",
+                               probe_sets=["syscalls"], degraded={})
+    w.auto_compact = False
+    w.meta["phases"][0]["start"] = T0
+    w.start_phase("b", at=T0 + 10)
+    src = "pg_stat_backend_io"
+    rows = [(T0 + 0.5, "a", 10, src, "backends", 1.0),                        # the first reading: one alive
+            (T0 + 0.5, "a", 10, src, "400:relation:read_bytes", 100.0),     # ... counted from there
+            (T0 + 5, "a", 10, src, "400:relation:read_bytes", 300.0),
+            (T0 + 1, "a", 10, src, "backends", 1.0),
+            (T0 + 1, "a", 10, src, "100:relation:read_bytes", 8192.0),      # listed from the second: from 0
+            (T0 + 5, "a", 10, src, "100:relation:read_bytes", 81920.0),
+            (T0 + 5, "a", 10, src, "200:relation:read_bytes", 40960.0),     # born after it: from 0
+            (T0 + 9, "a", 10, src, "200:relation:read_bytes", 49152.0),
+            (T0 + 12, "b", 10, src, "200:relation:read_bytes", 57344.0),    # lives on into b
+            (T0 + 12, "b", 10, src, "300:relation:read_bytes", 16384.0),    # born in b
+            (T0 + 1, "a", 10, "pg_stat_io", "read_bytes", 100.0),           # a cluster counter: as before
+            (T0 + 12, "b", 10, "pg_stat_io", "read_bytes", 300.0)]
+    cols = ("ts", "phase", "pid", "source", "name", "value")
+    w.add_columns({**{c: [r[i] for r in rows] for i, c in enumerate(cols)}, "text": [None] * len(rows)},
+                  table="counters")
+    w.close()
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    meta["phases"][-1]["end"] = T0 + 13
+    (tmp_path / "r" / "meta.json").write_text(json.dumps(meta))
+    rec = Recording(tmp_path / "r")
+    a, b = counter_deltas(rec, "a"), counter_deltas(rec, "b")
+    assert a[f"{src}:100:relation:read_bytes"] == 81920.0 and a[f"{src}:200:relation:read_bytes"] == 49152.0
+    assert a[f"{src}:400:relation:read_bytes"] == 200.0
+    assert b[f"{src}:200:relation:read_bytes"] == 8192.0 and b[f"{src}:300:relation:read_bytes"] == 16384.0
+    assert a["pg_stat_io:read_bytes"] == 0.0 and b["pg_stat_io:read_bytes"] == 200.0

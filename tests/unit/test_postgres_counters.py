@@ -82,7 +82,8 @@ def test_status_counters_read_through_the_server() -> None:
     assert sc.delta == {"cache_misses": 30, "cache_requests": 530}
     assert {c.variable for c in registry.status_counters("cache_misses")} >= {"blks_read", "Innodb_buffer_pool_reads"}
     assert [s.source for s in PostgresAdapter().counter_sources()] == [
-        "pg_statio", "pg_stat_bgwriter", "pg_stat_database", "pg_stat_wal", "pg_stat_io", "pg_stat_statements"]
+        "pg_statio", "pg_stat_bgwriter", "pg_stat_database", "pg_stat_wal", "pg_stat_io", "pg_stat_backend_io",
+        "pg_stat_statements"]
 
 
 def test_stat_wal_names_and_older_servers() -> None:
@@ -152,3 +153,46 @@ def test_stat_statements_where_installed_less_ioattrs_own() -> None:
     assert got["calls"] == 1 and got["shared_blks_read"] == 3 and len(got) == len(counters.STATEMENTS_COLUMNS)
     assert "NOT LIKE '%/* ioattr-internal */%'" in counters.PgStatStatements.SQL
     assert counters.PgStatStatements().read(FakePg({"postgres": {"pg_extension": []}})) == []
+
+
+def test_backend_io_per_backend_on_18_and_one_line_before() -> None:
+    """pg_stat_get_backend_io() per live backend and object (ioattr's own backends left out), on
+    18; before 18 nothing, and first_sight says so once."""
+    class Server:
+        own_pids = {77}
+
+    conn = FakePg({"postgres": {"server_version_num": [(180001,)],
+                                "pg_stat_get_backend_io": [(100, "relation", 12, 98304, 1, 8192, 0, 0, 500),
+                                                           (100, "wal", None, None, 3, 24576, None, None, None),
+                                                           (77, "relation", 5, 40960, 0, 0, 0, 0, 9)]}})
+    conn.server = Server()   # type: ignore[attr-defined]
+    got = dict((n, v) for n, v, _ in counters.PgStatBackendIo().read(conn))
+    assert got == {"100:relation:reads": 12, "100:relation:read_bytes": 98304, "100:relation:writes": 1,
+                   "100:relation:write_bytes": 8192, "100:relation:extends": 0, "100:relation:extend_bytes": 0,
+                   "100:relation:hits": 500, "100:wal:writes": 3, "100:wal:write_bytes": 24576, "backends": 1}
+    notes: list = []
+    old = FakePg({"postgres": {"server_version_num": [(150004,)]}})
+    src = counters.PgStatBackendIo()
+    src.first_sight(old, None, lambda key, text, detail="": notes.append((key, text)))
+    assert src.read(old) == []
+    assert notes == [(("backend_io",), "no per-backend IO counters (pg_stat_get_backend_io is PostgreSQL "
+                                       "18's; this server is 15)")]
+    assert "pg_stat_backend_io" in PostgresAdapter.counters_from_zero
+    assert registry.counters_from_zero() == {"pg_stat_backend_io"}
+
+
+def test_wal_split_per_phase_in_the_phase_terms() -> None:
+    """report --by phase's WAL: records, full-page images and bytes inserted (pg_stat_wal's
+    deltas), the images' bytes bounded by 8 KiB each and by the bytes; none without pg_stat_wal."""
+    pg = PostgresAdapter()
+    c = {"pg_stat_database:xact_commit": 1.0, "pg_stat_wal:wal_records": 2114.0, "pg_stat_wal:wal_fpi": 380.0,
+         "pg_stat_wal:wal_bytes": 3250585.0}
+    t = pg.phase_terms(c, lambda: [])
+    assert t is not None and (t["wal_records"], t["wal_fpi"], t["wal_bytes"]) == (2114.0, 380.0, 3250585.0)
+    assert t["wal_fpi_bytes_max"] == 380 * 8192 and t["wal_fpi_share_max"] == round(380 * 8192 / 3250585, 4)
+    assert pg.phase_line(t).endswith("; WAL 3.10 MiB inserted: 2,114 records, 380 full-page images "
+                                     "(at most 2.97 MiB, 96% of it)")
+    t = pg.phase_terms({**c, "pg_stat_wal:wal_fpi": 1000.0}, lambda: [])
+    assert t["wal_fpi_bytes_max"] == 3250585.0 and t["wal_fpi_share_max"] == 1.0   # never more than the bytes
+    assert "wal_bytes" not in pg.phase_terms({"pg_stat_database:xact_commit": 1.0}, lambda: [])
+    assert counters.wal_terms({"pg_stat_wal:wal_fpi": 0.0, "pg_stat_wal:wal_bytes": 0.0})["wal_fpi_share_max"] is None

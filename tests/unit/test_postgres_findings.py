@@ -152,6 +152,25 @@ def test_autovacuum_when_its_workers_did_the_change() -> None:
     assert f["evidence"]["target_per_op"] == 0.9 and f["evidence"]["share_of_change"] == 1.0
     f = pf.autovacuum(_ev(side, side, {HEAP: 10}, {HEAP: 100}, "read"))
     assert f["verdict"] == "refuted", f
+    assert f["evidence"]["per_relation"] == {} and f["evidence"]["vacuum_statements_share"] is None
+
+
+def test_vacuum_statements_are_vacuums_io_per_relation() -> None:
+    """A VACUUM (or ANALYZE) statement's IO is vacuum's as an autovacuum worker's is, per relation."""
+    side = _side({"pg_stat_database:blks_read": 1.0}, 100, "query")
+    vac = ("postgres.public.h", None, "execute", "connection", "relation", "VACUUM h")
+    vac_idx = ("postgres.public.h_id", "leaf", "execute", "connection", "relation", "vacuum (verbose) h")
+    worker = ("postgres.public.g", None, None, "autovacuum_worker", "relation", None)
+    f = pf.autovacuum(_ev(side, side, {HEAP: 10}, {HEAP: 10, vac: 60, vac_idx: 10, worker: 30}, "read"))
+    ev = f["evidence"]
+    assert f["verdict"] == "supported" and ev["share_of_change"] == 1.0, f
+    assert ev["per_relation"] == {"postgres.public.h": 0.6, "postgres.public.g": 0.3, "postgres.public.h_id": 0.1}
+    assert (ev["vacuum_statements_share"], ev["autovacuum_workers_share"]) == (0.7, 0.3)
+    assert "autovacuum workers and VACUUM/ANALYZE statements' reads" in ev["summary"], ev
+    assert [pf.is_vacuum(k) for k in (vac, vac_idx, worker, HEAP, INDEX, WAL)] == [True, True, True, False, False,
+                                                                               False]
+    assert pf.is_vacuum(("t", None, None, "connection", "relation", "ANALYZE t;"))
+    assert not pf.is_vacuum(("t", None, None, "connection", "relation", "SELECT vacuum FROM t"))
 
 
 def test_not_applicable_without_postgres_or_for_the_other_op() -> None:

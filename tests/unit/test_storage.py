@@ -88,6 +88,11 @@ def test_denominators_are_named_once() -> None:
     assert "/q: per query = per SELECT" in text and "/op: the benchmark's own operations" in text, text
     s.update(ops=None)
     assert "KB r/op" not in render_table({"recording": "r", "rows": [], "summary": [s]}, ["phase"], width=300)
+    # a PostgreSQL phase (no Questions): the statements its engine counted (the wire reader's)
+    pg = PhaseStats("tpcb", 0.0, 10.0, {"pg_stat_database:xact_commit": 100.0})
+    pg.engines["postgres"] = {"transactions": 100.0, "statements": 702.0}
+    s = pg.summary()
+    assert (s["statements"], s["statements_per_s"], s["tps"]) == (702, 70.2, 10.0), s
 
 
 def test_significant_digits() -> None:

@@ -99,7 +99,8 @@ class MyrocksAdapter(EngineAdapter):
     )
 
     def phase_terms(self, counters: Mapping[str, float],
-                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+                    io_rows: Callable[[], list[dict[str, Any]]],
+                    statement_counts: Mapping[str, float] | None = None) -> dict[str, Any] | None:
         return lsm.phase_terms(dict(counters), io_rows)
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:

@@ -8,10 +8,11 @@ relation pages are classified in BPF as heap or btree meta/root/internal/leaf wi
 (pages.py, bpf/pg_page.h); processes get roles from pg_stat_activity.backend_type, their titles
 as the fallback (roles.py); statements come from the wire protocol (bpf/stage.bpf.c's
 PostgreSQL branch, collectors/stage_probes.py); the cluster's own counters (pg_statio_*,
-pg_stat_bgwriter, pg_stat_database, pg_stat_wal) go beside ours (counters.py); explain has
+pg_stat_bgwriter, pg_stat_database, pg_stat_wal, pg_stat_io, 18's per-backend
+pg_stat_get_backend_io, pg_stat_statements) go beside ours (counters.py); explain has
 checkpoint_writes, full_page_writes and heap_fetches (findings.py), planning_reads (planning.py,
-over the parse/optimize/execute stages of ioattr/engines/postgres/stages.py). Not yet: pg_stat_io
-(PostgreSQL 16+), a bloat finding.
+over the parse/optimize/execute stages of ioattr/engines/postgres/stages.py). Not yet: a bloat
+finding.
 
 A PostgreSQL cluster is not a MySQL/MariaDB server: it has no ServerContext; the session
 keeps a server.PostgresServer per postmaster (server_context()).
@@ -30,6 +31,8 @@ from ioattr.engines.postgres import findings as pg_findings
 
 #: what a PostgreSQL phase's transactions are (the denominator of its per-transaction rates)
 TRANSACTIONS_SOURCE = "pg_stat_database xact_commit + xact_rollback, less ioattr's own"
+#: what a PostgreSQL phase's statements are (the denominator of its statement rate, stmt/s)
+STATEMENTS_SOURCE = "Simple Query and Execute messages the clients sent, less ioattr's own"
 
 
 class PostgresAdapter(EngineAdapter):
@@ -92,22 +95,37 @@ class PostgresAdapter(EngineAdapter):
 
     # -- counters --------------------------------------------------------------------------
     def phase_terms(self, counters: Mapping[str, float],
-                    io_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any] | None:
+                    io_rows: Callable[[], list[dict[str, Any]]],
+                    statement_counts: Mapping[str, float] | None = None) -> dict[str, Any] | None:
         """The phase's transactions: pg_stat_database xact_commit + xact_rollback (every database)
-        less the ones ioattr's own connections committed; None without pg_stat_database."""
+        less the ones ioattr's own connections committed; and its statements: the Simple Query
+        and Execute messages the wire reader counted (ioattr's own backends' left out when
+        recorded), every kind summed. None without pg_stat_database (no PostgreSQL cluster
+        connected in this recording)."""
         commits = counters.get("pg_stat_database:xact_commit")
         if commits is None:
             return None
         rollbacks = counters.get("pg_stat_database:xact_rollback", 0.0)
         own = counters.get(f"pg_stat_database:{counters_mod.OWN_COMMITS}", 0.0)
-        return {"transactions": max(commits + rollbacks - own, 0.0), "commits": commits, "rollbacks": rollbacks,
-                "own_transactions": own, "transactions_source": TRANSACTIONS_SOURCE}
+        out: dict[str, Any] = {"transactions": max(commits + rollbacks - own, 0.0), "commits": commits,
+                               "rollbacks": rollbacks, "own_transactions": own,
+                               "transactions_source": TRANSACTIONS_SOURCE}
+        if statement_counts is not None:
+            out["statements"] = float(sum(statement_counts.values()))
+            out["statements_source"] = STATEMENTS_SOURCE
+        out.update(counters_mod.wal_terms(counters))
+        return out
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:
         n = terms.get("transactions")
         if n is None:
             return None
-        return f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
+        line = f"PostgreSQL: {n:,.0f} transactions ({terms.get('transactions_source')})"
+        s = terms.get("statements")
+        if s is not None:
+            line += f", {s:,.0f} statements ({terms.get('statements_source')})"
+        wal = counters_mod.wal_line(terms)
+        return line + ("; " + wal if wal else "")
 
     def object_sizes(self, conn: Connection) -> dict[str, int]:
         """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""
@@ -115,7 +133,10 @@ class PostgresAdapter(EngineAdapter):
 
     def counter_sources(self) -> list[CounterSource]:
         return [counters.PgStatio(), counters.PgStatBgwriter(), counters.PgStatDatabase(), counters.PgStatWal(),
-                counters.PgStatIo(), counters.PgStatStatements()]
+                counters.PgStatIo(), counters.PgStatBackendIo(), counters.PgStatStatements()]
+
+    # a backend's own counters start at 0 and are listed while it lives
+    counters_from_zero: ClassVar[frozenset[str]] = frozenset({counters.PgStatBackendIo.source})
 
     # shared buffers are PostgreSQL's cache: a miss is a block read with one pread (which the
     # page cache may serve); cluster-wide sums of pg_stat_database (server.PostgresServer.status_rows)

@@ -35,6 +35,10 @@ pg_stat_io         (16+) per "<backend_type>:<object>:<context>:<column>": reads
                    extend_bytes (18's columns; 16-17: the counts times op_bytes), and the
                    cluster's totals "<column>". 18's rows for object wal hold the WAL writes
                    and syncs pg_stat_wal had.
+pg_stat_backend_io (18+) pg_stat_get_backend_io() per live backend (not ioattr's own), as
+                   "<pid>:<object>:<column>" over the contexts: reads, read_bytes, writes,
+                   write_bytes, extends, extend_bytes, hits. Each starts at 0 when its backend is
+                   first listed (PostgresAdapter.counters_from_zero). None before 18.
 pg_stat_statements where the extension is installed: calls, shared_blks_hit/read/dirtied/written,
                    local_blks_*, temp_blks_read/written summed over every statement but
                    ioattr's own.
@@ -47,7 +51,7 @@ catalogs), not in pg_statio_user_*.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ioattr.collectors.engine import INTERNAL_TAG, EngineError
 from ioattr.engines.base import Connection, CounterRow, CounterSource
@@ -169,6 +173,35 @@ class PgStatWal(CounterSource):
         return [(c, float(v), None) for c, v in zip(columns, rows[0]) if v is not None] if rows else []
 
 
+#: a page image's largest size in WAL (BLCKSZ; the hole in the middle of a page is left out, and
+#: wal_compression shrinks it further): what bounds the full-page images' share of the WAL bytes
+PAGE_IMAGE_MAX = 8192
+
+
+def wal_terms(counters: Any) -> dict[str, Any]:
+    """A phase's WAL as pg_stat_wal counted it (every process's records, flushed like the other
+    statistics): records, full-page images and bytes inserted, and what the images can be of
+    those bytes: at most 8 KiB each (`wal_fpi_bytes_max`; PostgreSQL up to 18 counts images, not
+    their bytes). {} without pg_stat_wal (before 14, or no connection)."""
+    fpi, nbytes = counters.get("pg_stat_wal:wal_fpi"), counters.get("pg_stat_wal:wal_bytes")
+    if fpi is None or nbytes is None:
+        return {}
+    records = counters.get("pg_stat_wal:wal_records")
+    most = min(fpi * PAGE_IMAGE_MAX, nbytes)
+    return {"wal_records": records, "wal_fpi": fpi, "wal_bytes": nbytes, "wal_fpi_bytes_max": most,
+            "wal_fpi_share_max": round(most / nbytes, 4) if nbytes else None}
+
+
+def wal_line(terms: Any) -> str | None:
+    """wal_terms in one line of report's text (None: no pg_stat_wal)."""
+    if terms.get("wal_bytes") is None:
+        return None
+    share = terms.get("wal_fpi_share_max")
+    return (f"WAL {terms['wal_bytes'] / 1048576:,.2f} MiB inserted: {terms.get('wal_records') or 0:,.0f} records, "
+            f"{terms['wal_fpi']:,.0f} full-page images (at most {terms['wal_fpi_bytes_max'] / 1048576:,.2f} MiB, "
+            f"{'-' if share is None else f'{share:.0%}'} of it)")
+
+
 #: pg_stat_io's counts (16+), per (backend_type, object, context) row
 IO_COLUMNS = ("reads", "writes", "writebacks", "extends", "hits", "evictions", "reuses", "fsyncs")
 #: its bytes: 18's own columns; 16 and 17 have one op_bytes (BLCKSZ) per row instead
@@ -206,6 +239,60 @@ class PgStatIo(CounterSource):
                 out.append((f"{btype}:{obj}:{ctx}:{c}", float(v), None))
                 totals[c] = totals.get(c, 0.0) + float(v)
         return out + [(c, v, None) for c, v in totals.items()]
+
+
+#: pg_stat_get_backend_io()'s columns summed per backend and object (18+)
+BACKEND_IO_COLUMNS = ("reads", "read_bytes", "writes", "write_bytes", "extends", "extend_bytes", "hits")
+BACKEND_IO_SQL = ("SELECT a.pid, b.object, " + ", ".join(f"sum(b.{c})" for c in BACKEND_IO_COLUMNS)
+                  + " FROM pg_stat_activity a CROSS JOIN LATERAL pg_stat_get_backend_io(a.pid) b "
+                    "WHERE a.backend_type IN ('client backend', 'autovacuum worker', 'walsender', "
+                    "'background worker') GROUP BY a.pid, b.object")
+
+
+class PgStatBackendIo(CounterSource):
+    """pg_stat_get_backend_io() (PostgreSQL 18+: each backend's own pg_stat_io) of every client
+    backend, autovacuum worker, walsender and background worker alive at the reading, but
+    ioattr's own: "<pid>:<object>:<column>" summed over the IO contexts (reads, read_bytes,
+    writes, write_bytes, extends, extend_bytes, hits), and "backends" (a gauge: how many were
+    listed; at every reading, so the first reading's time is known). A backend's counters start at 0 and are
+    listed only while it lives (PostgresAdapter.counters_from_zero): a backend that exits
+    between two readings loses what it did since the last one. Nothing before 18 (the
+    function is new in 18): the recorder says so once (`unavailable`)."""
+
+    source = "pg_stat_backend_io"
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+
+    def unavailable(self, conn: Connection) -> str | None:
+        """Why this server has no per-backend IO (None: it has)."""
+        if self.version is None:
+            self.version = server_version_num(conn)
+        if self.version < 180000:
+            return (f"no per-backend IO counters (pg_stat_get_backend_io is PostgreSQL 18's; this server is "
+                    f"{self.version // 10000})")
+        return None
+
+    def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
+                    note: Callable[..., None]) -> None:
+        why = self.unavailable(conn)
+        if why is not None:
+            note(("backend_io",), why)
+
+    def read(self, conn: Connection) -> list[CounterRow]:
+        if self.unavailable(conn) is not None:
+            return []
+        own = getattr(getattr(conn, "server", None), "own_pids", None) or set()
+        out: list[CounterRow] = []
+        listed: set[int] = set()
+        for pid, obj, *values in conn.query(BACKEND_IO_SQL):
+            if pid is None or int(pid) in own:
+                continue
+            listed.add(int(pid))
+            out += _rows(f"{int(pid)}:{obj}", BACKEND_IO_COLUMNS, tuple(values))
+        # a gauge at every reading, so the source's first reading is known even when no backend
+        # was listed then (a backend first listed later started at 0 after it: phase_sums)
+        return out + [("backends", float(len(listed)), None)]
 
 
 #: pg_stat_statements' block counters (and calls), summed over its statements

@@ -14,7 +14,8 @@ heap_fetches        index-only scans that read the heap: a page whose visibility
                     tuple's visibility. Our heap-relation reads by statements that also read an
                     index explain the change, and pg_statio heap_blks_read+hit per query rose (the
                     evidence of index-only scans: plain index scans visit the heap alike on both sides).
-autovacuum          autovacuum workers' IO (their role) explains the change.
+autovacuum          vacuum's IO explains the change: autovacuum workers' (their role) and VACUUM /
+                    ANALYZE statements', per relation.
 planning_reads      reads while queries are planned (stage optimize) that the execution would not
                     have done: index-end probes for constants outside the histogram, catalog
                     lookups (planning.py).
@@ -344,18 +345,32 @@ def working_set(e: Evidence) -> dict[str, Any]:
                    relations=", ".join(r for r, _ in rels) or None, holds_in_both=both, **settings)
 
 
+#: the statements that vacuum or analyze: their IO is vacuum's as an autovacuum worker's is
+VACUUM_VERBS = ("VACUUM", "ANALYZE", "ANALYSE")
+
+
+def is_vacuum(k: tuple) -> bool:
+    """A contributor that is vacuum's: an autovacuum worker's IO (role autovacuum_worker, from
+    its process title), or a VACUUM or ANALYZE statement's."""
+    if k[I_ROLE] == "autovacuum_worker":
+        return True
+    words = k[I_QUERY].lstrip("( ").split(None, 1) if isinstance(k[I_QUERY], str) else []
+    return bool(words) and words[0].rstrip(";").upper() in VACUUM_VERBS
+
+
 def autovacuum(e: Evidence) -> dict[str, Any]:
-    """Autovacuum workers (role autovacuum_worker, from their process titles) read and write the
-    relations they vacuum or analyze, beside the benchmark's statements: a phase they fall in
-    does more IO per op without any statement doing more."""
-    title = "Autovacuum workers did the IO (PostgreSQL)"
+    """Vacuum's IO: autovacuum workers (role autovacuum_worker, from their process titles) and
+    VACUUM / ANALYZE statements read and write the relations they vacuum or analyze (the heap,
+    its indexes, the visibility map and free space map), beside the benchmark's statements: a
+    phase they fall in does more IO per op without any other statement doing more. Per relation:
+    which ones vacuum read and wrote."""
+    title = "Vacuum did the IO: autovacuum workers and VACUUM (PostgreSQL)"
     fid = "autovacuum"
     if not any(k.startswith(("pg_statio:", "pg_stat_database:")) for s in (e.base, e.target)
                for k in s.stats.counters):
         return finding(fid, title, "not_applicable", "no PostgreSQL server's counters in this recording")
 
-    def worker(k: tuple) -> bool:
-        return k[I_ROLE] == "autovacuum_worker"
+    worker = is_vacuum
 
     share = e.share(worker)
     rels: dict[str, float] = {}
@@ -368,7 +383,12 @@ def autovacuum(e: Evidence) -> dict[str, Any]:
     base_po, target_po = e.per_op("base", worker), e.per_op("target", worker)
     verdict = by_share(share, evidence_present=e.has_roles)
     what = "reads" if e.metric.op == "read" else "writes"
-    parts = [f"autovacuum workers' {what}: {_g(base_po)} -> {_g(target_po)} per {unit}, "
+    by_role = {"autovacuum workers": 0.0, "VACUUM/ANALYZE statements": 0.0}
+    for k, v in e.target_contrib.items():
+        if worker(k) and v:
+            by_role["autovacuum workers" if k[I_ROLE] == "autovacuum_worker" else "VACUUM/ANALYZE statements"] += v
+    who = [w for w, v in by_role.items() if v] or ["autovacuum workers", "VACUUM/ANALYZE statements"]
+    parts = [f"{' and '.join(who)}' {what}: {_g(base_po)} -> {_g(target_po)} per {unit}, "
              f"{pct(share)} of the gross change"]
     if top:
         parts.append("of " + ", ".join(f"{r} ({v:.3g}/{unit})" for r, v in top[:4]))
@@ -376,9 +396,18 @@ def autovacuum(e: Evidence) -> dict[str, Any]:
     if av is not None:
         parts.append(f"autovacuum={av}")
     return finding(fid, title, verdict, "; ".join(parts),
-                   mirror="Fewer autovacuum IOs (PostgreSQL)",
+                   mirror="Less vacuum IO (PostgreSQL)",
                    share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
-                   relations=", ".join(r for r, _ in top) or None, autovacuum_setting=av)
+                   relations=", ".join(r for r, _ in top) or None, autovacuum_setting=av,
+                   per_relation={r: float(f"{v:.4g}") for r, v in top},
+                   autovacuum_workers_share=_part(by_role["autovacuum workers"], by_role),
+                   vacuum_statements_share=_part(by_role["VACUUM/ANALYZE statements"], by_role))
+
+
+def _part(v: float, parts: dict[str, float]) -> float | None:
+    """v's share of the parts' total (None: nothing)."""
+    total = sum(parts.values())
+    return round(v / total, 4) if total else None
 
 
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = (

@@ -87,7 +87,8 @@ def socket_of(pid: int) -> tuple[str, int] | None:
 #: what a run's settings keep of a cluster (meta.json servers[].settings; `ioattr compare` shows
 #: them): pg_settings values, memory sizes in bytes, numbers as numbers
 SETTINGS = ("shared_buffers", "effective_cache_size", "block_size", "wal_segment_size", "wal_sync_method",
-            "wal_buffers", "synchronous_commit", "full_page_writes", "checkpoint_timeout", "max_wal_size",
+            "wal_buffers", "synchronous_commit", "full_page_writes", "wal_compression", "checkpoint_timeout",
+            "max_wal_size", "autovacuum",
             "effective_io_concurrency", "server_version")
 _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "16kB": 16384, "MB": 1 << 20, "16MB": 16 << 20, "GB": 1 << 30,
                "TB": 1 << 40}
