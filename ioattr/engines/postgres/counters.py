@@ -328,6 +328,11 @@ class PgStatDatabase(CounterSource):
     def read(self, conn: Connection) -> list[CounterRow]:
         out: list[CounterRow] = []
         totals = dict.fromkeys(TOTALS, 0.0)
+        # ioattr's own transactions that the reading below holds: all it committed before it,
+        # once its backends have published them (PostgresServer.flush_own_stats)
+        server = getattr(conn, "server", None)
+        flush = getattr(server, "flush_own_stats", None)
+        own = flush() if callable(flush) else None
         for datname, *values in conn.query("SELECT datname, " + ", ".join(DATABASE_COLUMNS)
                                            + " FROM pg_stat_database WHERE datname IS NOT NULL"):
             out += _rows(str(datname), DATABASE_COLUMNS, tuple(values))
@@ -339,7 +344,6 @@ class PgStatDatabase(CounterSource):
             totals["blks_read"] += float(v_read or 0)
             totals["blks_hit"] += float(v_hit or 0)
         out += [(name, v, None) for name, v in totals.items()]
-        own = getattr(getattr(conn, "server", None), "own_transactions", None)
         if isinstance(own, int):
             out.append((OWN_COMMITS, float(own), None))
         return out

@@ -187,6 +187,7 @@ class PostgresServer:
     engine_name = "postgres"
     native = True  # an engine's own server: collectors/counters.py reads only its engines' sources
     settings: dict[str, Any] | None = None  # read_settings() at the first connection
+    _force_flush = True  # pg_stat_force_next_flush() works here (flush_own_stats)
 
     def __init__(self, pid: int, engines: tuple[EngineAdapter, ...] = ()) -> None:
         self.pid = pid
@@ -286,6 +287,26 @@ class PostgresServer:
         if self.settings is None:
             self.settings = read_settings(conn)
         return conn
+
+    def flush_own_stats(self) -> int:
+        """Have each of ioattr's own backends publish its pending statistics now, and return how
+        many transactions ioattr had committed by then: pg_stat_database's xact_commit holds
+        every one of them from here on. A backend publishes its counts at most once a second
+        (PGSTAT_MIN_INTERVAL; later on a loaded host), so without this the own transactions a
+        reading takes off ran up to a second or more ahead of the ones the reading holds, and a
+        phase boundary moved them from one phase to the next (tens of transactions per phase).
+        pg_stat_force_next_flush() (PostgreSQL 15+) makes the backend publish as it goes idle,
+        before it answers: the statement's reply means it is done. Before 15: the old lag."""
+        if self._force_flush:
+            for dbname, conn in list(self.conns.items()):
+                if conn.closed:
+                    continue
+                try:
+                    conn.execute("SELECT pg_stat_force_next_flush()").fetchall()
+                except Exception:  # noqa: BLE001 - before 15 (no such function), or revoked
+                    self._force_flush = False
+                    break
+        return self.own_transactions
 
     def start(self) -> None:
         """Connect and read the relation names once (errors kept in `error`)."""
