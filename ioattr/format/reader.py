@@ -74,6 +74,8 @@ OPTIONAL_META = {
     "started": _number,
     "ended": lambda v: v is None or _number(v),
     "interval": _number,
+    # block requests counted without a latency (a count: report prints it with int())
+    "block_untimed": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
     "chunks": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "host": lambda v: isinstance(v, str),
     "kernel": lambda v: isinstance(v, str),
@@ -111,6 +113,11 @@ def _drop_bad_optional_meta(meta: dict, path: Path, warn) -> None:
         if key in meta and not ok(meta[key]):
             warn(f"{path}: ignoring {key!r}: unexpected value {str(meta[key])[:60]!r}")
             del meta[key]
+    # a phase's operation count (--ops-pattern): a number of operations, or none
+    for p in meta["phases"]:
+        if "ops" in p and p["ops"] is not None and not (_number(p["ops"]) and p["ops"] >= 0):
+            warn(f"{path}: ignoring phase {p['name']!r}'s 'ops': unexpected value {str(p['ops'])[:60]!r}")
+            del p["ops"]
 
 
 # Columns every writer of each table wrote: a file without them is not that table's.
