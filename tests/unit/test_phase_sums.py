@@ -187,6 +187,17 @@ def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Pa
     # a damaged derived file is left aside and written anew
     now[0].write_bytes(b"PAR1 not parquet PAR1")
     assert _report(path, ["file", "phase", "op"]) == with_rows
+    # ... also when it is still valid Parquet of the right shape, other sums in it (the reader
+    # fuzz: a bit flipped in a value); its name's hash of its bytes no longer holds
+    import duckdb
+
+    now = sorted(d.glob("io_totals-*"))
+    other = tmp_path / "other.parquet"
+    duckdb.sql(f"COPY (SELECT * REPLACE (bytes + 1 AS bytes) FROM read_parquet('{now[0]}')) TO '{other}'")
+    now[0].write_bytes(other.read_bytes())
+    assert _report(path, ["file", "phase", "op"]) == with_rows
+    again = sorted(d.glob("io_totals-*"))                               # written anew
+    assert len(again) == 1 and again[0].read_bytes() != other.read_bytes(), again
     # a derived file others may write is not read
     now = sorted(d.glob("io_totals-*"))
     os.chmod(now[0], 0o666)
@@ -238,3 +249,4 @@ def test_a_damaged_count_in_meta_json_is_ignored_with_a_warning(tmp_path: Path, 
         assert phase_stats(rec, "q1").ops == 1.5 and not any("'ops'" in m for m in said), said
     else:
         assert phase_stats(rec, "q1").ops is None and any("'ops'" in m and "q1" in m for m in said), said
+
