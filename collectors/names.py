@@ -196,6 +196,12 @@ class FileNames:
         # the file may be gone already: its directory's real path (as /proc/PID/fd would show it)
         path = os.path.normpath(path)
         path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+        # the BPF side sends opens of regular files only: one whose path names a directory was
+        # an O_TMPFILE open (an index build's merge runs, a sort's spill) whose fd was closed
+        # before this event was read (a busy host delays the reader by more than such a file
+        # lives), so /proc/PID/fd could not say so: the directory is not the file's name
+        if os.path.isdir(path):
+            path = f"[anonymous tmpfile in {os.path.realpath(path)}]"
         # an open is the freshest word on this inode: it overrides a name the
         # inode had before it was freed and reused
         self._assign(key, path, opened=True)

@@ -15,7 +15,10 @@ files, table directories) through `ioattr report` and `ioattr explain`
 (the CLI's main, in this process, under an address-space limit): exit 0
 with a warning naming the damaged file and every undamaged file's rows
 reported exactly, or exit 2 with one clear line (meta.json only); never a
-traceback, never exit 1. A million 16 KiB files through the whole reader
+traceback, never exit 1. What a seed damages depends on the recording too (its
+files' bytes and sizes differ run to run): a failure names the seed and the
+recording, keeps the damaged copy, and IOATTR_FUZZ_SEED=N IOATTR_FUZZ_RECORDING=DIR
+replays that seed on a copy of that recording. A million 16 KiB files through the whole reader
 would take hours; instead a few thousand random and mutated buffers go
 through the reader's per-file checks (partcheck.py's sizes, then DuckDB's
 Parquet reader) in a child process under RLIMIT_AS, once with the fixed seed
@@ -222,10 +225,14 @@ def report_rows(rec: Path) -> tuple[int, dict | None, str]:
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory) -> Path:
-    """A real recording with two phases and five chunks per table."""
-    need_root()
+    """A real recording with two phases and five chunks per table; IOATTR_FUZZ_RECORDING=DIR:
+    a copy of that one instead (the one a failed run names, to replay its seed on it)."""
     d = tmp_path_factory.mktemp("fuzz-rec")
     rec = d / "rec"
+    if os.environ.get("IOATTR_FUZZ_RECORDING"):
+        shutil.copytree(os.environ["IOATTR_FUZZ_RECORDING"], rec, symlinks=True)
+        return rec
+    need_root()
     script = (f"echo PHASE one; for i in 1 2 3; do dd if=/dev/zero of={d}/f1 bs=4096 count=20 status=none; "
               f"sleep 0.3; done; echo PHASE two; for i in 1 2 3 4; do dd if=/dev/zero of={d}/f2 bs=8192 "
               f"count=40 status=none conv=fsync; cat {d}/f1 > /dev/null; sleep 0.3; done")
@@ -416,6 +423,7 @@ def test_recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path)
 def _recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path) -> None:
     seed = _seed()
     rng = random.Random(seed)
+    print(f"reader fuzz: seed {seed} on {recording}")
     cache: dict = {}
     originals = {}
     for base in (recording, compacted):
@@ -428,74 +436,83 @@ def _recording_reader_fuzz(recording: Path, compacted: Path, tmp_path: Path) -> 
     for i in range(MUTATIONS):
         base = recording if i % 2 else compacted
         rec = tmp_path / f"m{i}"
-        shutil.copytree(base, rec)
-        parts = sorted(str(p.relative_to(rec)) for p in rec.glob("*/*.parquet"))
-        kind = rng.choice(["part", "part", "part", "part", "junk", "junk", "meta", "meta", "table"])
-        damaged: str | None = None
-        if kind == "part":
-            damaged = rng.choice(parts)
-            what = f"part {damaged} " + _damage_part(rng, rec / damaged, rec)
-        elif kind == "junk":
-            what, _ = _add_junk(rng, rec)
-        elif kind == "meta":
-            what = _damage_meta(rng, rec)
-        else:
-            table = rng.choice(["io", "counters"])
-            shutil.rmtree(rec / table)
-            (rec / table).write_bytes(rng.choice([b"", b"PAR1junkPAR1", rng.randbytes(100)]))
-            what = f"table {table} is a file"
-        ctx = f"seed {seed}, mutation {i} on {base.parent.name}: {what}"
-        rc, rep, err = report_rows(rec)
-        assert "Traceback" not in err and rc in (0, 2), f"{ctx}: exit {rc}: {err}"
-        if rc == 2:
-            assert kind == "meta", f"{ctx}: recorded data lost (exit 2): {err}"
-            assert _one_line(err) and err.startswith("ioattr report: "), f"{ctx}: {err!r}"
-            outcome = "refused"
-        elif kind == "meta":
-            assert rep["rows"] == originals[base]["rows"], ctx
-            outcome = "meta ignored"
-        elif kind == "junk":
-            assert rep["rows"] == originals[base]["rows"], f"{ctx}: {err}"
-            outcome = "junk ignored"
-        elif kind == "table":
-            table = what.split()[1]
-            want = _without(base, [p for p in parts if p.startswith(table + "/")], tmp_path, cache)
-            assert rep["rows"] == want["rows"] and table in err, f"{ctx}: {err}"
-            outcome = "table skipped"
-        else:
-            assert damaged is not None
-            name = Path(damaged).name
-            if name in err:
-                want = _without(base, [damaged], tmp_path, cache)
-                assert rep["rows"] == want["rows"], f"{ctx}: the undamaged files' rows changed: {err}"
-                outcome = "part skipped"
-            elif rep["rows"] == originals[base]["rows"]:
-                outcome = "harmless"
+        ctx = f"seed {seed}, mutation {i} on {base.parent.name}"
+        try:
+            shutil.copytree(base, rec)
+            parts = sorted(str(p.relative_to(rec)) for p in rec.glob("*/*.parquet"))
+            kind = rng.choice(["part", "part", "part", "part", "junk", "junk", "meta", "meta", "table"])
+            damaged: str | None = None
+            if kind == "part":
+                damaged = rng.choice(parts)
+                what = f"part {damaged} " + _damage_part(rng, rec / damaged, rec)
+            elif kind == "junk":
+                what, _ = _add_junk(rng, rec)
+            elif kind == "meta":
+                what = _damage_meta(rng, rec)
             else:
-                # damage no reader can see (a flipped value in a valid file): confined to that file
-                only = tmp_path / f"only-{i}"
-                (only / Path(damaged).parent).mkdir(parents=True)
-                shutil.copy(base / "meta.json", only / "meta.json")
-                shutil.copy(rec / damaged, only / damaged)
-                rc2, rep2, err2 = report_rows(only)
-                assert rc2 == 0, f"{ctx}: {err2}"
-                want = _sums(_without(base, [damaged], tmp_path, cache)["rows"])
-                for k, (c, b) in _sums(rep2["rows"]).items():
-                    c0, b0 = want.get(k, (0, 0))
-                    want[k] = (c0 + c, b0 + b)
-                assert _sums(rep["rows"]) == want, f"{ctx}: damage spread beyond {damaged}: {err}"
-                outcome = "silent (confined)"
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-        if i % 4 == 0 or kind == "meta":
-            rc, out, err = cli("explain", str(rec), "--format", "json")
-            assert "Traceback" not in err and rc in (0, 2), f"{ctx}: explain exit {rc}: {err}"
-            if rc == 0:
-                json.loads(out)
-            else:   # refused on what is left (e.g. the damaged file held a phase's only IO)
-                assert _one_line(err) and err.splitlines()[-1].startswith("ioattr explain: "), \
-                    f"{ctx}: explain: {err!r}"
-                assert kind in ("meta", "table") or damaged and Path(damaged).name in err, \
-                    f"{ctx}: explain refused an undamaged recording: {err!r}"
+                table = rng.choice(["io", "counters"])
+                shutil.rmtree(rec / table)
+                (rec / table).write_bytes(rng.choice([b"", b"PAR1junkPAR1", rng.randbytes(100)]))
+                what = f"table {table} is a file"
+            ctx = f"seed {seed}, mutation {i} on {base.parent.name}: {what}"
+            rc, rep, err = report_rows(rec)
+            assert "Traceback" not in err and rc in (0, 2), f"{ctx}: exit {rc}: {err}"
+            if rc == 2:
+                assert kind == "meta", f"{ctx}: recorded data lost (exit 2): {err}"
+                assert _one_line(err) and err.startswith("ioattr report: "), f"{ctx}: {err!r}"
+                outcome = "refused"
+            elif kind == "meta":
+                assert rep["rows"] == originals[base]["rows"], ctx
+                outcome = "meta ignored"
+            elif kind == "junk":
+                assert rep["rows"] == originals[base]["rows"], f"{ctx}: {err}"
+                outcome = "junk ignored"
+            elif kind == "table":
+                table = what.split()[1]
+                want = _without(base, [p for p in parts if p.startswith(table + "/")], tmp_path, cache)
+                assert rep["rows"] == want["rows"] and table in err, f"{ctx}: {err}"
+                outcome = "table skipped"
+            else:
+                assert damaged is not None
+                name = Path(damaged).name
+                if name in err:
+                    want = _without(base, [damaged], tmp_path, cache)
+                    assert rep["rows"] == want["rows"], f"{ctx}: the undamaged files' rows changed: {err}"
+                    outcome = "part skipped"
+                elif rep["rows"] == originals[base]["rows"]:
+                    outcome = "harmless"
+                else:
+                    # damage no reader can see (a flipped value in a valid file): confined to that file
+                    only = tmp_path / f"only-{i}"
+                    (only / Path(damaged).parent).mkdir(parents=True)
+                    shutil.copy(base / "meta.json", only / "meta.json")
+                    shutil.copy(rec / damaged, only / damaged)
+                    rc2, rep2, err2 = report_rows(only)
+                    assert rc2 == 0, f"{ctx}: {err2}"
+                    want = _sums(_without(base, [damaged], tmp_path, cache)["rows"])
+                    for k, (c, b) in _sums(rep2["rows"]).items():
+                        c0, b0 = want.get(k, (0, 0))
+                        want[k] = (c0 + c, b0 + b)
+                    assert _sums(rep["rows"]) == want, f"{ctx}: damage spread beyond {damaged}: {err}"
+                    outcome = "silent (confined)"
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            if i % 4 == 0 or kind == "meta":
+                rc, out, err = cli("explain", str(rec), "--format", "json")
+                assert "Traceback" not in err and rc in (0, 2), f"{ctx}: explain exit {rc}: {err}"
+                if rc == 0:
+                    json.loads(out)
+                else:   # refused on what is left (e.g. the damaged file held a phase's only IO)
+                    assert _one_line(err) and err.splitlines()[-1].startswith("ioattr explain: "), \
+                        f"{ctx}: explain: {err!r}"
+                    assert kind in ("meta", "table") or damaged and Path(damaged).name in err, \
+                        f"{ctx}: explain refused an undamaged recording: {err!r}"
+        except BaseException as e:
+            # the damage depends on the seed and on this run's recording (its chunks' bytes and
+            # sizes): both are named, and the damaged copy and the recordings are left in place
+            raise AssertionError(
+                f"{ctx}: {type(e).__name__}: {e}\n"
+                f"kept: the damaged copy {rec}; replay: IOATTR_FUZZ_SEED={seed} "
+                f"IOATTR_FUZZ_RECORDING={recording} pytest tests/test_fuzz.py::test_recording_reader_fuzz") from e
         shutil.rmtree(rec)
     print(f"reader fuzz: seed {seed}, {MUTATIONS} mutations in {time.monotonic() - t0:.1f} s: {outcomes}")
 

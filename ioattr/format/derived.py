@@ -10,7 +10,9 @@ read back by later commands instead of the 40M rows. Likewise the per-phase coun
 A derived file is named by a hash of the query that made it and of the parts it was made
 from (each file's table, name, size and mtime): a recording that gains a chunk, a compaction
 that replaces parts or a new ioattr whose query differs makes a new name, and the old file
-is removed when the new one is written. Only the recording's owner writes or reads them
+is removed when the new one is written. The name ends in a hash of the file's own bytes,
+checked when it is read: a damaged derived file (a flipped bit can leave valid Parquet of
+other sums) is made again, not reported. Only the recording's owner writes or reads them
 (a directory and files of its own, 0700/0600, like the recording itself; never followed
 through a symlink): another user reading the recording (root, say) computes the sums
 itself and writes nothing into a directory that is not its own. A derived file that can't
@@ -80,16 +82,41 @@ def directory(rec: Path, create: bool) -> Path | None:
         return None
 
 
+def _digest(f: Path) -> str | None:
+    """The first 16 hex digits of the sha256 of the file's bytes (never through a symlink)."""
+    h = hashlib.sha256()
+    try:
+        fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()[:16]
+
+
 def lookup(rec: Path, name: str, k: str) -> Path | None:
-    """The derived file `name` with key `k`, if there is one of ours."""
+    """The derived file `name` with key `k`, if there is one of ours whose bytes are the ones
+    written: its name ends in their hash. A bit flipped in it can leave a valid Parquet file
+    of other sums, which nothing else would notice (and every later command would report)."""
     d = directory(rec, create=False)
     if d is None:
         return None
-    f = d / f"{name}-{k}.parquet"
+    prefix = f"{name}-{k}-"
     try:
-        return f if _own(os.lstat(f), stat.S_ISREG) else None
+        names = [e.name for e in os.scandir(d) if e.name.startswith(prefix) and e.name.endswith(".parquet")]
     except OSError:
         return None
+    for n in names:
+        f = d / n
+        try:
+            if not _own(os.lstat(f), stat.S_ISREG):
+                continue
+        except OSError:
+            continue
+        if _digest(f) == n[len(prefix):-len(".parquet")]:
+            return f
+    return None
 
 
 def store(con, rec: Path, name: str, k: str, relation: str) -> None:
@@ -98,12 +125,15 @@ def store(con, rec: Path, name: str, k: str, relation: str) -> None:
     d = directory(rec, create=True)
     if d is None:
         return
-    target = d / f"{name}-{k}.parquet"
     tmp = d / f".{name}-{k}.{os.getpid()}.tmp"
     try:
         quoted = str(tmp).replace("'", "''")
         con.execute(f"COPY (SELECT * FROM {relation}) TO '{quoted}' (FORMAT parquet)")
         os.chmod(tmp, 0o600)
+        digest = _digest(tmp)
+        if digest is None:
+            raise OSError(f"can't read {tmp}")
+        target = d / f"{name}-{k}-{digest}.parquet"
         os.replace(tmp, target)
         for old in d.iterdir():
             if old.name.startswith(f"{name}-") and old.name.endswith(".parquet") and old != target:

@@ -74,6 +74,8 @@ OPTIONAL_META = {
     "started": _number,
     "ended": lambda v: v is None or _number(v),
     "interval": _number,
+    # block requests counted without a latency (a count: report prints it with int())
+    "block_untimed": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
     "chunks": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "host": lambda v: isinstance(v, str),
     "kernel": lambda v: isinstance(v, str),
@@ -111,6 +113,11 @@ def _drop_bad_optional_meta(meta: dict, path: Path, warn) -> None:
         if key in meta and not ok(meta[key]):
             warn(f"{path}: ignoring {key!r}: unexpected value {str(meta[key])[:60]!r}")
             del meta[key]
+    # a phase's operation count (--ops-pattern): a number of operations, or none
+    for p in meta["phases"]:
+        if "ops" in p and p["ops"] is not None and not (_number(p["ops"]) and p["ops"] >= 0):
+            warn(f"{path}: ignoring phase {p['name']!r}'s 'ops': unexpected value {str(p['ops'])[:60]!r}")
+            del p["ops"]
 
 
 # Columns every writer of each table wrote: a file without them is not that table's.
@@ -203,7 +210,9 @@ class Recording:
         self._bad: set[Path] = set()        # damaged parts, left out
         self._verified: set[Path] = set()   # parts read whole without error
         self._memo: dict[Any, Any] = {}     # derived values (memo()), until the files change
-        self._derived_defs: dict[str, tuple[str, tuple[str, ...]]] = {}   # derived(): name -> (sql, tables)
+        # derived(): name -> (sql, tables, remake: the sql anew for the files listed now, or None)
+        self._derived_defs: dict[str, tuple[str, tuple[str, ...], Callable[[], str] | None]] = {}
+        self._generation = 0                # how many times the files were listed (_open_tables)
         self._making: set[str] = set()      # derived tables being made (their query names them)
         warned: set[str] = set()
 
@@ -257,12 +266,15 @@ class Recording:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def derived(self, name: str, sql: str, tables: tuple[str, ...]) -> str:
+    def derived(self, name: str, sql: str, tables: tuple[str, ...], remake: Callable[[], str] | None = None) -> str:
         """A table `name` holding `sql`'s result over `tables` (a sum over time of 40M rows,
         say), for the command's lifetime: read from the recording's derived file when one
         was made from these same parts by this same query, else computed (and written for the
-        next command). Returns the name to select from. See ioattr/format/derived.py."""
-        self._derived_defs[name] = (sql, tables)
+        next command). Returns the name to select from. See ioattr/format/derived.py.
+        remake: `sql` made again for the files as listed now. A damaged file found while the
+        query runs is left out and the files are listed again: the columns only it had (a
+        flipped bit in a column's name) are gone, and a query naming them fails until remade."""
+        self._derived_defs[name] = (sql, tables, remake)
 
         def compute() -> str:
             with self._locked():
@@ -283,13 +295,23 @@ class Recording:
                     except DUCKDB_ERRORS:
                         pass        # unreadable after all: computed below, and written anew
             self._making.add(name)
+            made = sql
             try:
-                self.query(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+                while True:
+                    gen = self._generation
+                    try:
+                        self.query(f"CREATE OR REPLACE TEMP TABLE {name} AS {made}")
+                        break
+                    except DUCKDB_ERRORS:
+                        if remake is None or self._generation == gen or remake() == made:
+                            raise
+                        made = remake()     # the files were listed again: their columns now
+                        self._derived_defs[name] = (made, tables, remake)
             finally:
                 self._making.discard(name)
             with self._locked():
                 # the parts it was made from (a damaged one found by the query is now left out)
-                k = derived_files.key(sql, [f for t in tables for f in self._files.get(t, [])])
+                k = derived_files.key(made, [f for t in tables for f in self._files.get(t, [])])
                 if k and not self._stale():
                     derived_files.store(self.con, self.path, name, k, name)
             return name
@@ -298,9 +320,12 @@ class Recording:
     def totals(self, table: str) -> str:
         """`table` (io or pages) summed over time: the same columns but the timestamps, one row
         per distinct key, to group instead of the table whenever the query needs no time."""
-        cols = [r[0] for r in self.con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]).fetchall()]
-        return self.derived(f"{table}_totals", derived_files.totals_sql(table, cols), (table,))
+        def sql() -> str:
+            cols = [r[0] for r in self.con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index",
+                [table]).fetchall()]
+            return derived_files.totals_sql(table, cols)
+        return self.derived(f"{table}_totals", sql(), (table,), remake=sql)
 
     def has_table(self, table: str) -> bool:
         """Whether the recording has any chunk of this table."""
@@ -352,7 +377,8 @@ class Recording:
     def _refresh_derived(self, sql: str) -> None:
         for name in self._derived_in(sql):
             if ("derived", name) not in self._memo:
-                self.derived(name, *self._derived_defs[name])
+                sql, tables, remake = self._derived_defs[name]
+                self.derived(name, remake() if remake is not None else sql, tables, remake)
 
     def _expand_derived(self, sql: str) -> str:
         """`sql` with each derived table replaced by the query that makes it."""
@@ -388,6 +414,7 @@ class Recording:
         are still there: whatever happened to one file, the others are reported."""
         warn = warn or self._warn
         self._memo = {}
+        self._generation += 1
         # parts a command of ours already checked, unchanged since: not checked again
         checked = derived_files.checked_parts(self.path)
         for table, schema in TABLES.items():

@@ -104,3 +104,51 @@ def test_open_inodes_sees_this_process_files_and_gives_up_past_its_limit(tmp_pat
         assert open_inodes([os.getpid()], 1) is None
     finally:
         os.close(fd)
+
+
+def _open_event(fd: int, dev: int, ino: int, path: str):
+    from ioattr.collectors import abi
+
+    return abi.OpenEvent(type=0, tgid=os.getpid(), tid=os.getpid(), fd=fd, ino=ino, dev=dev, dfd=-100,
+                         path=path.encode())
+
+
+def test_an_o_tmpfile_closed_before_its_open_event_is_read_is_still_an_anonymous_tmpfile(tmp_path: Path) -> None:
+    """An index build's O_TMPFILE merge files live for less than the recorder's event reader can
+    lag on a busy host: once the fd is closed /proc/PID/fd can't say the file was anonymous, and
+    the open's path is the directory. It was named as that directory (class other), so the merge
+    runs' IO left class tmp (test_bulk_load's ALTER on a loaded CI host)."""
+    from ioattr.collectors import abi
+    from ioattr.engines.innodb.files import FC, classify_path
+
+    d = tmp_path / "tmpdir"
+    d.mkdir()
+    want = f"[anonymous tmpfile in {d.resolve()}]"
+    fd = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o600)
+    try:
+        st = os.fstat(fd)
+        key = (abi.kernel_dev_of_stat(st.st_dev), st.st_ino)
+        live = FileNames()
+        live.on_open(_open_event(fd, *key, str(d)))    # read while the file is open
+        assert live.lookup(*key) == want
+    finally:
+        os.close(fd)
+    late = FileNames()
+    late.on_open(_open_event(fd, *key, str(d)))        # read after the close
+    assert late.lookup(*key) == want and classify_path(want) == FC.TMP
+    # a relative path, and a closed fd number another (regular) file now has, say the same
+    late = FileNames()
+    other = os.open(tmp_path / "other", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        ev = _open_event(other, *key, "tmpdir")
+        ev.dfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            late.on_open(ev)
+        finally:
+            os.close(ev.dfd)
+    finally:
+        os.close(other)
+    assert late.lookup(*key) == want
+    # a regular file's open read after its close keeps the file's own path
+    late.on_open(_open_event(fd, key[0], key[1] + 1, str(tmp_path / "other")))
+    assert late.lookup(key[0], key[1] + 1) == str((tmp_path / "other").resolve())
