@@ -7,6 +7,7 @@ file_class, a page kind's name, a thread's role) or iterates the ones a server u
 from __future__ import annotations
 
 import importlib
+from typing import Any, Mapping
 
 from ioattr import environment
 from ioattr.collectors import abi
@@ -104,6 +105,15 @@ def advice_fields() -> dict[str, AdviceField]:
         for name, spec in e.advice_fields.items():
             out.setdefault(name, spec)
     return out
+
+
+def cache_setting(settings: Mapping[str, Any]) -> str | None:
+    """The name of the cache-size setting (EngineAdapter.run_settings "cache") of the storage
+    engines inside a MySQL/MariaDB server (own_server None) that a text about such a server's
+    cache names: the first such engine's whose setting `settings` (meta.json "settings") has,
+    else the first such engine's (None: no engine has one)."""
+    names = [e.run_settings["cache"] for e in ENGINES if e.own_server is None and "cache" in e.run_settings]
+    return next((n for n in names if settings.get(n)), names[0] if names else None)
 
 
 def recorded_in(*metas: dict) -> tuple[EngineAdapter, ...]:

@@ -295,6 +295,13 @@ def test_advice_fields_fill_every_text() -> None:
     assert advice({"id": "working_set", "evidence": {"data_bytes": 300 << 20, "tables_read": "db.t"}},
                   settings)["next_step"].startswith(
         "raise innodb_buffer_pool_size (now 128 MiB) above the 300 MiB the tables read take on disk (db.t), or")
+    # the server's texts name no engine's setting: the engine's cache setting is a field
+    assert not any(ENGINE_NAME.search(t) for texts in NEXT_STEPS.values() for t in texts)
+    dives = {"id": "optimizer_reads", "evidence": {}}
+    assert advice(dives, settings)["next_step"].endswith("cached (innodb_buffer_pool_size)")
+    assert advice(dives, {})["next_step"].endswith("cached (innodb_buffer_pool_size)")  # the first engine's
+    assert advice(dives, {"rocksdb_block_cache_size": 1 << 30})["next_step"].endswith(
+        "cached (rocksdb_block_cache_size)")  # a MyRocks server's
 
 
 # -- layering -----------------------------------------------------------------------------------
