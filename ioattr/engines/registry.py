@@ -15,6 +15,7 @@ from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCo
 from ioattr.engines.innodb import InnodbAdapter
 from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.engines.postgres import PostgresAdapter
+from ioattr.model import storage
 from ioattr.model.labels import FILE_CLASS_NAMES
 
 
@@ -114,6 +115,20 @@ def cache_setting(settings: Mapping[str, Any]) -> str | None:
     else the first such engine's (None: no engine has one)."""
     names = [e.run_settings["cache"] for e in ENGINES if e.own_server is None and "cache" in e.run_settings]
     return next((n for n in names if settings.get(n)), names[0] if names else None)
+
+
+def rows_inserted_keys() -> tuple[str, ...]:
+    """The counters of rows inserted, preferred first: the storage engines' inside a MySQL/MariaDB
+    server, the server's own (storage.SERVER_ROWS_INSERTED), then those of engines that are their
+    own server (EngineAdapter.rows_inserted)."""
+    inside = [k for e in ENGINES if e.own_server is None for k in e.rows_inserted]
+    own = [k for e in ENGINES if e.own_server is not None for k in e.rows_inserted]
+    return (*inside, *storage.SERVER_ROWS_INSERTED, *own)
+
+
+def storage_reads_keys() -> tuple[str, ...]:
+    """The engines' own counts of their storage reads (EngineAdapter.storage_reads), in ENGINES' order."""
+    return tuple(e.storage_reads for e in ENGINES if e.storage_reads)
 
 
 def recorded_in(*metas: dict) -> tuple[EngineAdapter, ...]:
