@@ -122,7 +122,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
     try:
         assert loop.stdout is not None and loop.stdin is not None
         pid = int(loop.stdout.readline().split()[1])
-        session = ProbeSession(sets, innodb_pages=True)
+        session = ProbeSession(sets, pages=True)
         session.open()
         try:
             TargetMap(session.map_fd("targets"), session.shared_fds.get("target_slots")).add(

@@ -491,7 +491,7 @@ def verify_recording(rec: Path, want: dict[str, object], reads: int) -> dict[str
                                          if r.get("op") == "read" and r.get("index"))
         if reads > 100 and not got["recorded_page_reads"]:
             raise RuntimeError(f"{rec.name}: InnoDB page classification asked for, no index pages recorded")
-    elif meta.get("innodb_pages"):
+    elif meta.get("pages", meta.get("innodb_pages")):
         raise RuntimeError(f"{rec.name}: InnoDB pages were classified with --no-innodb-pages")
     status = [str(srv.get("stage_probes") or "") for srv in meta.get("servers") or []]
     if want["stage_uprobes"] is not None:

@@ -46,8 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="seconds per Parquet chunk: a crash loses at most one (default 10)")
     p.add_argument("--probes", help="comma-separated probe sets (default all): "
                    + ", ".join(s.name for s in PROBE_SETS))
-    # --no-innodb-pages: the name it had when only InnoDB's pages were classified (dest kept)
-    p.add_argument("--no-pages", "--no-innodb-pages", dest="no_innodb_pages", action="store_true",
+    # --no-innodb-pages: the name it had when only InnoDB's pages were classified (an alias)
+    p.add_argument("--no-pages", "--no-innodb-pages", dest="no_pages", action="store_true",
                    help="don't classify the pages of the engines' page files (InnoDB pages, PostgreSQL "
                         "relation pages, MyRocks SST blocks: index, level, page type)")
     p.add_argument("--keep-literals", action="store_true",
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(output)
     opts = RecordOptions(output=output, targets=spec, interval=args.interval, duration=args.duration,
                          phase=args.phase, chunk_seconds=args.chunk_seconds, probe_sets=sets,
-                         innodb_pages=not args.no_innodb_pages, keep_literals=args.keep_literals,
+                         pages=not args.no_pages, keep_literals=args.keep_literals,
                          phase_pattern=args.phase_pattern, ops_pattern=args.ops_pattern,
                          auto_phases=args.auto_phases,
                          marker_wait=args.marker_wait, **live_options(args))

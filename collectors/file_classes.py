@@ -33,6 +33,12 @@ class FileClassInfo:
     short: str      # at most 6 characters, for an 80-column screen (top)
     engine: str     # who writes such files: a group of the dimension's help
     help: str       # what such a file is
+    #: a page row of such a file names the file, not an index: its index_id is the file's own
+    #: number, and its index the one the engine's catalog lists for the file (meta.json "files"),
+    #: where the catalog lists one only (an LSM's table files: MyRocks' SSTs)
+    one_index_per_file: bool = False
+    #: a page row's level is the file's LSM level (shown L0, L1, ...), not a B-tree level
+    lsm_levels: bool = False
 
 
 #: the classes no one engine owns: `other`, and the server's logs, temporary files and engines
@@ -66,7 +72,8 @@ def engine_classes(engines_dir: Path = ENGINES_DIR) -> tuple[FileClassInfo, ...]
     for f in sorted(engines_dir.glob("*/file_classes.toml")):
         data = tomllib.loads(f.read_text())
         for r in data["class"]:
-            rows.append(FileClassInfo(r["name"], r["number"], r["storage"], r["short"], data["engine"], r["help"]))
+            rows.append(FileClassInfo(r["name"], r["number"], r["storage"], r["short"], data["engine"], r["help"],
+                                      r.get("one_index_per_file", False), r.get("lsm_levels", False)))
     return tuple(rows)
 
 
@@ -89,6 +96,17 @@ def checked(classes: tuple[FileClassInfo, ...]) -> tuple[FileClassInfo, ...]:
 #: every class: `other`, each engine's (in its folder's order), then the shared ones. This order is
 #: the reports' and the dashboards' storage regex's (numbers are not in order)
 FILE_CLASSES: tuple[FileClassInfo, ...] = checked(SHARED_CLASSES[:1] + engine_classes() + SHARED_CLASSES[1:])
+
+
+#: the classes whose page rows name a file, not an index (FileClassInfo.one_index_per_file)
+ONE_INDEX_PER_FILE: frozenset[str] = frozenset(c.name for c in FILE_CLASSES if c.one_index_per_file)
+#: the classes whose page rows' level is an LSM level (FileClassInfo.lsm_levels)
+LSM_LEVELS: frozenset[str] = frozenset(c.name for c in FILE_CLASSES if c.lsm_levels)
+
+
+def sql_in(column: str, names: frozenset[str]) -> str:
+    """SQL: whether `column` is one of these class names (FALSE for none)."""
+    return f"{column} IN ({', '.join(repr(n) for n in sorted(names))})" if names else "FALSE"
 
 
 def dimension_help() -> str:

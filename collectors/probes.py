@@ -254,13 +254,13 @@ class ProbeSession:
     """
 
     def __init__(self, sets: tuple[str, ...] | None = None, *, follow_forks: bool = False,
-                 trace_all: bool = False, max_stats: int = MAX_STATS_DEFAULT, innodb_pages: bool = False,
+                 trace_all: bool = False, max_stats: int = MAX_STATS_DEFAULT, pages: bool = False,
                  fine_stages: bool = False, syscall_hook: str | None = None, pg_wire: bool = True) -> None:
         self.wanted = sets or tuple(p.name for p in PROBE_SETS)
         self.follow_forks = follow_forks
         self.trace_all = trace_all
         self.max_stats = max_stats
-        self.innodb_pages = innodb_pages
+        self.pages = pages
         self.fine_stages = fine_stages  # --stages full: statements start in parse (bpf/stage.bpf.c)
         # the wire reader's PostgreSQL branch loaded (cfg.pg_wire): off when no PostgreSQL server
         # can be a target, which spares the verifier ~1.2 s per load
@@ -300,7 +300,7 @@ class ProbeSession:
         cfg.self_tgid = os.getpid()
         cfg.follow_forks = int(self.follow_forks)
         cfg.trace_all = int(self.trace_all)
-        cfg.innodb_pages = int(self.innodb_pages)
+        cfg.innodb_pages = int(self.pages)  # the BPF config keeps its name (bpf/ioattr.h)
         cfg.fine_stages = int(self.fine_stages)
         cfg.pg_wire = int(self.pg_wire)
         cfg.dirtiers = int(self.dirtiers)

@@ -308,7 +308,7 @@ def phase_row(run: Run, st: PhaseStats, layers: dict, cpu_seconds: float | None)
         "kb_read_per_op": _r(st.per(st.read_bytes / KB, st.ops)),
         "kb_written_per_op": _r(st.per(st.write_bytes / KB, st.ops)),
         "rows_per_s": _rate(rows, s),
-        "rows_source": storage.rows_inserted(st.counters)[1],
+        "rows_source": storage.rows_inserted(st.counters, registry.rows_inserted_keys())[1],
         "reads_per_query": _r(st.per(st.reads, q)),
         "kb_read_per_query": _r(st.per(st.read_bytes / KB, q)),
         "write_unit": unit,

@@ -26,6 +26,7 @@ from ioattr.analysis.explain_text import advice
 from ioattr.analysis.findings import Evidence, run_findings
 from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.analysis.phase_stats import PhaseStats, phase_stats, pick_phase
+from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
 from ioattr.model import storage
@@ -315,12 +316,17 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
 
 def _intervals(rec: Recording, phase: str, m: Metric) -> tuple[tuple[float, float], ...]:
     """The phase's per-interval (engine reads, queries) from the counter snapshots the recorder
-    takes every interval (storage.ENGINE_READS and storage.QUERIES of the connected server), for
-    reads per query: the phase's own variation (explain_math.noise_reason); () for the other
-    metrics and without those counters."""
+    takes every interval (the engine's own count of its storage reads, registry.storage_reads_keys(),
+    and storage.QUERIES of the connected server), for reads per query: the phase's own variation
+    (explain_math.noise_reason); () for the other metrics and without those counters."""
     if m.op != "read" or m.per != "query" or not rec.has_table("counters"):
         return ()
-    (src_n, num), (src_d, den) = (storage.ENGINE_READS.split(":", 1), storage.QUERIES.split(":", 1))
+    return next(filter(None, (_intervals_of(rec, phase, key) for key in registry.storage_reads_keys())), ())
+
+
+def _intervals_of(rec: Recording, phase: str, reads: str) -> tuple[tuple[float, float], ...]:
+    """_intervals from one engine's reads counter ("source:name")."""
+    (src_n, num), (src_d, den) = (reads.split(":", 1), storage.QUERIES.split(":", 1))
     rows = rec.query("SELECT ts, name, max(value) FROM counters WHERE phase = ? AND ((source = ? AND name = ?) "
                      "OR (source = ? AND name = ?)) GROUP BY ts, name ORDER BY ts", [phase, src_n, num, src_d, den])
     snaps: dict[float, dict[str, float]] = {}

@@ -27,7 +27,7 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "see which index and how many dives per query above, then bound them: eq_range_index_dive_limit"
         "{dive_limit} for IN lists (statistics instead of dives), fewer candidate indexes (FORCE INDEX "
         "or dropping unused ones); open ranges (col >= ?) are always dived, so keep the upper levels "
-        "and range starts of that index cached (innodb_buffer_pool_size)"),
+        "and range starts of that index cached ({cache_setting})"),
 }
 
 
@@ -52,6 +52,8 @@ def _fields(f: dict[str, Any], settings: dict[str, Any]) -> dict[str, str]:
     return {
         # the engines' own settings (EngineAdapter.advice_fields), then the server's
         **{name: field(spec) for name, spec in registry.advice_fields().items()},
+        # the server's texts name the cache of its engine by the engine's setting
+        "cache_setting": registry.cache_setting(settings) or "the engine's cache size",
         "dive_limit": now(ev.get("eq_range_index_dive_limit") or settings.get("eq_range_index_dive_limit")),
         "data": "the size of the data and indexes the statements read" if _mib(ev.get("data_bytes")) is None
                 else f"the {_mib(ev.get('data_bytes'))} the tables read take on disk ({ev.get('tables_read')})",

@@ -93,7 +93,7 @@ class PhaseStats:
     @property
     def inserts(self) -> float | None:
         """Rows inserted (storage.rows_inserted): the benchmark's unit for inserts."""
-        return storage.rows_inserted(self.counters)[0]
+        return storage.rows_inserted(self.counters, registry.rows_inserted_keys())[0]
 
     @property
     def insert_statements(self) -> float | None:
@@ -109,7 +109,7 @@ class PhaseStats:
         per statement, rows/s, and storage writes, KB written, storage reads and KB read per
         row (reads: a load into a table bigger than the buffer pool reads pages back). None
         when no row was inserted, or rows are not counted (no server counters)."""
-        rows, source = storage.rows_inserted(self.counters)
+        rows, source = storage.rows_inserted(self.counters, registry.rows_inserted_keys())
         if not rows:
             return None
         kinds = {label: int(self.counters[key]) for key, label in BULK_STATEMENTS if self.counters.get(key)}
@@ -133,14 +133,14 @@ class PhaseStats:
         cpu_user, cpu_sys = self.counter("proc:cpu:user"), self.counter("proc:cpu:sys")
         cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
         cs = self.counter("proc:ctxt")
-        engine_reads = self.counter(storage.ENGINE_READS)
+        engine_reads = self.counter(*registry.storage_reads_keys())  # the engine's own count
         out = {
             "phase": self.name,
             "seconds": round(self.seconds, 3),
             "open": self.open,
             "qps": None if q is None else round(q / self.seconds, 2),
             "ips": None if i is None else round(i / self.seconds, 2),   # rows inserted per second
-            "ips_source": storage.rows_inserted(self.counters)[1],
+            "ips_source": storage.rows_inserted(self.counters, registry.rows_inserted_keys())[1],
             "insert_stmts_ps": None if stmts is None else round(stmts / self.seconds, 2),
             # the denominators (ioattr/model/per.py) and their rates
             "selects": None if q is None else int(q),

@@ -366,6 +366,15 @@ class EngineAdapter(ABC):
     #: listed only while it lives, e.g. PostgreSQL's per-backend IO): a counter first listed after
     #: its source's first reading grew from 0, so its phase delta is its last value, not last - first
     counters_from_zero: ClassVar[frozenset[str]] = frozenset()
+    #: its counters of rows inserted ("source:name" keys of the counters table), preferred first:
+    #: the benchmark's unit for inserts (report --by phase "ips", explain's per-insert terms, the
+    #: HTML report's row). A storage engine's come before its MySQL/MariaDB server's own count
+    #: (ioattr.model.storage.SERVER_ROWS_INSERTED), an engine that is its own server's after
+    #: (registry.rows_inserted_keys)
+    rows_inserted: ClassVar[Sequence[str]] = ()
+    #: its own count of its storage reads ("source:name"; None: none), the interval-by-interval
+    #: reads explain's noise model and report --by phase's engine_reads_per_query take
+    storage_reads: ClassVar[str | None] = None
 
     def phase_terms(self, counters: Mapping[str, float],
                     io_rows: Callable[[], list[dict[str, Any]]],

@@ -7,6 +7,7 @@ file_class, a page kind's name, a thread's role) or iterates the ones a server u
 from __future__ import annotations
 
 import importlib
+from typing import Any, Mapping
 
 from ioattr import environment
 from ioattr.collectors import abi
@@ -14,6 +15,7 @@ from ioattr.engines.base import AdviceField, Connection, EngineAdapter, StatusCo
 from ioattr.engines.innodb import InnodbAdapter
 from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.engines.postgres import PostgresAdapter
+from ioattr.model import storage
 from ioattr.model.labels import FILE_CLASS_NAMES
 
 
@@ -104,6 +106,29 @@ def advice_fields() -> dict[str, AdviceField]:
         for name, spec in e.advice_fields.items():
             out.setdefault(name, spec)
     return out
+
+
+def cache_setting(settings: Mapping[str, Any]) -> str | None:
+    """The name of the cache-size setting (EngineAdapter.run_settings "cache") of the storage
+    engines inside a MySQL/MariaDB server (own_server None) that a text about such a server's
+    cache names: the first such engine's whose setting `settings` (meta.json "settings") has,
+    else the first such engine's (None: no engine has one)."""
+    names = [e.run_settings["cache"] for e in ENGINES if e.own_server is None and "cache" in e.run_settings]
+    return next((n for n in names if settings.get(n)), names[0] if names else None)
+
+
+def rows_inserted_keys() -> tuple[str, ...]:
+    """The counters of rows inserted, preferred first: the storage engines' inside a MySQL/MariaDB
+    server, the server's own (storage.SERVER_ROWS_INSERTED), then those of engines that are their
+    own server (EngineAdapter.rows_inserted)."""
+    inside = [k for e in ENGINES if e.own_server is None for k in e.rows_inserted]
+    own = [k for e in ENGINES if e.own_server is not None for k in e.rows_inserted]
+    return (*inside, *storage.SERVER_ROWS_INSERTED, *own)
+
+
+def storage_reads_keys() -> tuple[str, ...]:
+    """The engines' own counts of their storage reads (EngineAdapter.storage_reads), in ENGINES' order."""
+    return tuple(e.storage_reads for e in ENGINES if e.storage_reads)
 
 
 def recorded_in(*metas: dict) -> tuple[EngineAdapter, ...]:

@@ -247,16 +247,18 @@ class Recording:
                 continue
         if names:
             self.con.executemany("INSERT INTO index_names VALUES (?, ?)", names)
-        # the final name of the one index an SST holds (meta.json "files", re-read at the end: a
-        # name read mid-recording may lack its index part, MyRocks' after a restart)
-        self.con.execute("CREATE TABLE sst_index_names (file VARCHAR, name VARCHAR)")
-        ssts = []
+        # the final name of the one index a file holds where the engine's catalog lists one only
+        # (meta.json "files", re-read at the end: a name read mid-recording may lack its index
+        # part, MyRocks' after a restart); model/dimensions.INDEX_SQL reads it for the classes
+        # whose page rows name a file (file_classes.ONE_INDEX_PER_FILE)
+        self.con.execute("CREATE TABLE file_index_names (file VARCHAR, name VARCHAR)")
+        one = []
         for path, f in (self.meta.get("files") or {}).items():
             idx = f.get("indexes") if isinstance(f, dict) else None
             if isinstance(idx, list) and len(idx) == 1 and isinstance(idx[0], dict) and idx[0].get("index"):
-                ssts.append((str(path), str(idx[0]["index"])))
-        if ssts:
-            self.con.executemany("INSERT INTO sst_index_names VALUES (?, ?)", ssts)
+                one.append((str(path), str(idx[0]["index"])))
+        if one:
+            self.con.executemany("INSERT INTO file_index_names VALUES (?, ?)", one)
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """compute()'s value, once per recording and key: a command that asks for the same

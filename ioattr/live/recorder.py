@@ -219,7 +219,7 @@ class Recorder:
                 writer = RecordingWriter.create(
                     o.output, targets=o.targets.describe(), interval=o.interval, phase=o.phase,
                     probe_sets=session.active_sets, degraded=session.degraded)
-                writer.meta.update(innodb_pages=o.innodb_pages, keep_literals=o.keep_literals,
+                writer.meta.update(pages=o.pages, keep_literals=o.keep_literals,
                                    phase_pattern=o.phase_pattern, ops_pattern=o.ops_pattern,
                                    max_entries={"io_stats": o.max_stats},
                                    syscall_hook=session.probes.syscall_hook if session.probes else None)

@@ -63,7 +63,7 @@ class SessionOptions:
 
     targets: TargetSpec
     probe_sets: tuple[str, ...] | None = None
-    innodb_pages: bool = True
+    pages: bool = True  # classify the pages of the engines' page files (record --no-pages)
     keep_literals: bool = False
     follow_forks: bool = False
     stages: str = DEFAULT_STAGE_MODE  # statement: digests + index dives; auto/full: + every stage (THD, or uprobes in full)
@@ -160,7 +160,7 @@ class LiveSession:
         # not fork, so their sessions keep fork following off unless a command is wrapped
         self.follow_forks = o.follow_forks or self._forking_targets()
         self._wire = self._may_trace_native()
-        self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, innodb_pages=o.innodb_pages,
+        self.probes = ProbeSession(o.probe_sets, follow_forks=self.follow_forks, pages=o.pages,
                                    fine_stages=o.stages != "statement", max_stats=o.max_stats,
                                    pg_wire=self._wire)
         self.probes.open()
@@ -171,7 +171,7 @@ class LiveSession:
             for note in self.probes.notes.values():  # e.g. the syscall hook fell back to raw
                 o.log(note)
             pages = engines.page_engine()
-            self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.innodb_pages else None)
+            self.file_map = pages.file_registry(self.probes.map_fd(pages.file_map_name) if o.pages else None)
             self.stage = StageProbes(self.probes, o.statements, engines.statement_probes(), stages=o.stages)
             self.naming.process_role = self._process_role
             self.naming.native_page = self._native_page
@@ -393,7 +393,7 @@ class LiveSession:
         flags = engine.target_flags | (probes.prepare(pid) if probes is not None else 0)
         self.tracker.add(pid, self.tracker.current.get(pid, FLAG_EXPLICIT) | flags)
         srv = engine.server_context(pid)
-        if self.opts.innodb_pages and engine.file_map_name:
+        if self.opts.pages and engine.file_map_name:
             # its page files, registered for page classification once the catalogs are read
             srv.attach_pages(self.probes.map_fd(engine.file_map_name))
         srv.start()

@@ -52,11 +52,15 @@ QUERY_SQL = ("CASE WHEN {t}.digest IS NULL THEN NULL ELSE coalesce({t}.query, "
              "printf('digest:%016x', {t}.digest)) END")
 _QUERY = QUERY_SQL
 # the recording's final name for the index id (meta.json "indexes"), else the name at drain time
-# (a MyRocks SST read's index_id is the SST's file number, not an index id: the final name of
-# the one index its file holds, meta.json "files", else its row's own name)
-INDEX_SQL = ("CASE WHEN {t}.file_class = 'sst' THEN "
-             "coalesce((SELECT s.name FROM sst_index_names s WHERE s.file = {t}.file LIMIT 1), {t}.index) ELSE "
+# (a read of a file that holds one index, file_classes.ONE_INDEX_PER_FILE, e.g. MyRocks' SSTs, has
+# the file's number for index_id, not an index id: the final name of the one index its file holds,
+# meta.json "files", else its row's own name)
+INDEX_SQL = ("CASE WHEN " + file_classes.sql_in("{t}.file_class", file_classes.ONE_INDEX_PER_FILE) + " THEN "
+             "coalesce((SELECT s.name FROM file_index_names s WHERE s.file = {t}.file LIMIT 1), {t}.index) ELSE "
              "coalesce((SELECT n.name FROM index_names n WHERE n.index_id = {t}.index_id LIMIT 1), {t}.index) END")
+# a B-tree page's level (0: leaf), an LSM file's level (file_classes.LSM_LEVELS)
+LEVEL_SQL = ("CASE WHEN level IS NULL THEN NULL WHEN " + file_classes.sql_in("file_class", file_classes.LSM_LEVELS)
+             + " THEN 'L' || level WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END")
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,7 @@ _DIMS = [
     Dimension("index", None, INDEX_SQL, "index as schema.table.INDEX: InnoDB's from each page read; MyRocks' "
               "where an SST file holds one index only (exact: one index per SST; IO of SSTs holding "
               "several stays null, their indexes are listed by --by file)"),
-    Dimension("level", None, "CASE WHEN level IS NULL THEN NULL WHEN file_class = 'sst' THEN 'L' || level "
-              "WHEN level = 0 THEN 'leaf' ELSE 'non_leaf' END",
+    Dimension("level", None, LEVEL_SQL,
               "B-tree level: leaf or non_leaf; a MyRocks SST read's LSM level: L0, L1, ..."),
     Dimension("page_type", None, "page_type", "InnoDB page type: index, undo_log, blob, system, ...; MyRocks SST "
               "reads by block kind: sst_data, sst_index, sst_filter, sst_meta, sst_mixed"),

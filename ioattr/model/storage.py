@@ -67,17 +67,15 @@ def storage_sql(table: str = "io") -> str:
 # -- counters: "source:name" keys as the counters table has them (collectors/counters.py) --
 QUERIES = units.SELECTS            # the workload's queries are its SELECTs (ioattr/model/per.py)
 OWN_QUERIES = units.OWN_SELECTS    # ioattr's own SELECTs on the server, taken off
-# rows inserted, first available: InnoDB's own row counter (INNODB_METRICS dml_inserts when the
-# dml module is on; Innodb_rows_inserted on MySQL), else Handler_write: MariaDB's count of rows
-# written through the storage-engine API (internal temporary tables are Handler_tmp_write, so
-# not in it). The source used is reported next to the number ("ips_source"). A PostgreSQL cluster's
-# is pg_stat_database's tup_inserted summed over its databases (ioattr/engines/postgres/counters.py).
-ROWS_INSERTED = ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted", "status:Handler_write",
-                 "pg_stat_database:tup_inserted")
+# rows inserted, first available: the storage engine's own row counter (EngineAdapter.rows_inserted),
+# else the MySQL/MariaDB server's: Handler_write, MariaDB's count of rows written through the
+# storage-engine API (internal temporary tables are Handler_tmp_write, so not in it). The source
+# used is reported next to the number ("ips_source"). The whole list, engines' and server's, is
+# ioattr.engines.registry.rows_inserted_keys().
+SERVER_ROWS_INSERTED = ("status:Handler_write",)
 # INSERT (and REPLACE) statements, of either form
 INSERT_STATEMENTS = ("status:Com_insert", "status:Com_insert_select", "status:Com_replace",
                      "status:Com_replace_select")
-ENGINE_READS = "status:Innodb_data_reads"    # the engine's own count of its storage reads
 
 
 def queries(counters: dict[str, float], statement_counts: dict[str, float] | None = None) -> float | None:
@@ -86,9 +84,10 @@ def queries(counters: dict[str, float], statement_counts: dict[str, float] | Non
     return units.selects(counters, statement_counts)
 
 
-def rows_inserted(counters: dict[str, float]) -> tuple[float | None, str | None]:
-    """(rows inserted, the counter it came from), or (None, None) without engine counters."""
-    for key in ROWS_INSERTED:
+def rows_inserted(counters: dict[str, float], keys: tuple[str, ...]) -> tuple[float | None, str | None]:
+    """(rows inserted, the counter it came from): the first of `keys` (registry.rows_inserted_keys())
+    that was recorded, or (None, None) without such counters."""
+    for key in keys:
         if key in counters:
             return counters[key], key.split(":", 1)[1]
     return None, None

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ioattr.collectors.file_classes import LSM_LEVELS, ONE_INDEX_PER_FILE
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.hist import slot_ending_at
 
@@ -266,9 +267,10 @@ class ExporterState:
         keys = []
         for op, index, level, ptype, fclass, role, iid in zip(p["op"], p["index"], p["level"], p["page_type"],
                                                                p["file_class"], p["role"], p["index_id"]):
-            if fclass == "sst":  # a MyRocks SST read: index_id is the SST's number, level its LSM level
-                name = index or (f"[sst {iid}]" if iid is not None else "")
-                keys.append((op, name, "" if level is None else f"L{level}", _s(ptype), _s(fclass), _s(role)))
+            if fclass in ONE_INDEX_PER_FILE:  # e.g. a MyRocks SST read: index_id is the file's number
+                name = index or (f"[{fclass} {iid}]" if iid is not None else "")
+                lev = ("" if level is None else f"L{level}") if fclass in LSM_LEVELS else _level(level)
+                keys.append((op, name, lev, _s(ptype), _s(fclass), _s(role)))
                 continue
             name = index or (f"[index id {iid}]" if iid is not None else "")
             keys.append((op, name, _level(level), _s(ptype), _s(fclass), _s(role)))

@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ioattr.format.schema import HIST_COLUMNS
-from ioattr.collectors.file_classes import FILE_CLASSES
+from ioattr.collectors.file_classes import FILE_CLASSES, LSM_LEVELS, ONE_INDEX_PER_FILE
 from ioattr.model.hist import BOUNDS
 from ioattr.model.labels import relation_label, shorten_path
 from ioattr.model.storage import STORAGE_FILE_CLASSES
@@ -463,13 +463,13 @@ class Snapshot:
         labels: list[str] = []
         gid = np.empty(n_rows, dtype=np.int64)
         index, ptype, iid = p["index"], p["page_type"], p["index_id"]  # type: ignore[index]
-        # MyRocks SST reads: index_id is the SST's number and level its LSM level (no btree leaf)
-        sst = np.array([fc == "sst" for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
+        # reads of files holding one index (MyRocks' SSTs): index_id is the file's number
+        per_file = np.array([fc in ONE_INDEX_PER_FILE for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
         for i in range(n_rows):
             if index[i]:
                 lab = index[i]
-            elif sst[i] and iid[i] is not None:
-                lab = f"[sst {iid[i]}]"
+            elif per_file[i] and iid[i] is not None:
+                lab = f"[{p['file_class'][i]} {iid[i]}]"  # type: ignore[index]
             elif iid[i] is not None:
                 lab = f"[index id {iid[i]}]"
             else:
@@ -485,12 +485,14 @@ class Snapshot:
         nbytes = np.asarray(p["bytes"], dtype=np.float64)  # type: ignore[index]
         levels = p["level"]  # type: ignore[index]
         is_r, is_w = ops == "read", ops == "write"
-        leaf = np.array([lv == 0 for lv in levels], dtype=bool) & ~sst
+        # an LSM file's level is no B-tree level (no leaf)
+        lsm = np.array([fc in LSM_LEVELS for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
+        leaf = np.array([lv == 0 for lv in levels], dtype=bool) & ~lsm
         sec = self.seconds
         rpg = _sum_by(gid, n, pages * is_r)
         wpg = _sum_by(gid, n, pages * is_w)
         leaf_r = _sum_by(gid, n, pages * (is_r & leaf))
-        has_level = _sum_by(gid, n, pages * is_r * (np.array([lv is not None for lv in levels], dtype=bool) & ~sst))
+        has_level = _sum_by(gid, n, pages * is_r * (np.array([lv is not None for lv in levels], dtype=bool) & ~lsm))
         rmb = _sum_by(gid, n, nbytes * is_r) / sec / 1e6
         wmb = _sum_by(gid, n, nbytes * is_w) / sec / 1e6
         hist = self._index_latency(gid, n)

@@ -58,8 +58,8 @@ def test_top_takes_interval_and_count_like_top() -> None:
 
 def test_no_pages_keeps_its_old_name() -> None:
     for flag in ("--no-pages", "--no-innodb-pages"):
-        assert build_parser().parse_args(["record", flag]).no_innodb_pages
-    assert not build_parser().parse_args(["record"]).no_innodb_pages
+        assert build_parser().parse_args(["record", flag]).no_pages
+    assert not build_parser().parse_args(["record"]).no_pages
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -21,6 +21,7 @@ from ioattr.collectors import abi
 from ioattr.collectors.thread_roles import ThreadRoles, role_of_instrument
 from ioattr.engines import registry
 from ioattr.engines.base import EngineAdapter
+from ioattr.model import storage
 from ioattr.engines.innodb import InnodbAdapter, files, names, pages
 from ioattr.engines.myrocks import MyrocksAdapter
 from ioattr.engines.innodb.roles import INSTRUMENT_ROLES
@@ -254,6 +255,20 @@ def test_status_counters_answer_the_neutral_names() -> None:
     assert server_counters.read_status(Conn()) == {"questions": 12, "selects": 7, "cache_misses": 5}
 
 
+def test_rows_inserted_and_storage_reads_are_the_engines() -> None:
+    """The benchmark's units come from the adapters: rows inserted, the engine's own counter before
+    the MySQL/MariaDB server's Handler_write, PostgreSQL's after; the engine's own storage reads."""
+    assert registry.rows_inserted_keys()[:4] == ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted",
+                                                 "status:Handler_write", "pg_stat_database:tup_inserted")
+    assert registry.storage_reads_keys()[:1] == ("status:Innodb_data_reads",)
+    keys = registry.rows_inserted_keys()
+    assert storage.rows_inserted({"status:Handler_write": 5.0, "status:Innodb_rows_inserted": 7.0}, keys) == (
+        7.0, "Innodb_rows_inserted")
+    assert storage.rows_inserted({"status:Handler_write": 5.0}, keys) == (5.0, "Handler_write")
+    assert storage.rows_inserted({"pg_stat_database:tup_inserted": 3.0}, keys) == (3.0, "tup_inserted")
+    assert storage.rows_inserted({}, keys) == (None, None)
+
+
 def test_report_rows_are_the_engines_between_the_servers() -> None:
     from ioattr.output.html_report import COUNTER_ROWS
 
@@ -295,6 +310,13 @@ def test_advice_fields_fill_every_text() -> None:
     assert advice({"id": "working_set", "evidence": {"data_bytes": 300 << 20, "tables_read": "db.t"}},
                   settings)["next_step"].startswith(
         "raise innodb_buffer_pool_size (now 128 MiB) above the 300 MiB the tables read take on disk (db.t), or")
+    # the server's texts name no engine's setting: the engine's cache setting is a field
+    assert not any(ENGINE_NAME.search(t) for texts in NEXT_STEPS.values() for t in texts)
+    dives = {"id": "optimizer_reads", "evidence": {}}
+    assert advice(dives, settings)["next_step"].endswith("cached (innodb_buffer_pool_size)")
+    assert advice(dives, {})["next_step"].endswith("cached (innodb_buffer_pool_size)")  # the first engine's
+    assert advice(dives, {"rocksdb_block_cache_size": 1 << 30})["next_step"].endswith(
+        "cached (rocksdb_block_cache_size)")  # a MyRocks server's
 
 
 # -- layering -----------------------------------------------------------------------------------
@@ -367,11 +389,6 @@ ENGINE_NAME = re.compile(r"(?:\w+:)?(?:[Ii]nnodb_|[Rr]ocksdb_|pg_)\w+(?::\w+)?|p
 #: engine names the engine-neutral core (collectors/ included) still holds as values (a string
 #: that is a whole name: a lookup, not a mention in a sentence), each with why; the list only shrinks
 CORE_ENGINE_NAMES = {
-    # rows inserted and the engine's own storage reads: the benchmark's units, first InnoDB's counter
-    ("ioattr/model/storage.py", "innodb_metrics:dml_inserts"),
-    ("ioattr/model/storage.py", "status:Innodb_rows_inserted"),
-    ("ioattr/model/storage.py", "status:Innodb_data_reads"),
-    ("ioattr/model/storage.py", "pg_stat_database:tup_inserted"),
     # the model names a recording's engine without the registry (meta.json servers[].engine)
     ("ioattr/model/dimensions.py", "postgres"),
     # the BPF side's own names (bpf/ioattr.h, mirrored by collectors/abi.py and checked by abi_check):

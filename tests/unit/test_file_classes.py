@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ioattr.collectors import abi
+from ioattr.collectors import abi, file_classes
 from ioattr.collectors.file_classes import FILE_CLASSES
 from ioattr.model import storage
 from ioattr.model.dimensions import DIMENSIONS
@@ -25,6 +25,33 @@ def test_everything_derives_from_the_table() -> None:
     assert CLASS_ABBREV == {c.name: c.short for c in FILE_CLASSES}
     help_text = DIMENSIONS["file_class"].help
     assert all(c.name in help_text and (c.engine in help_text) for c in FILE_CLASSES)
+
+
+def test_one_index_per_file_and_lsm_levels_are_the_engines_declarations() -> None:
+    """MyRocks declares (its file_classes.toml) that an SST's page rows name the file, not an index,
+    and carry its LSM level; the reports' SQL, top and the exporter take that from the table and
+    name no class themselves."""
+    from pathlib import Path
+
+    assert file_classes.ONE_INDEX_PER_FILE == file_classes.LSM_LEVELS == {"sst"}
+    assert "file_class IN ('sst')" in DIMENSIONS["index"].pages_sql
+    assert "file_class IN ('sst') THEN 'L' || level" in DIMENSIONS["level"].pages_sql
+    assert file_classes.sql_in("x", frozenset()) == "FALSE"
+    root = Path(__file__).resolve().parents[2]
+    for rel in ("ioattr/model/dimensions.py", "ioattr/format/reader.py", "ioattr/topview/top.py",
+                "ioattr/prometheus/metrics_state.py"):
+        text = (root / rel).read_text()
+        assert "'sst'" not in text and '"sst"' not in text, rel
+    # the exporter's page series: an SST read named by its file number and its LSM level
+    from ioattr.prometheus.metrics_state import ExporterState
+
+    pages = {"op": ["read", "read"], "index": [None, None], "level": [1, 0], "page_type": ["sst_data", "index"],
+             "file_class": ["sst", "tablespace"], "role": ["connection"] * 2, "index_id": [12, 7],
+             "pages": [3, 2], "bytes": [3 * 4096, 2 * 16384]}
+    state = ExporterState()
+    state.ingest(None, pages, 1.0)
+    assert set(state.pages.series) == {("read", "[sst 12]", "L1", "sst_data", "sst", "connection"),
+                                       ("read", "[index id 7]", "leaf", "index", "tablespace", "connection")}
 
 
 def test_each_engine_declares_its_classes_in_its_folder(tmp_path) -> None:

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ioattr.analysis.phase_stats import PhaseStats
+from ioattr.engines import registry
 from ioattr.model import storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +42,13 @@ def test_storage_classes_are_one_list() -> None:
 
 
 def test_rows_inserted_are_rows_not_statements() -> None:
+    keys = registry.rows_inserted_keys()  # the engines' counters and the server's
     c = {"status:Handler_write": 30000.0, "status:Com_insert": 0.0, "status:Com_insert_select": 30.0}
-    assert storage.rows_inserted(c) == (30000.0, "Handler_write")
+    assert storage.rows_inserted(c, keys) == (30000.0, "Handler_write")
     assert storage.insert_statements(c) == 30.0
     # InnoDB's own row counter wins where the server has it
-    assert storage.rows_inserted({**c, "status:Innodb_rows_inserted": 29990.0}) == (29990.0, "Innodb_rows_inserted")
-    assert storage.rows_inserted({}) == (None, None)
+    assert storage.rows_inserted({**c, "status:Innodb_rows_inserted": 29990.0}, keys) == (29990.0, "Innodb_rows_inserted")
+    assert storage.rows_inserted({}, keys) == (None, None)
     # statements from the stage probes when the server's counters are missing
     assert storage.insert_statements({}, {"insert": 5.0, "replace": 2.0}) == 7.0
 

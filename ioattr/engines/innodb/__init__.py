@@ -120,6 +120,10 @@ class InnodbAdapter(EngineAdapter):
         "cache_requests": StatusCounter("Innodb_buffer_pool_read_requests",
                                         "pages InnoDB asked its buffer pool for"),
     }
+    # its own row counter: INNODB_METRICS dml_inserts when the dml module is on, else
+    # Innodb_rows_inserted (MySQL has it; MariaDB's server counts Handler_write instead)
+    rows_inserted: ClassVar[Sequence[str]] = ("innodb_metrics:dml_inserts", "status:Innodb_rows_inserted")
+    storage_reads: ClassVar[str | None] = "status:Innodb_data_reads"
     report_counters: ClassVar[Sequence[tuple[str, tuple[str, ...]]]] = (
         ("InnoDB data reads", ("status:Innodb_data_reads",)),
         ("InnoDB data writes", ("status:Innodb_data_writes",)),

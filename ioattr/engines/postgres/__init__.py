@@ -89,6 +89,8 @@ class PostgresAdapter(EngineAdapter):
 
     # -- findings ----------------------------------------------------------------------------
     own_server: ClassVar[str | None] = server.PostgresServer.engine_name  # meta.json servers[].engine
+    # pg_stat_database's tup_inserted summed over the cluster's databases (counters.TOTALS)
+    rows_inserted: ClassVar[Sequence[str]] = ("pg_stat_database:tup_inserted",)
     findings: ClassVar[Sequence[Finding]] = pg_findings.FINDINGS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = pg_findings.NEXT_STEPS
     advice_fields: ClassVar[Mapping[str, AdviceField]] = pg_findings.ADVICE_FIELDS

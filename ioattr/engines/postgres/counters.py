@@ -71,7 +71,7 @@ WAL_COLUMNS = ("wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_w
 STATUS_SQL = "SELECT sum(blks_read), sum(blks_hit) FROM pg_stat_database"
 STATUS_NAMES = ("blks_read", "blks_hit")
 #: the cluster's totals pg_stat_database adds without a database prefix: the status counters, and
-#: the rows inserted (explain's and report --by phase's per-insert terms: model/storage.ROWS_INSERTED)
+#: the rows inserted (explain's and report --by phase's per-insert terms: the adapter's rows_inserted)
 TOTALS = STATUS_NAMES + ("tup_inserted", "xact_commit", "xact_rollback")
 #: the transactions ioattr's own connections committed (server._Counted), in xact_commit's totals too
 OWN_COMMITS = "xact_commit_ioattr"
