@@ -60,8 +60,9 @@ def _need_mariadb() -> None:
     need_tool("mariadb-install-db")
 
 
-def _descendants(root: int | None = None) -> dict[int, str]:
-    """Live (non-zombie) descendants of ``root`` (default: this process): pid -> comm."""
+def _descendants(root: int | None = None, zombies: bool = False) -> dict[int, str]:
+    """Live (non-zombie, unless ``zombies``) descendants of ``root`` (default: this process):
+    pid -> comm."""
     root = os.getpid() if root is None else root
     parent_of: dict[int, int] = {}
     comm: dict[int, str] = {}
@@ -75,7 +76,7 @@ def _descendants(root: int | None = None) -> dict[int, str]:
             continue  # exited meanwhile
         close = stat.rindex(b")")
         fields = stat[close + 2:].split()
-        if fields[0] == b"Z":
+        if fields[0] == b"Z" and not zombies:
             continue
         pid = int(entry)
         parent_of[pid] = int(fields[1])
@@ -97,7 +98,10 @@ def _allowed_pids() -> set[int]:
     roots = [server.pid for server in _SESSION_SERVERS if server.pid is not None] + list(_SHARED_PIDS)
     for pid in roots:
         allowed.add(pid)
-        allowed.update(_descendants(pid))
+        # a server's child that has exited and waits for the server to reap it (a PostgreSQL
+        # backend whose client just closed) is the server's: seen live by the first scan and a
+        # zombie by this one, it was killed (a no-op) and reported as a leftover
+        allowed.update(_descendants(pid, zombies=True))
     return allowed
 
 
