@@ -11,6 +11,7 @@ it goes on to bpftrace). Where nothing would be filtered, bpftrace replaces this
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import re
 import shutil
@@ -70,12 +71,20 @@ def harmless_bpftrace_line(line: str, kernel: tuple[int, int]) -> bool:
     return RLIMIT_LINE in line and kernel >= MEMCG_ACCOUNTING
 
 
+def _term_with_parent() -> None:
+    """preexec_fn: bpftrace gets SIGTERM (prints its maps, detaches) when ioattr dies. Killed
+    with SIGKILL, ioattr cannot forward anything: its orphaned bpftrace kept tracing every
+    process's pread64 for hours (a test's cleanup killed ioattr)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 def run_filtered(bpftrace: str, argv: list[str]) -> int:
     """bpftrace as a child, its stderr without the harmless lines; its exit status (128+N for a
     signal, like a shell). A SIGINT/SIGTERM/SIGHUP sent to ioattr goes on to bpftrace, which
     prints its maps and exits (Ctrl-C in a terminal reaches both: bpftrace takes it once)."""
     kernel = kernel_version()
-    proc = subprocess.Popen(argv, executable=bpftrace, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, executable=bpftrace, stderr=subprocess.PIPE, preexec_fn=_term_with_parent)
 
     def forward(signum: int, _frame: object) -> None:
         try:

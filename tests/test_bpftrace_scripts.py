@@ -647,7 +647,8 @@ def test_ioattr_script_as_typed_filters_rlimit_noise_and_forwards_sigint(tmp_pat
             out, err = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
-                proc.kill()
+                # its whole session, by the group id it was given: ioattr and the bpftrace under it
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     assert proc.returncode == 0, err
     assert "RLIMIT_MEMLOCK" not in err and "Traceback" not in err, err
