@@ -25,7 +25,9 @@ Guard (autouse)
     alive -- a forgotten ``PrivateMariaDB``, a sysbench, a recorder -- makes the
     test fail.  The leftovers are stopped first, by their pid, so one careless
     test does not poison the rest of the run.  At session end the same check
-    runs once more after the session fixtures are gone.
+    runs once more after the session fixtures are gone.  A tracer that escaped
+    the tree (a ``bpftrace`` of ``ioattr script`` orphaned to init when its
+    ``ioattr`` was SIGKILLed) is caught too: it loads every later test.
 """
 from __future__ import annotations
 
@@ -120,6 +122,40 @@ def shared_process(pid: int) -> Iterator[None]:
         _SHARED_PIDS.discard(pid)
 
 
+def _start_ticks(stat: bytes) -> int:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
+
+
+with open("/proc/self/stat", "rb") as _f:
+    _SESSION_START_TICKS = _start_ticks(_f.read())
+
+
+def _orphaned_tracers() -> dict[int, str]:
+    """bpftrace processes running a shipped script (a ``.bt`` argument), started after this
+    session and orphaned to init: a test's ``ioattr script`` whose ioattr was killed. They
+    left our process tree, so ``_descendants`` cannot see them, and they trace every process
+    on the host until stopped. pid -> command line."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        comm = stat[stat.index(b"(") + 1: stat.rindex(b")")]
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if comm != b"bpftrace" or fields[0] == b"Z" or int(fields[1]) != 1:
+            continue
+        if _start_ticks(stat) >= _SESSION_START_TICKS and any(a.endswith(".bt") for a in argv):
+            found[int(entry)] = " ".join(argv)
+    return found
+
+
 def _reap_leftovers() -> list[str]:
     """Stop every leftover server and kill other leftover descendants; describe them."""
     leftovers: list[str] = []
@@ -143,6 +179,10 @@ def _reap_leftovers() -> list[str]:
             del stray[pid]  # ended by itself since the scan
             continue
         leftovers.append(f"{comm} pid {pid}")
+    for pid, argv in _orphaned_tracers().items():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)  # bpftrace detaches on SIGTERM; it is not our child
+            leftovers.append(f"orphaned tracer pid {pid} ({argv})")
     # Reap killed children of ours so they do not linger as zombies.
     deadline = time.monotonic() + 5
     for pid in stray:
