@@ -1145,27 +1145,31 @@ static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 }
 
 /*
- * The default attach point: the socket layer's sock_recv_length tracepoint,
- * taken as a raw BTF tracepoint. It fires inside the recvfrom syscall once the
- * bytes are in the caller's buffer, with what the syscall returns. A raw
- * tracepoint costs its programs' dispatch only; a per-syscall tracepoint builds
- * a perf record for every hit first. A MariaDB connection takes 2-3 recvfroms a
- * statement, its client as many; perf put the difference at ~0.1-0.2 us a point
- * select in each (docs/cost.md). Kernels without the
- * tracepoint: the syscall tracepoint below (the loader picks one,
- * collectors/probes.py WIRE_CHOICE).
+ * The two attach points of a wire handler, the loader loads the pair of one
+ * (collectors/probes.py WIRE_CHOICE). The default: the socket layer's
+ * sock_{recv,send}_length tracepoint, taken as a raw BTF tracepoint. It fires
+ * inside the recvfrom (sendto) syscall once the bytes are in the caller's
+ * buffer, with what the syscall returns. A raw tracepoint costs its programs'
+ * dispatch only; a per-syscall tracepoint builds a perf record for every hit
+ * first. A MariaDB connection takes 2-3 recvfroms a statement, its client as
+ * many; perf put the difference at ~0.1-0.2 us a point select in each
+ * (docs/cost.md). Kernels without the tracepoint: the syscall's exit
+ * tracepoint.
  */
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(ioattr_wire_recv, struct sock *sk, int ret, int flags)
-{
-	return wire_recv(ret, true, sk);
+#define WIRE_PROGS(handler, sock_tp, sock_prog, sys_tp, sys_prog)	\
+SEC("tp_btf/" sock_tp)							\
+int BPF_PROG(sock_prog, struct sock *sk, int ret, int flags)		\
+{									\
+	return handler(ret, true, sk);					\
+}									\
+									\
+SEC("tracepoint/syscalls/" sys_tp)					\
+int sys_prog(struct syscall_trace_exit *ctx)				\
+{									\
+	return handler(ctx->ret, false, NULL);				\
 }
 
-SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int ioattr_wire_sys(struct syscall_trace_exit *ctx)
-{
-	return wire_recv(ctx->ret, false, NULL);
-}
+WIRE_PROGS(wire_recv, "sock_recv_length", ioattr_wire_recv, "sys_exit_recvfrom", ioattr_wire_sys)
 
 /* A sendto's bytes, `ret` of them, went out: a server thread waiting for its answer to a
  * COM_STMT_PREPARE (bpf/mysql_wire.bpf.h) reads the statement id from it. Every other send
@@ -1198,17 +1202,7 @@ static __always_inline int wire_send(long ret, bool in_sock, struct sock *sk)
 
 /* the send side of the wire reader, at the same layer as ioattr_wire_recv (the loader loads
  * the pair of the hook it picked: collectors/probes.py WIRE_CHOICE) */
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(ioattr_wire_send, struct sock *sk, int ret, int flags)
-{
-	return wire_send(ret, true, sk);
-}
-
-SEC("tracepoint/syscalls/sys_exit_sendto")
-int ioattr_wire_send_sys(struct syscall_trace_exit *ctx)
-{
-	return wire_send(ctx->ret, false, NULL);
-}
+WIRE_PROGS(wire_send, "sock_send_length", ioattr_wire_send, "sys_exit_sendto", ioattr_wire_send_sys)
 
 /* Userspace's way to start a phase (ioattr mark, --phase-pattern): run with
  * BPF_PROG_TEST_RUN, it bumps phase_seq atomically with respect to the marker
