@@ -12,6 +12,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "map_defs.bpf.h"
 
 /* slots of doctor_hits; mirrored in ioattr/host/doctor.py */
 enum {
@@ -31,12 +32,7 @@ enum {
 /* the only .rodata variable: ioattr/host/doctor.py writes the first 4 bytes */
 const volatile __u32 doctor_tgid = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, HIT_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} doctor_hits SEC(".maps");
+BPF_ARRAY(doctor_hits, __u64, HIT_SLOTS);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -51,12 +47,7 @@ struct {
 } doctor_task SEC(".maps");
 
 /* filled and drained from userspace only: BPF_MAP_LOOKUP_BATCH */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u64);
-} doctor_hash SEC(".maps");
+BPF_HASH(doctor_hash, __u32, __u64, 64);
 
 static __always_inline bool mine(void)
 {

@@ -52,12 +52,7 @@
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct stmt_key);
-	__type(value, struct stmt_val);
-} stmt_stats SEC(".maps");
+BPF_HASH(stmt_stats, struct stmt_key, struct stmt_val, 16384);
 
 /* A direct-mapped array in front of stmt_stats: every statement is counted, and in a busy
  * server a hash lookup there was a sixth of the statement reader's time (perf, issue 13:
@@ -65,12 +60,7 @@ struct {
  * by its first statement (cmpxchg on the tag) and keeps it for the recording; a key whose
  * slot another holds, and digest 0, go to the hash. Userspace adds up both
  * (collectors/drain.py statement_drainer). struct stmt_slot: ioattr.h. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STMT_SLOTS);
-	__type(key, __u32);
-	__type(value, struct stmt_slot);
-} stmt_slots SEC(".maps");
+BPF_ARRAY(stmt_slots, struct stmt_slot, STMT_SLOTS);
 
 static __always_inline void stmt_slot_add(struct stmt_slot *s, int estimate)
 {
@@ -135,12 +125,7 @@ static __always_inline int count_statement(__u32 tgid, __u64 digest)
 /* [0]: the last phase number whose boundary a recorder has dealt with (counters
  * snapshotted), written by userspace; 0: no recorder waits for markers (top, the
  * exporter, or a recorder not yet started). See wait_for_recorder(). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} phase_ack SEC(".maps");
+BPF_ARRAY(phase_ack, __u64, 1);
 
 #define MARKER_WAIT_NS (2000ULL * 1000 * 1000) /* a marker waits at most this long */
 
@@ -180,12 +165,7 @@ static __always_inline void wait_for_recorder(__u64 phase, __u64 now)
 }
 
 /* digests already sampled to userspace */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u8);
-} seen_digests SEC(".maps");
+BPF_LRU_HASH(seen_digests, __u64, __u8, 16384);
 
 struct text_buf {
 	char b[IOATTR_QUERY_MAX];
@@ -224,12 +204,7 @@ struct digest_ctx {
 	};
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct digest_ctx);
-} digest_scratch SEC(".maps");
+BPF_PERCPU_ARRAY(digest_scratch, struct digest_ctx, 1);
 
 /* "ioattr:phase=" one character at a time (a const array would land in
  * .rodata, which holds only the loader's config) */
@@ -473,12 +448,7 @@ static long digest_step(__u32 k, struct digest_ref *ref)
 
 /* [0]: COM_QUERY texts whose statements were not all looked for (longer than SCAN_MAX, or a
  * read of their payload that could not be scanned) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} wire_long SEC(".maps");
+BPF_ARRAY(wire_long, __u64, 1);
 
 static __always_inline void count_wire_long(void)
 {
@@ -889,19 +859,9 @@ struct wire_slot {
 	__u64 count;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TARGET_SLOTS);
-	__type(key, __u32);
-	__type(value, struct wire_slot);
-} wire_slots SEC(".maps");
+BPF_ARRAY(wire_slots, struct wire_slot, TARGET_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u64);
-} wire_stmts SEC(".maps");
+BPF_HASH(wire_stmts, __u32, __u64, 1024);
 
 /* n statements came in one packet (a multi-statement COM_QUERY has several) */
 static __always_inline void count_wire(__u32 tgid, __u64 n)
