@@ -300,6 +300,18 @@ static __always_inline int digest_plain_byte(struct digest_ctx *c, __u8 ch)
 	return 1;
 }
 
+/* A byte inside a quoted literal (digest_byte, scan_byte): a backslash escapes
+ * the byte after it, the opening quote unescaped ends the literal. */
+static __always_inline void quote_byte(struct digest_ctx *c, __u8 ch)
+{
+	if (c->escaped)
+		c->escaped = 0;
+	else if (ch == '\\')
+		c->escaped = 1;
+	else if (ch == c->quote)
+		c->state = S_CODE;
+}
+
 /* One byte of the digest; returns 1 at the end of the text. */
 static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 {
@@ -335,12 +347,7 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 	}
 	switch (c->state) {
 	case S_QUOTE:
-		if (c->escaped)
-			c->escaped = 0;
-		else if (ch == '\\')
-			c->escaped = 1;
-		else if (ch == c->quote)
-			c->state = S_CODE;
+		quote_byte(c, ch);
 		return 0;
 	case S_COMMENT:
 		if (ch == '*' && next == '/') {
@@ -468,12 +475,7 @@ static __always_inline void scan_byte(struct digest_ctx *c, __u8 ch)
 	c->lead = 0;
 	switch (c->state) {
 	case S_QUOTE:
-		if (c->escaped)
-			c->escaped = 0;
-		else if (ch == '\\')
-			c->escaped = 1;
-		else if (ch == c->quote)
-			c->state = S_CODE;
+		quote_byte(c, ch);
 		return;
 	case S_COMMENT:
 		if (lead == '*' && ch == '/')
