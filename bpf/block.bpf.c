@@ -85,23 +85,13 @@ static __always_inline bool older_than(__u64 now, __u64 then, __u64 ns)
  * same few addresses come back: an entry is reused in place at the next issue
  * and completion marks it done (ts = 0), instead of an insert and a delete
  * per request. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* struct request * */
-	__type(value, struct rq_pending);
-} rq_inflight SEC(".maps");
+BPF_LRU_HASH(rq_inflight, __u64, struct rq_pending, 16384); /* key: struct request * */
 
 /* Requests counted without a latency: their completion was never seen by
  * block_rq_complete (see ioattr_rq_sweep), so the issue of the next request
  * in the same struct or the recorder's sweep counted them. Read by the
  * recorder into meta.json (block_untimed). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} rq_untimed SEC(".maps");
+BPF_PERCPU_ARRAY(rq_untimed, __u64, 1);
 
 static __always_inline void count_untimed(void)
 {
@@ -130,12 +120,7 @@ struct submitter {
  * place when its address is queued again, and issue marks it used (ts = 0,
  * which reads as stale) rather than deleting it. Entries of bios merged into
  * other requests are never used; the LRU drops them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* struct bio * */
-	__type(value, struct submitter);
-} bio_submitter SEC(".maps");
+BPF_LRU_HASH(bio_submitter, __u64, struct submitter, 16384); /* key: struct bio * */
 
 /* The last target that asked for a device cache flush (an empty
  * REQ_PREFLUSH bio: blkdev_issue_flush() from its fsync). blk-mq then issues
@@ -148,12 +133,7 @@ struct flush_wait {
 	__u64 ts;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct flush_wait);
-} flush_waiter SEC(".maps");
+BPF_ARRAY(flush_waiter, struct flush_wait, 1);
 
 /* A page-cache folio -> the target that dirtied it: one entry per folio a
  * target made dirty (the writeback tracepoint fires once per clean -> dirty
@@ -171,12 +151,7 @@ struct dirty_key {
 	__u64 index;   /* the folio's first page's index in the file */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, DIRTIED_MAX);
-	__type(key, struct dirty_key);
-	__type(value, __u32);
-} dirtied_pages SEC(".maps");
+BPF_LRU_HASH(dirtied_pages, struct dirty_key, __u32, DIRTIED_MAX);
 
 
 #define PF_KTHREAD_FLAG 0x00200000 /* include/linux/sched.h PF_KTHREAD */
@@ -689,12 +664,7 @@ struct wb_todo {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct wb_todo);
-} wb_todo SEC(".maps");
+BPF_PERCPU_ARRAY(wb_todo, struct wb_todo, 1);
 
 /* One dirtier's bytes of a writeback bio (who 0: nobody's) as a part of the
  * request. Global: verified once, not on every path of wb_split's loop. */

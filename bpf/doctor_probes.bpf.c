@@ -12,6 +12,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "map_defs.bpf.h"
 
 /* slots of doctor_hits; mirrored in ioattr/host/doctor.py */
 enum {
@@ -31,12 +32,7 @@ enum {
 /* the only .rodata variable: ioattr/host/doctor.py writes the first 4 bytes */
 const volatile __u32 doctor_tgid = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, HIT_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} doctor_hits SEC(".maps");
+BPF_ARRAY(doctor_hits, __u64, HIT_SLOTS);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -51,12 +47,7 @@ struct {
 } doctor_task SEC(".maps");
 
 /* filled and drained from userspace only: BPF_MAP_LOOKUP_BATCH */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u64);
-} doctor_hash SEC(".maps");
+BPF_HASH(doctor_hash, __u32, __u64, 64);
 
 static __always_inline bool mine(void)
 {
@@ -71,29 +62,23 @@ static __always_inline void hit(__u32 slot)
 		__sync_fetch_and_add(v, 1);
 }
 
-SEC("tracepoint/raw_syscalls/sys_enter")
-int doctor_tp(void *ctx)
-{
-	if (mine())
-		hit(HIT_TP);
-	return 0;
+/*
+ * A program that only counts its hits (in the doctor's own process) in slot:
+ * SEC(sec) int <signature> { if (mine()) hit(slot); return 0; }. The signature
+ * is the plain one, or BPF_PROG's for the BTF-typed hooks.
+ */
+#define COUNTING_PROG(sec, slot, signature)	\
+SEC(sec)					\
+int signature					\
+{						\
+	if (mine())				\
+		hit(slot);			\
+	return 0;				\
 }
 
-SEC("raw_tp/sys_enter")
-int doctor_raw_tp(void *ctx)
-{
-	if (mine())
-		hit(HIT_RAW_TP);
-	return 0;
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(doctor_tp_btf, struct pt_regs *regs, long id)
-{
-	if (mine())
-		hit(HIT_TP_BTF);
-	return 0;
-}
+COUNTING_PROG("tracepoint/raw_syscalls/sys_enter", HIT_TP, doctor_tp(void *ctx))
+COUNTING_PROG("raw_tp/sys_enter", HIT_RAW_TP, doctor_raw_tp(void *ctx))
+COUNTING_PROG("tp_btf/sys_enter", HIT_TP_BTF, BPF_PROG(doctor_tp_btf, struct pt_regs *regs, long id))
 
 /* attached by hand (bpf_program__attach_tracepoint) to each tracepoint
  * ioattr uses, to prove each one can take a BPF program */
@@ -104,45 +89,11 @@ int doctor_tp_named(void *ctx)
 }
 
 /* attached by hand to libc's getpid */
-SEC("uprobe")
-int doctor_uprobe(void *ctx)
-{
-	if (mine())
-		hit(HIT_UPROBE);
-	return 0;
-}
-
-SEC("uretprobe")
-int doctor_uretprobe(void *ctx)
-{
-	if (mine())
-		hit(HIT_URETPROBE);
-	return 0;
-}
-
-SEC("kprobe/vfs_read")
-int doctor_kprobe(void *ctx)
-{
-	if (mine())
-		hit(HIT_KPROBE);
-	return 0;
-}
-
-SEC("fentry/vfs_read")
-int BPF_PROG(doctor_fentry, struct file *file)
-{
-	if (mine())
-		hit(HIT_FENTRY);
-	return 0;
-}
-
-SEC("fexit/vfs_read")
-int BPF_PROG(doctor_fexit, struct file *file)
-{
-	if (mine())
-		hit(HIT_FEXIT);
-	return 0;
-}
+COUNTING_PROG("uprobe", HIT_UPROBE, doctor_uprobe(void *ctx))
+COUNTING_PROG("uretprobe", HIT_URETPROBE, doctor_uretprobe(void *ctx))
+COUNTING_PROG("kprobe/vfs_read", HIT_KPROBE, doctor_kprobe(void *ctx))
+COUNTING_PROG("fentry/vfs_read", HIT_FENTRY, BPF_PROG(doctor_fentry, struct file *file))
+COUNTING_PROG("fexit/vfs_read", HIT_FEXIT, BPF_PROG(doctor_fexit, struct file *file))
 
 SEC("raw_tp/sys_enter")
 int doctor_ringbuf(void *ctx)

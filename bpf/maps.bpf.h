@@ -9,6 +9,7 @@
 #define IOATTR_MAPS_BPF_H
 
 #include "ioattr.h"
+#include "map_defs.bpf.h"
 
 #define MAX_TARGETS 4096
 #define MAX_STATS 65536
@@ -18,12 +19,7 @@ const volatile struct ioattr_config cfg = {};
 
 /* tgid -> 1: the processes being traced. Maintained by userspace, and by
  * targets.bpf.c when following forks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, __u32);
-} targets SEC(".maps");
+BPF_HASH(targets, __u32, __u32, MAX_TARGETS);
 
 /* A direct-mapped front cache of `targets`, so the per-event check is an
  * array lookup (inlined by the verifier) rather than a ~35 ns hash helper call.
@@ -37,30 +33,15 @@ struct {
 #define TARGET_SLOT_SHARED 0xffffffffULL
 
 /* 64-bit values: the BPF backend (without -mcpu=v3) has only 64-bit cmpxchg */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TARGET_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} target_slots SEC(".maps");
+BPF_ARRAY(target_slots, __u64, TARGET_SLOTS);
 
 /* The aggregate: cumulative per key; userspace computes per-interval deltas. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_STATS);
-	__type(key, struct io_key);
-	__type(value, struct io_val);
-} io_stats SEC(".maps");
+BPF_HASH(io_stats, struct io_key, struct io_val, MAX_STATS);
 
 /* [0]: the current phase's sequence number (ioattr.h, "Phases"). 64-bit for
  * the atomic add (see target_slots). Written by userspace (starts at 1) and by
  * stage.bpf.c when a statement carries a phase marker. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} phase_seq SEC(".maps");
+BPF_ARRAY(phase_seq, __u64, 1);
 
 /* The phase in force now, as keys carry it (an inlined array lookup). */
 static __always_inline __u16 current_phase(void)
@@ -73,28 +54,13 @@ static __always_inline __u16 current_phase(void)
 
 /* Files the targets did IO on -> owning tgid, so the block layer can charge
  * writeback and readahead of those files to them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_TRACKED);
-	__type(key, struct inode_key);
-	__type(value, __u32);
-} tracked_inodes SEC(".maps");
+BPF_LRU_HASH(tracked_inodes, struct inode_key, __u32, MAX_TRACKED);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, IOA_DROP_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
+BPF_PERCPU_ARRAY(drops, __u64, IOA_DROP_SLOTS);
 
 /* An all-zero value to insert new io_stats keys without a 536-byte stack copy.
  * Never written. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct io_val);
-} zero_val SEC(".maps");
+BPF_PERCPU_ARRAY(zero_val, struct io_val, 1);
 
 /* Per-thread state of the IO syscall in flight (task storage beats a tid hash). */
 struct task_io_state {
@@ -179,12 +145,7 @@ struct {
 } events SEC(".maps");
 
 /* Threads whose name was already sent to userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, __u32);
-} named_tids SEC(".maps");
+BPF_LRU_HASH(named_tids, __u32, __u32, 16384);
 
 static __always_inline void count_drop(__u32 reason)
 {

@@ -57,27 +57,12 @@ struct prep_conn {
 	__u64 last_digest;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PREP_STMTS_MAX);
-	__type(key, struct prep_key);
-	__type(value, __u64);
-} prep_stmts SEC(".maps");
+BPF_LRU_HASH(prep_stmts, struct prep_key, __u64, PREP_STMTS_MAX);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PREP_CONNS_MAX);
-	__type(key, __u64);
-	__type(value, struct prep_conn);
-} prep_conns SEC(".maps");
+BPF_LRU_HASH(prep_conns, __u64, struct prep_conn, PREP_CONNS_MAX);
 
 /* [0]: prepares read whose answer was not read yet (the send program's early exit) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} prep_waiting SEC(".maps");
+BPF_ARRAY(prep_waiting, __u64, 1);
 
 static __always_inline bool stmt_id_command(__u8 cmd)
 {

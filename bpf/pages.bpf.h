@@ -21,35 +21,21 @@
 #define IOATTR_PAGES_BPF_H
 
 #include "ioattr.h"
+#include "map_defs.bpf.h"
 #include "innodb_page.h"
 #include "pg_page.h"
 #include "rocksdb_sst.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct inode_key);
-	__type(value, struct innodb_file);
-} page_files SEC(".maps");
+BPF_HASH(page_files, struct inode_key, struct innodb_file, 65536);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct page_key);
-	__type(value, struct page_val);
-} page_stats SEC(".maps");
+BPF_HASH(page_stats, struct page_key, struct page_val, 65536);
 
 /* Per-CPU scratch for one page header (keeps 74 bytes off the 512-byte stack). */
 struct page_hdr {
 	__u8 b[80];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct page_hdr);
-} hdr_scratch SEC(".maps");
+BPF_PERCPU_ARRAY(hdr_scratch, struct page_hdr, 1);
 
 struct classify_ctx {
 	struct page_key key;     /* template: who, op, api, stage, digest */

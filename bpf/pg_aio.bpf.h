@@ -45,12 +45,7 @@ struct pg_aio_owner {
 	__u8 pad[5];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PG_AIO_OWNERS);
-	__type(key, struct pg_aio_key);
-	__type(value, struct pg_aio_owner);
-} pg_aio_owners SEC(".maps");
+BPF_LRU_HASH(pg_aio_owners, struct pg_aio_key, struct pg_aio_owner, PG_AIO_OWNERS);
 
 static __always_inline __u32 pg_postmaster(struct task_struct *task)
 {

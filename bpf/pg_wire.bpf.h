@@ -52,20 +52,10 @@ struct pg_stmt_key {
 	__u64 name; /* FNV-1a of the statement name */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct pg_stmt_key);
-	__type(value, __u64);
-} pg_stmts SEC(".maps");
+BPF_LRU_HASH(pg_stmts, struct pg_stmt_key, __u64, 16384);
 
 /* [0]: PostgreSQL connections seen switching to TLS (their statements are not read) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} pg_tls SEC(".maps");
+BPF_ARRAY(pg_tls, __u64, 1);
 
 /* The read's first PG_PEEK bytes, copied with one bpf_probe_read_user (~150-200 ns whatever the
  * size): the headers, Bind bodies and Parse names within them are taken from the copy, not read
@@ -75,12 +65,7 @@ struct pg_peek_buf {
 	__u8 b[PG_PEEK];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pg_peek_buf);
-} pg_peek SEC(".maps");
+BPF_PERCPU_ARRAY(pg_peek, struct pg_peek_buf, 1);
 
 struct pg_walk {
 	struct task_io_state *st;

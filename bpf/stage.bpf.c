@@ -52,12 +52,7 @@
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct stmt_key);
-	__type(value, struct stmt_val);
-} stmt_stats SEC(".maps");
+BPF_HASH(stmt_stats, struct stmt_key, struct stmt_val, 16384);
 
 /* A direct-mapped array in front of stmt_stats: every statement is counted, and in a busy
  * server a hash lookup there was a sixth of the statement reader's time (perf, issue 13:
@@ -65,12 +60,7 @@ struct {
  * by its first statement (cmpxchg on the tag) and keeps it for the recording; a key whose
  * slot another holds, and digest 0, go to the hash. Userspace adds up both
  * (collectors/drain.py statement_drainer). struct stmt_slot: ioattr.h. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STMT_SLOTS);
-	__type(key, __u32);
-	__type(value, struct stmt_slot);
-} stmt_slots SEC(".maps");
+BPF_ARRAY(stmt_slots, struct stmt_slot, STMT_SLOTS);
 
 static __always_inline void stmt_slot_add(struct stmt_slot *s, int estimate)
 {
@@ -135,12 +125,7 @@ static __always_inline int count_statement(__u32 tgid, __u64 digest)
 /* [0]: the last phase number whose boundary a recorder has dealt with (counters
  * snapshotted), written by userspace; 0: no recorder waits for markers (top, the
  * exporter, or a recorder not yet started). See wait_for_recorder(). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} phase_ack SEC(".maps");
+BPF_ARRAY(phase_ack, __u64, 1);
 
 #define MARKER_WAIT_NS (2000ULL * 1000 * 1000) /* a marker waits at most this long */
 
@@ -180,12 +165,7 @@ static __always_inline void wait_for_recorder(__u64 phase, __u64 now)
 }
 
 /* digests already sampled to userspace */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u8);
-} seen_digests SEC(".maps");
+BPF_LRU_HASH(seen_digests, __u64, __u8, 16384);
 
 struct text_buf {
 	char b[IOATTR_QUERY_MAX];
@@ -224,12 +204,7 @@ struct digest_ctx {
 	};
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct digest_ctx);
-} digest_scratch SEC(".maps");
+BPF_PERCPU_ARRAY(digest_scratch, struct digest_ctx, 1);
 
 /* "ioattr:phase=" one character at a time (a const array would land in
  * .rodata, which holds only the loader's config) */
@@ -325,6 +300,18 @@ static __always_inline int digest_plain_byte(struct digest_ctx *c, __u8 ch)
 	return 1;
 }
 
+/* A byte inside a quoted literal (digest_byte, scan_byte): a backslash escapes
+ * the byte after it, the opening quote unescaped ends the literal. */
+static __always_inline void quote_byte(struct digest_ctx *c, __u8 ch)
+{
+	if (c->escaped)
+		c->escaped = 0;
+	else if (ch == '\\')
+		c->escaped = 1;
+	else if (ch == c->quote)
+		c->state = S_CODE;
+}
+
 /* One byte of the digest; returns 1 at the end of the text. */
 static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 {
@@ -360,12 +347,7 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 	}
 	switch (c->state) {
 	case S_QUOTE:
-		if (c->escaped)
-			c->escaped = 0;
-		else if (ch == '\\')
-			c->escaped = 1;
-		else if (ch == c->quote)
-			c->state = S_CODE;
+		quote_byte(c, ch);
 		return 0;
 	case S_COMMENT:
 		if (ch == '*' && next == '/') {
@@ -473,12 +455,7 @@ static long digest_step(__u32 k, struct digest_ref *ref)
 
 /* [0]: COM_QUERY texts whose statements were not all looked for (longer than SCAN_MAX, or a
  * read of their payload that could not be scanned) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} wire_long SEC(".maps");
+BPF_ARRAY(wire_long, __u64, 1);
 
 static __always_inline void count_wire_long(void)
 {
@@ -498,12 +475,7 @@ static __always_inline void scan_byte(struct digest_ctx *c, __u8 ch)
 	c->lead = 0;
 	switch (c->state) {
 	case S_QUOTE:
-		if (c->escaped)
-			c->escaped = 0;
-		else if (ch == '\\')
-			c->escaped = 1;
-		else if (ch == c->quote)
-			c->state = S_CODE;
+		quote_byte(c, ch);
 		return;
 	case S_COMMENT:
 		if (lead == '*' && ch == '/')
@@ -889,19 +861,9 @@ struct wire_slot {
 	__u64 count;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TARGET_SLOTS);
-	__type(key, __u32);
-	__type(value, struct wire_slot);
-} wire_slots SEC(".maps");
+BPF_ARRAY(wire_slots, struct wire_slot, TARGET_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u64);
-} wire_stmts SEC(".maps");
+BPF_HASH(wire_stmts, __u32, __u64, 1024);
 
 /* n statements came in one packet (a multi-statement COM_QUERY has several) */
 static __always_inline void count_wire(__u32 tgid, __u64 n)
@@ -1145,27 +1107,31 @@ static __always_inline int wire_recv(long ret, bool in_sock, struct sock *sk)
 }
 
 /*
- * The default attach point: the socket layer's sock_recv_length tracepoint,
- * taken as a raw BTF tracepoint. It fires inside the recvfrom syscall once the
- * bytes are in the caller's buffer, with what the syscall returns. A raw
- * tracepoint costs its programs' dispatch only; a per-syscall tracepoint builds
- * a perf record for every hit first. A MariaDB connection takes 2-3 recvfroms a
- * statement, its client as many; perf put the difference at ~0.1-0.2 us a point
- * select in each (docs/cost.md). Kernels without the
- * tracepoint: the syscall tracepoint below (the loader picks one,
- * collectors/probes.py WIRE_CHOICE).
+ * The two attach points of a wire handler, the loader loads the pair of one
+ * (collectors/probes.py WIRE_CHOICE). The default: the socket layer's
+ * sock_{recv,send}_length tracepoint, taken as a raw BTF tracepoint. It fires
+ * inside the recvfrom (sendto) syscall once the bytes are in the caller's
+ * buffer, with what the syscall returns. A raw tracepoint costs its programs'
+ * dispatch only; a per-syscall tracepoint builds a perf record for every hit
+ * first. A MariaDB connection takes 2-3 recvfroms a statement, its client as
+ * many; perf put the difference at ~0.1-0.2 us a point select in each
+ * (docs/cost.md). Kernels without the tracepoint: the syscall's exit
+ * tracepoint.
  */
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(ioattr_wire_recv, struct sock *sk, int ret, int flags)
-{
-	return wire_recv(ret, true, sk);
+#define WIRE_PROGS(handler, sock_tp, sock_prog, sys_tp, sys_prog)	\
+SEC("tp_btf/" sock_tp)							\
+int BPF_PROG(sock_prog, struct sock *sk, int ret, int flags)		\
+{									\
+	return handler(ret, true, sk);					\
+}									\
+									\
+SEC("tracepoint/syscalls/" sys_tp)					\
+int sys_prog(struct syscall_trace_exit *ctx)				\
+{									\
+	return handler(ctx->ret, false, NULL);				\
 }
 
-SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int ioattr_wire_sys(struct syscall_trace_exit *ctx)
-{
-	return wire_recv(ctx->ret, false, NULL);
-}
+WIRE_PROGS(wire_recv, "sock_recv_length", ioattr_wire_recv, "sys_exit_recvfrom", ioattr_wire_sys)
 
 /* A sendto's bytes, `ret` of them, went out: a server thread waiting for its answer to a
  * COM_STMT_PREPARE (bpf/mysql_wire.bpf.h) reads the statement id from it. Every other send
@@ -1198,17 +1164,7 @@ static __always_inline int wire_send(long ret, bool in_sock, struct sock *sk)
 
 /* the send side of the wire reader, at the same layer as ioattr_wire_recv (the loader loads
  * the pair of the hook it picked: collectors/probes.py WIRE_CHOICE) */
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(ioattr_wire_send, struct sock *sk, int ret, int flags)
-{
-	return wire_send(ret, true, sk);
-}
-
-SEC("tracepoint/syscalls/sys_exit_sendto")
-int ioattr_wire_send_sys(struct syscall_trace_exit *ctx)
-{
-	return wire_send(ctx->ret, false, NULL);
-}
+WIRE_PROGS(wire_send, "sock_send_length", ioattr_wire_send, "sys_exit_sendto", ioattr_wire_send_sys)
 
 /* Userspace's way to start a phase (ioattr mark, --phase-pattern): run with
  * BPF_PROG_TEST_RUN, it bumps phase_seq atomically with respect to the marker

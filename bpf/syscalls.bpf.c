@@ -64,12 +64,7 @@ struct aio_pending {
 	__u16 phase;  /* when submitted */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct aio_key);
-	__type(value, struct aio_pending);
-} aio_inflight SEC(".maps");
+BPF_LRU_HASH(aio_inflight, struct aio_key, struct aio_pending, 16384);
 
 /* Classify a syscall number; returns false for syscalls we ignore. */
 static __always_inline bool classify(long nr, __u8 *op, __u8 *api)

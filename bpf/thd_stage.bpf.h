@@ -32,36 +32,16 @@
  * helper call on every IO): a server whose slot another server holds is treated as one
  * whose layout was not found (collectors/stage_probes.py): null stages inside statements
  * with --stages auto, the stage uprobes with full. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TARGET_SLOTS);
-	__type(key, __u32);
-	__type(value, struct thd_layout);
-} thd_layouts SEC(".maps");
+BPF_ARRAY(thd_layouts, struct thd_layout, TARGET_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THD_STAGE_NAMES);
-	__type(key, struct thd_stage_key);
-	__type(value, __u8);
-} thd_stage_names SEC(".maps");
+BPF_HASH(thd_stage_names, struct thd_stage_key, __u8, MAX_THD_STAGE_NAMES);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, THD_MISS_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} thd_stage_misses SEC(".maps");
+BPF_PERCPU_ARRAY(thd_stage_misses, __u64, THD_MISS_SLOTS);
 
 /* Names read at IO time that thd_stage_names lacks (a proc_info set from a literal, not a
  * stage object): userspace reads each name from the process, adds it to thd_stage_names and
  * deletes it here (StageProbes.learn_thd_names), so each costs a miss or a few, not all. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, struct thd_stage_key);
-	__type(value, __u8);
-} thd_stage_unknown SEC(".maps");
+BPF_HASH(thd_stage_unknown, struct thd_stage_key, __u8, 256);
 
 static __always_inline void thd_miss(__u32 why)
 {

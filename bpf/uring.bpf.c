@@ -64,19 +64,9 @@ struct uring_set {
 	struct uring_slot w[URING_WAYS];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, URING_SETS);
-	__type(key, __u32);
-	__type(value, struct uring_set);
-} uring_sets SEC(".maps");
+BPF_ARRAY(uring_sets, struct uring_set, URING_SETS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64); /* struct io_kiocb * */
-	__type(value, struct uring_slot);
-} uring_spill SEC(".maps");
+BPF_LRU_HASH(uring_spill, __u64, struct uring_slot, 4096); /* key: struct io_kiocb * */
 
 __u64 uring_spilled = 0; /* entries put into uring_spill and not yet taken out */
 

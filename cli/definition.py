@@ -86,12 +86,18 @@ def add_duration_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=argtypes.seconds(), metavar="SEC", help="stop after this many seconds")
 
 
+def add_format_argument(p: argparse.ArgumentParser, formats: tuple[str, ...], help: str = "output format") -> None:
+    """--format: one of `formats`, the first by default, refused at parse time by its type (the
+    same words for every command that has one: add_output_arguments, top --batch)."""
+    p.add_argument("--format", type=argtypes.one_of("format", formats), choices=formats, default=formats[0],
+                   help=help)
+
+
 def add_output_arguments(p: argparse.ArgumentParser, formats: tuple[str, ...], *, top: int | None,
                          top_help: str, output_help: str = "write to this file instead of stdout") -> None:
     """--format, -o and --top of the commands that read recordings (report, explain, compare):
     the same spellings, and the same refusals at parse time (argtypes), for all three."""
-    p.add_argument("--format", type=argtypes.one_of("format", formats), choices=formats, default=formats[0],
-                   help="output format")
+    add_format_argument(p, formats)
     p.add_argument("-o", "--output", type=argtypes.writable_file, metavar="FILE", help=output_help)
     p.add_argument("--top", type=argtypes.int_range(1), default=top, metavar="N", help=top_help)
 

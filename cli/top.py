@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_interval_argument, add_live_arguments, command_parser, examples, live_options
+from ioattr.cli.definition import add_format_argument, add_interval_argument, add_live_arguments, command_parser, \
+    examples, live_options
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.model.labels import LAYERS
 from ioattr.topview.top import BY_CHOICES
@@ -42,8 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rows", type=argtypes.int_range(0), metavar="N", help="batch: rows per snapshot (default all)")
     p.add_argument("--width", type=argtypes.int_range(60), metavar="COLS",
                    help="batch: line width (default the terminal's, else 160)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="batch: text (default) or json, one object per snapshot and line: its views' rows "
+    add_format_argument(p, ("text", "json"),
+                        "batch: text (default) or json, one object per snapshot and line: its views' rows "
                         "with every column's value and, for queries, the executions behind EXEC/s")
     add_live_arguments(p, "mysqld, mariadbd")
 

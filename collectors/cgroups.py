@@ -15,6 +15,7 @@ relative to the recorder's own cgroup namespace (the host's, for a recorder run 
 """
 from __future__ import annotations
 
+from ioattr.collectors.names import cap_oldest
 from ioattr.collectors.targets import read_proc_text
 
 MAX_CGROUP_NAMES = 100_000
@@ -65,6 +66,5 @@ class CgroupNames:
             if path is not None:
                 self.paths.pop(pid, None)  # newest last: the oldest go first past max_names
                 self.paths[pid] = path
-                while len(self.paths) > self.max_names:
-                    del self.paths[next(iter(self.paths))]
+                cap_oldest(self.paths, self.max_names)
         return self.paths.get(pid)

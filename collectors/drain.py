@@ -35,6 +35,11 @@ from ioattr.collectors import abi
 from ioattr.collectors import libbpf
 
 
+def _value_field(name: str) -> property:
+    """A read-only attribute for one field of Deltas.values."""
+    return property(lambda self: self.values[name], doc=f"values[{name!r}]")
+
+
 @dataclass
 class Deltas:
     """One interval's changes: one row per key that moved."""
@@ -47,22 +52,11 @@ class Deltas:
     def __len__(self) -> int:
         return int(self.keys.shape[0])
 
-    # io_stats conveniences
-    @property
-    def count(self) -> np.ndarray:
-        return self.values["count"]
-
-    @property
-    def bytes(self) -> np.ndarray:
-        return self.values["bytes"]
-
-    @property
-    def lat_sum_ns(self) -> np.ndarray:
-        return self.values["lat_sum_ns"]
-
-    @property
-    def hist(self) -> np.ndarray:
-        return self.values["hist"]
+    # io_stats conveniences: d.count is d.values["count"]
+    count = _value_field("count")
+    bytes = _value_field("bytes")
+    lat_sum_ns = _value_field("lat_sum_ns")
+    hist = _value_field("hist")
 
 
 class MapDrainer:

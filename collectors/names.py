@@ -75,7 +75,7 @@ def _stat_key(path: str, ino: int) -> tuple[int, int] | None:
     return (abi.kernel_dev_of_stat(st.st_dev), ino) if st.st_ino == ino else None
 
 
-def _cap(table: dict, limit: int) -> None:
+def cap_oldest(table: dict, limit: int) -> None:
     """Drop the oldest entries (insertion order; an OrderedDict in LRU order) over limit."""
     while len(table) > limit:
         del table[next(iter(table))]
@@ -347,7 +347,7 @@ class TaskNames:
             name = _read(path)
             if name is not None:
                 table[key] = name
-                _cap(table, self.max_names)
+                cap_oldest(table, self.max_names)
         return table.get(key)
 
     def on_task_event(self, pid: int, tid: int, comm: str, renamed: bool = False) -> None:
@@ -360,8 +360,8 @@ class TaskNames:
         self.threads.setdefault(tid, comm)
         if pid == tid:
             self.procs.setdefault(pid, comm)
-        _cap(self.threads, self.max_names)
-        _cap(self.procs, self.max_names)
+        cap_oldest(self.threads, self.max_names)
+        cap_oldest(self.procs, self.max_names)
 
     def remember_threads(self, pid: int) -> None:
         """Cache every thread's name now, while they are alive."""
@@ -373,7 +373,7 @@ class TaskNames:
             name = _read(f"/proc/{pid}/task/{t}/comm")
             if name is not None:
                 self.threads[int(t)] = name
-        _cap(self.threads, self.max_names)
+        cap_oldest(self.threads, self.max_names)
 
 
 _read = read_proc_text

@@ -189,6 +189,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("top", ["--batch", "-n", "0"], "--iterations"),
     ("top", ["--batch", "-n", "abc"], "invalid int value"),
     ("top", ["--batch", "--layer", "foo"], "invalid choice: 'foo'"),
+    ("top", ["--batch", "--format", "xml"], "unknown format 'xml'"),
     ("top", ["--batch", "--rows", "-1"], "--rows"),
     ("top", ["--batch", "--width", "10"], "--width"),
     ("top", ["--batch", "--sort", "nope"], "not a column"),

@@ -74,20 +74,20 @@ class PhaseStats:
         """Statements the clients sent (per.STATEMENT: Questions less ioattr's own); an engine that
         is its own server counts them itself (PostgreSQL: the wire reader's Simple Query and
         Execute messages, its phase_terms)."""
-        have = units.statements(self.counters)
-        if have is not None:
-            return have
-        own = [t["statements"] for t in self.engines.values() if isinstance(t.get("statements"), (int, float))]
-        return sum(own) if own else None
+        return self._server_or_engines(units.statements(self.counters), "statements")
 
     @property
     def transactions(self) -> float | None:
         """Transactions ended by COMMIT or ROLLBACK (per.TRANSACTION); an engine that is its own
         server counts them itself (PostgreSQL: xact_commit + xact_rollback, its phase_terms)."""
-        have = units.transactions(self.counters)
+        return self._server_or_engines(units.transactions(self.counters), "transactions")
+
+    def _server_or_engines(self, have: float | None, term: str) -> float | None:
+        """The server's count of a unit, else the sum of the engines' own phase terms of that name
+        (an engine that is its own server), else None."""
         if have is not None:
             return have
-        own = [t["transactions"] for t in self.engines.values() if isinstance(t.get("transactions"), (int, float))]
+        own = [t[term] for t in self.engines.values() if isinstance(t.get(term), (int, float))]
         return sum(own) if own else None
 
     @property

@@ -145,6 +145,18 @@ def _first_line(e: BaseException) -> str:
     return line if len(line) <= 240 else line[:237] + "..."
 
 
+def _named(mapping: Any, key: Callable[[str], Any]) -> list[tuple[Any, str]]:
+    """(key(k), name) of a meta.json map of names (query texts by hex digest, index names by
+    id), without the entries whose key does not convert."""
+    out = []
+    for k, name in (mapping or {}).items():
+        try:
+            out.append((key(k), str(name)))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 CHECK_BATCH_ROWS = 65_536
 
 T = TypeVar("T")
@@ -229,36 +241,25 @@ class Recording:
             what = "permission denied" if isinstance(e, PermissionError) else (e.strerror or str(e))
             raise UsageError(f"cannot read recording {self.path}: {e.filename or self.path}: {what}") from None
         self.chunk_count = self.chunk_counts.get("io", 0)
-        self.con.execute("CREATE TABLE query_texts (digest UBIGINT, text VARCHAR)")
-        texts = []
-        for hexd, text in (self.meta.get("queries") or {}).items():
-            try:
-                texts.append((int(hexd, 16), str(text)))
-            except (TypeError, ValueError):
-                continue
-        if texts:
-            self.con.executemany("INSERT INTO query_texts VALUES (?, ?)", texts)
-        self.con.execute("CREATE TABLE index_names (index_id UBIGINT, name VARCHAR)")
-        names = []
-        for iid, name in (self.meta.get("indexes") or {}).items():
-            try:
-                names.append((int(iid), str(name)))
-            except (TypeError, ValueError):
-                continue
-        if names:
-            self.con.executemany("INSERT INTO index_names VALUES (?, ?)", names)
+        self._names_table("query_texts", "digest UBIGINT, text VARCHAR",
+                          _named(self.meta.get("queries"), lambda hexd: int(hexd, 16)))
+        self._names_table("index_names", "index_id UBIGINT, name VARCHAR", _named(self.meta.get("indexes"), int))
         # the final name of the one index a file holds where the engine's catalog lists one only
         # (meta.json "files", re-read at the end: a name read mid-recording may lack its index
         # part, MyRocks' after a restart); model/dimensions.INDEX_SQL reads it for the classes
         # whose page rows name a file (file_classes.ONE_INDEX_PER_FILE)
-        self.con.execute("CREATE TABLE file_index_names (file VARCHAR, name VARCHAR)")
         one = []
         for path, f in (self.meta.get("files") or {}).items():
             idx = f.get("indexes") if isinstance(f, dict) else None
             if isinstance(idx, list) and len(idx) == 1 and isinstance(idx[0], dict) and idx[0].get("index"):
                 one.append((str(path), str(idx[0]["index"])))
-        if one:
-            self.con.executemany("INSERT INTO file_index_names VALUES (?, ?)", one)
+        self._names_table("file_index_names", "file VARCHAR, name VARCHAR", one)
+
+    def _names_table(self, table: str, columns: str, rows: list[tuple[Any, str]]) -> None:
+        """A two-column table of names from meta.json (made even when there are none)."""
+        self.con.execute(f"CREATE TABLE {table} ({columns})")
+        if rows:
+            self.con.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """compute()'s value, once per recording and key: a command that asks for the same

@@ -34,7 +34,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -195,23 +194,9 @@ class PrivatePostgres(ChildServer):
         finally:
             log.close()
         _LIVE.add(self)
-        deadline = time.monotonic() + self.start_timeout
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                rc = self._proc.returncode
-                self._proc = None
-                raise SandboxError(f"postgres exited with status {rc} during start-up; "
-                                   f"last lines of {self.log_file}:\n{self.log_tail()}")
-            if (self.socket_dir / f".s.PGSQL.{self.port}").exists():
-                try:
-                    self.connect().close()
-                    return
-                except Exception as e:  # noqa: BLE001 - not accepting connections yet
-                    last = e
-            time.sleep(0.05)
-        raise SandboxError(f"postgres did not accept connections within {self.start_timeout:.0f}s "
-                           f"(last error: {last}); last lines of {self.log_file}:\n{self.log_tail()}")
+        # any error of the driver: not accepting connections yet
+        self._wait_accepting("postgres", self.socket_dir / f".s.PGSQL.{self.port}", Exception, self.log_file,
+                             self.log_tail)
 
     def _shutdown(self, timeout: float) -> None:
         """Fast shutdown of our postmaster (SIGINT to its pid), SIGKILL after `timeout`."""

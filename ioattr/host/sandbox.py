@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pymysql
 
@@ -104,6 +104,11 @@ class ChildServer:
     """A server this process started as its child (``_proc``) and stops by its pid."""
 
     _proc: "subprocess.Popen[bytes] | None" = None
+    start_timeout: float  # seconds _wait_accepting waits for the first connection
+
+    def connect(self, *args: Any, **kwargs: Any) -> Any:
+        """A client connection to the server (each subclass's driver)."""
+        raise NotImplementedError
 
     @property
     def pid(self) -> int | None:
@@ -113,6 +118,31 @@ class ChildServer:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def _wait_accepting(self, what: str, ready: Path, not_yet: type[Exception], log: Path,
+                        log_tail: Callable[[], str]) -> None:
+        """Wait up to ``start_timeout`` seconds for the child just started to accept a connection
+        (``connect()``, tried once ``ready``, its socket, exists; ``not_yet``: the errors of a
+        server still starting). A child that exits first, or does not answer in time, is a
+        SandboxError with the last lines of its log."""
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                rc = self._proc.returncode
+                self._proc = None
+                raise SandboxError(f"{what} exited with status {rc} during start-up; "
+                                   f"last lines of {log}:\n{log_tail()}")
+            if ready.exists():
+                try:
+                    self.connect().close()
+                    return
+                except not_yet as e:
+                    last_error = e
+            time.sleep(0.05)
+        raise SandboxError(f"{what} did not accept connections within {self.start_timeout:.0f}s "
+                           f"(last error: {last_error}); last lines of {log}:\n{log_tail()}")
 
 
 _LIVE = LiveSet()
@@ -465,28 +495,12 @@ class PrivateMariaDB(ChildServer):
             preexec_fn=_die_with_parent,
         )
         _LIVE.add(self)
-        deadline = time.monotonic() + self.start_timeout
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                rc = self._proc.returncode
-                self._proc = None
-                raise SandboxError(
-                    f"mariadbd exited with status {rc} during start-up; "
-                    f"last lines of {self.error_log}:\n{self.error_log_tail()}"
-                )
-            if self.socket.exists():
-                try:
-                    self.connect().close()
-                    return
-                except pymysql.err.MySQLError as e:
-                    last_error = e
-            time.sleep(0.05)
-        self._kill()
-        raise SandboxError(
-            f"mariadbd did not accept connections within {self.start_timeout:.0f}s "
-            f"(last error: {last_error}); last lines of {self.error_log}:\n{self.error_log_tail()}"
-        )
+        try:
+            self._wait_accepting("mariadbd", self.socket, pymysql.err.MySQLError, self.error_log,
+                                 self.error_log_tail)
+        except SandboxError:
+            self._kill()  # did not answer in time (after an exit: nothing to kill)
+            raise
 
     def _server_argv(self) -> list[str]:
         """The command that runs the server: a subclass may wrap it (in namespaces, a cgroup)."""

@@ -143,9 +143,18 @@ class TableRows:
     def __init__(self, naming: Naming) -> None:
         self.n = naming
 
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+        """The interval's columns (every table's first three), then the table's own."""
+        rows = len(d)
+        return {"ts_start": [ts_start] * rows, "ts_end": [ts_end] * rows, "phase": [phase] * rows,
+                **self.own_columns(d)}
+
+    def own_columns(self, d: Deltas) -> dict[str, object]:
+        raise NotImplementedError
+
 
 class IoRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> dict[str, object]:
         n = self.n
         n.tasks.new_interval()
         n.cgroups.new_interval()
@@ -173,9 +182,6 @@ class IoRows(TableRows):
         digest_l = k["digest"].astype(np.uint64).tolist()
         ino_l, op_l = k["ino"].tolist(), k["op"].tolist()
         cols: dict[str, object] = {
-            "ts_start": [ts_start] * rows,
-            "ts_end": [ts_end] * rows,
-            "phase": [phase] * rows,
             "layer": _by_value(LAYER_NAMES.__getitem__, layer_l),
             "op": _by_value(OP_NAMES.__getitem__, k["op"].tolist()),
             "api": _by_value(lambda x: API_NAMES.get(x, "other"), k["api"].tolist()),
@@ -227,10 +233,9 @@ def statement_kind(command: str, query: str | None) -> str:
 
 
 class StatementRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> dict[str, object]:
         n = self.n
         k = d.keys
-        rows = len(d)
         pids = k["tgid"].astype(np.int64)
         commands, kinds, queries = [], [], []
         for dg in k["digest"]:
@@ -246,9 +251,6 @@ class StatementRows(TableRows):
             queries.append(q)
             kinds.append(statement_kind(cmd, q))
         return {
-            "ts_start": [ts_start] * rows,
-            "ts_end": [ts_end] * rows,
-            "phase": [phase] * rows,
             "pid": _opt_ints(pids),
             "process": [n.tasks.process(int(p)) if p else None for p in pids],
             "digest": [int(x) for x in k["digest"]],
@@ -293,7 +295,7 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
 
 
 class PageRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> dict[str, object]:
         n = self.n
         k = d.keys
         rows = len(d)
@@ -356,9 +358,6 @@ class PageRows(TableRows):
             ino_col.append(pf.ino if pf else None)
         digests = k["digest"].astype(np.uint64)
         return {
-            "ts_start": [ts_start] * rows,
-            "ts_end": [ts_end] * rows,
-            "phase": [phase] * rows,
             "op": [OP_NAMES[int(x)] for x in k["op"]],
             "api": [API_NAMES.get(int(x), "other") for x in k["api"]],
             "pid": _opt_ints(pids),

@@ -32,6 +32,7 @@ from ioattr.collectors.drain import Deltas, io_stats_drainer, page_stats_drainer
 from ioattr.collectors.engine import HIDDEN_QUERIES, EngineError, EngineOptions
 from ioattr.collectors.libbpf import RingBuffer
 from ioattr.collectors.mysqld import ServerContext, is_server
+from ioattr.collectors.names import cap_oldest
 from ioattr.collectors.probes import MAX_STATS_DEFAULT, ProbeSession
 from ioattr.collectors.prog_stats import skipped_runs
 from ioattr.collectors.sqltext import normalize, phase_marker
@@ -296,8 +297,7 @@ class LiveSession:
             role = srv.role(pid)
             if role is not None:
                 self._process_roles[pid] = role
-                while len(self._process_roles) > MAX_PROCESS_ROLES:
-                    del self._process_roles[next(iter(self._process_roles))]
+                cap_oldest(self._process_roles, MAX_PROCESS_ROLES)
                 return role
         return None
 

@@ -354,20 +354,13 @@ class Snapshot:
             for j, i in enumerate(sel):
                 if extra[gid[j]] is None and roles[i]:
                     extra[gid[j]] = roles[i]
-        elif view.name == "roles":
-            tids = io["tid"]  # type: ignore[index]
+        elif view.name in ("roles", "cgroups"):  # how many threads (a role's), processes (a cgroup's)
+            ids = io["tid" if view.name == "roles" else "pid"]  # type: ignore[index]
             seen: list[set] = [set() for _ in range(n)]
             for j, i in enumerate(sel):
-                if tids[i]:
-                    seen[gid[j]].add(tids[i])
+                if ids[i]:
+                    seen[gid[j]].add(ids[i])
             extra = [str(len(s)) for s in seen]
-        elif view.name == "cgroups":
-            pids = io["pid"]  # type: ignore[index]
-            procs: list[set] = [set() for _ in range(n)]
-            for j, i in enumerate(sel):
-                if pids[i]:
-                    procs[gid[j]].add(pids[i])
-            extra = [str(len(s)) for s in procs]
 
         names = [self._io_name(view, lab) for lab in labels]
         execs = self._executions() if view.name == "queries" else {}

@@ -51,7 +51,7 @@ catalogs), not in pg_statio_user_*.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ioattr.collectors.engine import INTERNAL_TAG, EngineError
 from ioattr.engines.base import Connection, CounterRow, CounterSource
@@ -79,6 +79,11 @@ OWN_COMMITS = "xact_commit_ioattr"
 
 def _rows(name: str, columns: tuple[str, ...], values: tuple) -> list[CounterRow]:
     return [(f"{name}:{c}", float(v), None) for c, v in zip(columns, values) if v is not None]
+
+
+def _one_row(rows: list[tuple], names: Iterable[str]) -> list[CounterRow]:
+    """A one-row view's values under `names`, but its nulls (nothing without a row)."""
+    return [(c, float(v), None) for c, v in zip(names, rows[0]) if v is not None] if rows else []
 
 
 def _per_database(conn: Connection, sql: str) -> list[tuple[str, list[tuple]]]:
@@ -127,50 +132,48 @@ def server_version_num(conn: Connection) -> int:
     return int(rows[0][0]) if rows else 0
 
 
-class PgStatBgwriter(CounterSource):
+class _VersionedSource(CounterSource):
+    """A source whose view's columns depend on the server's version, read at its first use (a
+    source is per server)."""
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+
+    def server_version(self, conn: Connection) -> int:
+        if self.version is None:
+            self.version = server_version_num(conn)
+        return self.version
+
+
+class PgStatBgwriter(_VersionedSource):
     """pg_stat_bgwriter's counters under their names up to PostgreSQL 16, from pg_stat_bgwriter,
     pg_stat_checkpointer and pg_stat_io on 17 and later."""
 
     source = "pg_stat_bgwriter"
 
-    def __init__(self) -> None:
-        self.version: int | None = None  # read at the first read (a source is per server)
-
     def read(self, conn: Connection) -> list[CounterRow]:
-        if self.version is None:
-            self.version = server_version_num(conn)
-        if self.version < 170000:
-            rows = conn.query("SELECT " + ", ".join(BGWRITER_COLUMNS) + " FROM pg_stat_bgwriter")
-            return [(c, float(v), None) for c, v in zip(BGWRITER_COLUMNS, rows[0]) if v is not None] if rows else []
-        out: list[CounterRow] = []
-        rows = conn.query("SELECT " + ", ".join(BGWRITER_17_COLUMNS) + " FROM pg_stat_bgwriter")
-        out += [(c, float(v), None) for c, v in zip(BGWRITER_17_COLUMNS, rows[0]) if v is not None] if rows else []
-        rows = conn.query("SELECT " + ", ".join(CHECKPOINTER_COLUMNS) + " FROM pg_stat_checkpointer")
-        out += [(name, float(v), None) for name, v in zip(CHECKPOINTER_COLUMNS.values(), rows[0])
-                if v is not None] if rows else []
-        rows = conn.query(BACKEND_WRITES_SQL)
-        out += [(c, float(v), None) for c, v in zip(("buffers_backend", "buffers_backend_fsync"), rows[0])
-                if v is not None] if rows else []
-        return out
+        if self.server_version(conn) < 170000:
+            return _one_row(conn.query("SELECT " + ", ".join(BGWRITER_COLUMNS) + " FROM pg_stat_bgwriter"),
+                            BGWRITER_COLUMNS)
+        return (_one_row(conn.query("SELECT " + ", ".join(BGWRITER_17_COLUMNS) + " FROM pg_stat_bgwriter"),
+                         BGWRITER_17_COLUMNS)
+                + _one_row(conn.query("SELECT " + ", ".join(CHECKPOINTER_COLUMNS) + " FROM pg_stat_checkpointer"),
+                           CHECKPOINTER_COLUMNS.values())
+                + _one_row(conn.query(BACKEND_WRITES_SQL), ("buffers_backend", "buffers_backend_fsync")))
 
 
-class PgStatWal(CounterSource):
+class PgStatWal(_VersionedSource):
     """pg_stat_wal (14+); 18 moved its write and sync counts and times to pg_stat_io (object
     wal), whose rows this source leaves to PgStatIo."""
 
     source = "pg_stat_wal"
 
-    def __init__(self) -> None:
-        self.version: int | None = None
-
     def read(self, conn: Connection) -> list[CounterRow]:
-        if self.version is None:
-            self.version = server_version_num(conn)
-        if self.version < 140000:  # no pg_stat_wal before 14: nothing to add
+        version = self.server_version(conn)
+        if version < 140000:  # no pg_stat_wal before 14: nothing to add
             return []
-        columns = WAL_COLUMNS if self.version < 180000 else WAL_COLUMNS[:4]
-        rows = conn.query("SELECT " + ", ".join(columns) + " FROM pg_stat_wal")
-        return [(c, float(v), None) for c, v in zip(columns, rows[0]) if v is not None] if rows else []
+        columns = WAL_COLUMNS if version < 180000 else WAL_COLUMNS[:4]
+        return _one_row(conn.query("SELECT " + ", ".join(columns) + " FROM pg_stat_wal"), columns)
 
 
 #: a page image's largest size in WAL (BLCKSZ; the hole in the middle of a page is left out, and
@@ -208,7 +211,7 @@ IO_COLUMNS = ("reads", "writes", "writebacks", "extends", "hits", "evictions", "
 IO_BYTES = ("read_bytes", "write_bytes", "extend_bytes")
 
 
-class PgStatIo(CounterSource):
+class PgStatIo(_VersionedSource):
     """pg_stat_io (PostgreSQL 16+): "<backend_type>:<object>:<context>:<column>" for every row,
     and the cluster's totals "<column>" (no prefix). Bytes are 18's read_bytes, write_bytes and
     extend_bytes; on 16 and 17 reads, writes and extends times op_bytes (what 18 sums). Nothing
@@ -216,15 +219,11 @@ class PgStatIo(CounterSource):
 
     source = "pg_stat_io"
 
-    def __init__(self) -> None:
-        self.version: int | None = None
-
     def read(self, conn: Connection) -> list[CounterRow]:
-        if self.version is None:
-            self.version = server_version_num(conn)
-        if self.version < 160000:
+        version = self.server_version(conn)
+        if version < 160000:
             return []
-        if self.version >= 180000:
+        if version >= 180000:
             byte_sql = ", ".join(IO_BYTES)
         else:
             byte_sql = ", ".join(f"{c} * op_bytes" for c in ("reads", "writes", "extends"))
@@ -249,7 +248,7 @@ BACKEND_IO_SQL = ("SELECT a.pid, b.object, " + ", ".join(f"sum(b.{c})" for c in 
                     "'background worker') GROUP BY a.pid, b.object")
 
 
-class PgStatBackendIo(CounterSource):
+class PgStatBackendIo(_VersionedSource):
     """pg_stat_get_backend_io() (PostgreSQL 18+: each backend's own pg_stat_io) of every client
     backend, autovacuum worker, walsender and background worker alive at the reading, but
     ioattr's own: "<pid>:<object>:<column>" summed over the IO contexts (reads, read_bytes,
@@ -261,16 +260,12 @@ class PgStatBackendIo(CounterSource):
 
     source = "pg_stat_backend_io"
 
-    def __init__(self) -> None:
-        self.version: int | None = None
-
     def unavailable(self, conn: Connection) -> str | None:
         """Why this server has no per-backend IO (None: it has)."""
-        if self.version is None:
-            self.version = server_version_num(conn)
-        if self.version < 180000:
+        version = self.server_version(conn)
+        if version < 180000:
             return (f"no per-backend IO counters (pg_stat_get_backend_io is PostgreSQL 18's; this server is "
-                    f"{self.version // 10000})")
+                    f"{version // 10000})")
         return None
 
     def first_sight(self, conn: Connection, settings: dict[str, Any] | None,
@@ -318,8 +313,7 @@ class PgStatStatements(CounterSource):
         if not where:
             return []
         query = getattr(conn, "query")
-        rows = query(self.SQL, where[0])
-        return [(c, float(v), None) for c, v in zip(STATEMENTS_COLUMNS, rows[0]) if v is not None] if rows else []
+        return _one_row(query(self.SQL, where[0]), STATEMENTS_COLUMNS)
 
 
 class PgStatDatabase(CounterSource):

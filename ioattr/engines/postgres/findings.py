@@ -42,13 +42,22 @@ def _per(e: Evidence, side: str, name: str) -> float | None:
     return None if v is None or not s.denominator else v / s.denominator
 
 
+def _write_cause_not_applicable(e: Evidence, fid: str, title: str, counter: str) -> dict[str, Any] | None:
+    """The finding of a write cause tested against a PostgreSQL counter ("view:column") where it
+    cannot apply: neither side recorded the counter's view, or the metric counts reads."""
+    if e.target.stats.counter(counter) is None and e.base.stats.counter(counter) is None:
+        view = counter.split(":", 1)[0]
+        return finding(fid, title, "not_applicable", f"no PostgreSQL server's {view} in this recording")
+    if e.reads:
+        return finding(fid, title, "not_applicable", "a write cause; this metric counts reads")
+    return None
+
+
 def checkpoint_writes(e: Evidence) -> dict[str, Any]:
     title = "Checkpoints wrote the dirty shared buffers (PostgreSQL)"
     fid = "checkpoint_writes"
-    if e.target.stats.counter(BUFFERS_CHECKPOINT) is None and e.base.stats.counter(BUFFERS_CHECKPOINT) is None:
-        return finding(fid, title, "not_applicable", "no PostgreSQL server's pg_stat_bgwriter in this recording")
-    if e.reads:
-        return finding(fid, title, "not_applicable", "a write cause; this metric counts reads")
+    if (na := _write_cause_not_applicable(e, fid, title, BUFFERS_CHECKPOINT)) is not None:
+        return na
     share = e.share(lambda k: k[I_ROLE] == "checkpointer")
     base, target = _per(e, "base", BUFFERS_CHECKPOINT), _per(e, "target", BUFFERS_CHECKPOINT)
     checkpoints = sum(e.target.stats.counter(n) or 0.0 for n in CHECKPOINTS)
@@ -121,10 +130,8 @@ def full_page_writes(e: Evidence) -> dict[str, Any]:
     were already changed since the last checkpoint."""
     title = "Full-page writes after a checkpoint inflate WAL (PostgreSQL)"
     fid = "full_page_writes"
-    if e.target.stats.counter(WAL_FPI) is None and e.base.stats.counter(WAL_FPI) is None:
-        return finding(fid, title, "not_applicable", "no PostgreSQL server's pg_stat_wal in this recording")
-    if e.reads:
-        return finding(fid, title, "not_applicable", "a write cause; this metric counts reads")
+    if (na := _write_cause_not_applicable(e, fid, title, WAL_FPI)) is not None:
+        return na
 
     def wal(k: tuple) -> bool:
         return k[I_CLASS] == "wal"

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ioattr.collectors.engine import INTERNAL_TAG, EngineError, server_sockets
+from ioattr.collectors.names import cap_oldest
 from ioattr.engines.base import EngineAdapter
 from ioattr.engines.postgres.counters import status_rows
 from ioattr.engines.postgres import roles
@@ -363,8 +364,7 @@ class PostgresServer:
             role = roles.process_role(pid)
         if role is not None:
             self.roles[pid] = role
-            while len(self.roles) > MAX_ROLES:
-                del self.roles[next(iter(self.roles))]
+            cap_oldest(self.roles, MAX_ROLES)
         return role
 
     def _backend_types(self, pid: int) -> dict[int, str]:
