@@ -16,6 +16,11 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 c_void_p = ctypes.c_void_p
@@ -410,10 +415,6 @@ def close_fds_in_child(fds: list[int]) -> None:
     fds = [fd for fd in fds if fd >= 0]
     if not fds:
         return
-    import shutil
-    import subprocess
-    import threading
-
     # the helper says its pid, then holds the fds until its stdin closes
     argv = ["sh", "-c", "echo $$; exec cat >/dev/null"]
     setsid = shutil.which("setsid")
@@ -445,8 +446,6 @@ def close_fds_in_child(fds: list[int]) -> None:
 def wait_for_closers(timeout: float = 30.0) -> bool:
     """Wait until the helpers of close_fds_in_child are gone, i.e. the perf
     events they held are torn down; False on timeout."""
-    import time
-
     deadline = time.monotonic() + timeout
     while _closers:
         for pid in list(_closers):
@@ -479,8 +478,6 @@ def destroy_links(links: list[Link]) -> None:
         for link in live:
             link.destroy()
         return
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(min(len(live), 64)) as pool:
         list(pool.map(Link.destroy, live))
 

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+import psycopg
+
 from ioattr import environment
 from ioattr.host.sandbox import ChildServer, LiveSet, SandboxError, _die_with_parent, _free_tcp_port
 
@@ -250,8 +252,6 @@ class PrivatePostgres(ChildServer):
 
     def connect(self, dbname: str = "postgres", **kwargs: Any) -> Any:
         """A new psycopg connection as the superuser over the unix socket (autocommit on)."""
-        import psycopg
-
         params = dict(self.conninfo(dbname), autocommit=True, connect_timeout=5)
         params.update(kwargs)
         return psycopg.connect(**params)

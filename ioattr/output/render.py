@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import io
-
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -24,9 +24,6 @@ def write_output(text: str, path: str | None, command: str | None = None) -> Non
 
     A file written is said in one line on stderr (`ioattr COMMAND: wrote PATH (SIZE)`) when
     the command is named: otherwise a successful -o looks the same as one that did nothing."""
-    import sys
-
-
     if not path:
         sys.stdout.write(text)
         return
