@@ -7,7 +7,7 @@ engine's class is one [[class]] there.
 
 Everything that speaks of file classes derives from FILE_CLASSES: collectors/abi.FileClass,
 the report's names (model/labels.FILE_CLASS_NAMES), which IO is storage IO
-(model/storage.STORAGE_FILE_CLASSES, and the dashboards' regex built from it), top's short
+(model/storage.STORAGE_FILE_CLASSES, and the exporter's storage="yes"/"no" label built from it), top's short
 names, the file_class dimension's help, and the BPF programs' enum ioattr_file_class:
 bpf/file_classes.h is generated from this table (`python3 collectors/file_classes.py >
 bpf/file_classes.h`; bpf/Makefile does it when the table changes, tests/unit/test_file_classes.py
