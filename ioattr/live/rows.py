@@ -18,7 +18,7 @@ from ioattr.collectors.mysqld import ServerContext
 from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
 from ioattr.collectors.thread_roles import role_of_comm
 from ioattr.engines import registry as engines
-from ioattr.format.schema import HIST_COLUMNS
+from ioattr.format.schema import HIST_COLUMNS, Columns
 from ioattr.model import storage
 from ioattr.model.labels import (API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, NOT_A_TARGET, OP_NAMES,
                                  STAGE_NAMES)
@@ -145,7 +145,7 @@ class TableRows:
 
 
 class IoRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> Columns:
         n = self.n
         n.tasks.new_interval()
         n.cgroups.new_interval()
@@ -172,7 +172,7 @@ class IoRows(TableRows):
         n.connection_tids.update(t for t, s in set(zip(tid_l, stage_l)) if t and s in IN_STATEMENT)
         digest_l = k["digest"].astype(np.uint64).tolist()
         ino_l, op_l = k["ino"].tolist(), k["op"].tolist()
-        cols: dict[str, object] = {
+        cols: Columns = {
             "ts_start": [ts_start] * rows,
             "ts_end": [ts_end] * rows,
             "phase": [phase] * rows,
@@ -227,7 +227,7 @@ def statement_kind(command: str, query: str | None) -> str:
 
 
 class StatementRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> Columns:
         n = self.n
         k = d.keys
         rows = len(d)
@@ -293,7 +293,7 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
 
 
 class PageRows(TableRows):
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> Columns:
         n = self.n
         k = d.keys
         rows = len(d)

@@ -45,9 +45,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -182,7 +184,7 @@ class IoattrCollector(Collector):
             gz = cached + (gzip.compress(extra, compresslevel=1) if extra else b"")
         return plain, gz
 
-    def collect(self):  # type: ignore[override]
+    def collect(self) -> Iterator[Metric]:
         yield from text_string_to_metric_families(self.text())
 
     def render(self) -> str:
@@ -272,8 +274,8 @@ class IoattrCollector(Collector):
         w.sample("ioattr_label_evictions_total", 'label="cgroup"', st.cgroups.folded)
         w.family("ioattr_probe_set_up", "gauge", "1 for each probe set attached, 0 for one this host cannot run "
                  "(degraded)")
-        for name, v in sorted(s.probe_sets.items()):
-            w.sample("ioattr_probe_set_up", L.fragment(("set",), (name,)), v)
+        for name, up in sorted(s.probe_sets.items()):
+            w.sample("ioattr_probe_set_up", L.fragment(("set",), (name,)), up)
         w.family("ioattr_build_info", "gauge", "ioattr's version")
         w.sample("ioattr_build_info", L.fragment(("version",), (__version__,)), 1)
         w.family("ioattr_targets", "gauge", "Processes traced now")
