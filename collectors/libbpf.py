@@ -52,6 +52,9 @@ def _load_library() -> ctypes.CDLL:
     raise LibbpfError("cannot load libbpf.so.1 (install the libbpf1 package)", errno.ENOENT)
 
 
+#: a map key or value: a ctypes struct, scalar or byte array (what ctypes.byref takes)
+CData = ctypes.Structure | ctypes._SimpleCData | ctypes.Array
+
 _lib: ctypes.CDLL | None = None
 _libc = ctypes.CDLL(None, use_errno=True)
 _log_lines: list[str] = []
@@ -189,13 +192,13 @@ class Map:
         return int(addr), int(size.value)
 
 
-def map_update(fd: int, key: ctypes.Structure | ctypes._SimpleCData, value: object, flags: int = 0) -> None:
-    err = lib().bpf_map_update_elem(fd, ctypes.byref(key), ctypes.byref(value), flags)  # type: ignore[arg-type]
+def map_update(fd: int, key: CData, value: CData, flags: int = 0) -> None:
+    err = lib().bpf_map_update_elem(fd, ctypes.byref(key), ctypes.byref(value), flags)
     if err:
         raise LibbpfError("map update", ctypes.get_errno() or err)
 
 
-def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
+def map_delete(fd: int, key: CData) -> bool:
     """Delete a key; False when it was not there."""
     err = lib().bpf_map_delete_elem(fd, ctypes.byref(key))
     if err:
@@ -206,11 +209,11 @@ def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
     return True
 
 
-def map_lookup_and_delete(fd: int, key: object, value: object) -> bool | None:
+def map_lookup_and_delete(fd: int, key: CData, value: CData) -> bool | None:
     """Delete a hash map's key, reading its last value into `value` in the same step (no
     update between the two is lost). True: deleted; False: it was not there; None: this
     kernel cannot do it for this map (hash maps need 5.14): the caller deletes plainly."""
-    err = lib().bpf_map_lookup_and_delete_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+    err = lib().bpf_map_lookup_and_delete_elem(fd, ctypes.byref(key), ctypes.byref(value))
     if err:
         e = ctypes.get_errno() or abs(err)
         if e == errno.ENOENT:
@@ -221,8 +224,8 @@ def map_lookup_and_delete(fd: int, key: object, value: object) -> bool | None:
     return True
 
 
-def map_lookup(fd: int, key: object, value: object) -> bool:
-    err = lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+def map_lookup(fd: int, key: CData, value: CData) -> bool:
+    err = lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(value))
     return err == 0
 
 
@@ -252,7 +255,7 @@ class BatchBuffers:
     def __init__(self, key_size: int, value_size: int, max_entries: int, initial: int = 1024) -> None:
         self.key_size, self.value_size, self.max_entries = key_size, value_size, max_entries
         self.capacity = 0
-        self.keys = self.vals = None  # type: ignore[assignment]
+        self.keys, self.vals = ctypes.create_string_buffer(0), ctypes.create_string_buffer(0)  # until ensure()
         self.ensure(min(max(1, initial), max_entries))
 
     def ensure(self, n: int, keep: int = 0) -> None:

@@ -356,7 +356,7 @@ class Recorder:
             if getattr(ctx, "engine", None) is None:
                 continue
             try:
-                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}  # type: ignore[attr-defined]
+                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}
             except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
                 continue
         if sizes:
