@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 
 from ioattr.analysis.explain import METRICS, explain
 from ioattr.cli.definition import add_output_arguments, command_parser, examples
@@ -44,8 +45,6 @@ def run(args: argparse.Namespace) -> int:
     states = {str(r.path): st for r in (rec, other) if r is not None and (st := recording_state(r))}
 
     def warn() -> None:
-        import sys
-
         for p, st in states.items():
             print(f"ioattr explain: WARNING: {p}: {st['message']}", file=sys.stderr)
 

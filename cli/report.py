@@ -5,6 +5,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 
 from ioattr.analysis.report import LAYERS, ReportRequest, build_report
 from ioattr.cli.definition import add_output_arguments, command_parser, examples
@@ -43,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
         text = to_csv(report)
         if report.get("recording_state"):
             # CSV has no place for it that a parser would not trip on: stderr, before the data
-            import sys
-
             print(f"ioattr report: WARNING: {report['recording_state']['message']}", file=sys.stderr)
     elif args.format == "html":
         from ioattr.output.html_report import render_html  # lazy: start-up time

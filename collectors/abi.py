@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import os
 
 import numpy as np
 
@@ -244,6 +245,4 @@ def dev_major_minor(dev: int) -> tuple[int, int]:
 
 def kernel_dev_of_stat(st_dev: int) -> int:
     """Convert a stat() st_dev (glibc encoding) to the kernel's encoding."""
-    import os
-
     return kernel_dev(os.major(st_dev), os.minor(st_dev))

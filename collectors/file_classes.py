@@ -7,22 +7,38 @@ engine's class is one [[class]] there.
 
 Everything that speaks of file classes derives from FILE_CLASSES: collectors/abi.FileClass,
 the report's names (model/labels.FILE_CLASS_NAMES), which IO is storage IO
-(model/storage.STORAGE_FILE_CLASSES, and the dashboards' regex built from it), top's short
+(model/storage.STORAGE_FILE_CLASSES, and the exporter's storage="yes"/"no" label built from it), top's short
 names, the file_class dimension's help, and the BPF programs' enum ioattr_file_class:
 bpf/file_classes.h is generated from this table (`python3 collectors/file_classes.py >
 bpf/file_classes.h`; bpf/Makefile does it when the table changes, tests/unit/test_file_classes.py
 fails when the two differ).
 
-Imports nothing of ioattr (abi.py, below everything, builds on it, and bpf/Makefile runs it as
-a script); it reads the engines' folders as data.
+An engine plugged in with $IOATTR_ENGINES (ioattr/engines/registry.py) declares its classes in
+its own folder's file_classes.toml too, without numbers: its classes get numbers from
+PLUGIN_NUMBERS when this module is imported (in $IOATTR_ENGINES' order, then the file's), so they
+are in FILE_CLASSES, abi.FileClass and everything derived like anyone's. The numbers never leave
+the process (recordings and metrics carry class names; BPF only carries back the number userspace
+registered for a page file, and no plugged-in engine has a BPF page classifier), so they need not
+be stable from run to run; bpf/file_classes.h has the built-in classes only.
+
+Imports nothing of ioattr but ioattr.environment (abi.py, below everything, builds on it); it
+reads the engines' folders as data. bpf/Makefile runs it as a script (without ioattr on the
+path): the header needs the built-in classes only, and no plugged-in engine is read then.
 """
 from __future__ import annotations
 
+import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+if __name__ != "__main__":  # a script (bpf/Makefile): no ioattr on the path, no plugged-in engine
+    from ioattr import environment
+
 HERE = Path(__file__).resolve().parent
+#: the numbers of engines plugged in at run time ($IOATTR_ENGINES), assigned at load; an engine
+#: folder of ioattr's own numbers its classes below them (bpf/ioattr.h: file_class is a __u8)
+PLUGIN_NUMBERS = range(128, 256)
 
 
 @dataclass(frozen=True)
@@ -68,12 +84,62 @@ def engine_classes(engines_dir: Path = ENGINES_DIR) -> tuple[FileClassInfo, ...]
     """Each engine folder's own classes (<engine>/file_classes.toml), folders in name order: an
     engine declares its file classes in its folder only. Data, not a module: this file sits below
     the engines and imports none of them."""
-    rows = []
+    rows: list[FileClassInfo] = []
     for f in sorted(engines_dir.glob("*/file_classes.toml")):
-        data = tomllib.loads(f.read_text())
-        for r in data["class"]:
-            rows.append(FileClassInfo(r["name"], r["number"], r["storage"], r["short"], data["engine"], r["help"],
-                                      r.get("one_index_per_file", False), r.get("lsm_levels", False)))
+        rows.extend(engine_classes_of(f, numbered=True))
+    return tuple(rows)
+
+
+def engine_classes_of(toml: Path, numbered: bool) -> tuple[FileClassInfo, ...]:
+    """One engine folder's file_classes.toml. numbered: ioattr's own engines number their
+    classes (below PLUGIN_NUMBERS); a plugged-in engine's get theirs at load (number 0 here)."""
+    data = tomllib.loads(toml.read_text())
+    rows = []
+    for r in data["class"]:
+        if numbered and not 0 < r.get("number", 0) < PLUGIN_NUMBERS.start:
+            raise ValueError(f"{toml}: class {r['name']!r}: its number ({r.get('number')}) must be in "
+                             f"1..{PLUGIN_NUMBERS.start - 1}")
+        if not numbered and "number" in r:
+            raise ValueError(f"{toml}: class {r['name']!r}: a plugged-in engine's classes get their numbers at "
+                             f"load ({PLUGIN_NUMBERS.start}..{PLUGIN_NUMBERS.stop - 1}): give none")
+        rows.append(FileClassInfo(r["name"], r["number"] if numbered else 0, r["storage"], r["short"],
+                                  data["engine"], r["help"], r.get("one_index_per_file", False),
+                                  r.get("lsm_levels", False)))
+    return tuple(rows)
+
+
+def plugin_dirs(spec: str) -> tuple[Path, ...]:
+    """The folders of the engines $IOATTR_ENGINES names (module:Class, comma-separated): a
+    package's own directory, a module's parent, looked up on sys.path without importing anything
+    (its packages may import ioattr, which is importing this). A module not found there is left to
+    the registry to report when it imports it."""
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        parts = item.partition(":")[0].split(".")
+        for base in sys.path:
+            d = Path(base or ".").joinpath(*parts)
+            if (d / "__init__.py").is_file():
+                out.append(d.resolve())
+                break
+            if d.with_suffix(".py").is_file():
+                out.append(d.parent.resolve())
+                break
+    return tuple(dict.fromkeys(out))
+
+
+def plugin_classes(dirs: tuple[Path, ...], numbers: range = PLUGIN_NUMBERS) -> tuple[FileClassInfo, ...]:
+    """The classes of plugged-in engines' folders (their file_classes.toml, if any), numbered from
+    `numbers` in order. A class that gives its own number is refused (ValueError): a number is
+    ioattr's to give, and a built-in class's could clash with the next release's."""
+    rows: list[FileClassInfo] = []
+    for d in dirs:
+        toml = d / "file_classes.toml"
+        if not toml.is_file():
+            continue
+        for c in engine_classes_of(toml, numbered=False):
+            if len(rows) == len(numbers):
+                raise ValueError(f"more than {len(numbers)} file classes of plugged-in engines")
+            rows.append(replace(c, number=numbers[len(rows)]))
     return tuple(rows)
 
 
@@ -93,9 +159,13 @@ def checked(classes: tuple[FileClassInfo, ...]) -> tuple[FileClassInfo, ...]:
     return classes
 
 
-#: every class: `other`, each engine's (in its folder's order), then the shared ones. This order is
-#: the reports' and the dashboards' storage regex's (numbers are not in order)
-FILE_CLASSES: tuple[FileClassInfo, ...] = checked(SHARED_CLASSES[:1] + engine_classes() + SHARED_CLASSES[1:])
+#: ioattr's own classes: `other`, each engine folder's (in its folder's order), then the shared
+#: ones (what bpf/file_classes.h has)
+BUILTIN_CLASSES: tuple[FileClassInfo, ...] = checked(SHARED_CLASSES[:1] + engine_classes() + SHARED_CLASSES[1:])
+#: every class: the built-in ones, then those of the engines plugged in with $IOATTR_ENGINES. This
+#: order is the reports' (numbers are not in order)
+FILE_CLASSES: tuple[FileClassInfo, ...] = checked(
+    BUILTIN_CLASSES + (plugin_classes(plugin_dirs(environment.get("IOATTR_ENGINES"))) if __name__ != "__main__" else ()))
 
 
 #: the classes whose page rows name a file, not an index (FileClassInfo.one_index_per_file)
@@ -128,7 +198,7 @@ def c_header() -> str:
              "#ifndef IOATTR_FILE_CLASSES_H", "#define IOATTR_FILE_CLASSES_H", "",
              "/* File classes of every engine (report dimension file_class). */",
              "enum ioattr_file_class {"]
-    for c in sorted(FILE_CLASSES, key=lambda c: c.number):
+    for c in sorted(BUILTIN_CLASSES, key=lambda c: c.number):
         who = f"{c.engine}: " if c.engine else ""
         lines.append(f"\tIOA_FC_{c.name.upper()} = {c.number}, /* {who}{c.help.replace('*/', '* /')} */")
     lines += ["};", "", "#endif", ""]

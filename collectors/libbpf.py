@@ -16,6 +16,11 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 c_void_p = ctypes.c_void_p
@@ -46,6 +51,9 @@ def _load_library() -> ctypes.CDLL:
             continue
     raise LibbpfError("cannot load libbpf.so.1 (install the libbpf1 package)", errno.ENOENT)
 
+
+#: a map key or value: a ctypes struct, scalar or byte array (what ctypes.byref takes)
+CData = ctypes.Structure | ctypes._SimpleCData | ctypes.Array
 
 _lib: ctypes.CDLL | None = None
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -184,13 +192,13 @@ class Map:
         return int(addr), int(size.value)
 
 
-def map_update(fd: int, key: ctypes.Structure | ctypes._SimpleCData, value: object, flags: int = 0) -> None:
-    err = lib().bpf_map_update_elem(fd, ctypes.byref(key), ctypes.byref(value), flags)  # type: ignore[arg-type]
+def map_update(fd: int, key: CData, value: CData, flags: int = 0) -> None:
+    err = lib().bpf_map_update_elem(fd, ctypes.byref(key), ctypes.byref(value), flags)
     if err:
         raise LibbpfError("map update", ctypes.get_errno() or err)
 
 
-def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
+def map_delete(fd: int, key: CData) -> bool:
     """Delete a key; False when it was not there."""
     err = lib().bpf_map_delete_elem(fd, ctypes.byref(key))
     if err:
@@ -201,11 +209,11 @@ def map_delete(fd: int, key: ctypes.Structure | ctypes._SimpleCData) -> bool:
     return True
 
 
-def map_lookup_and_delete(fd: int, key: object, value: object) -> bool | None:
+def map_lookup_and_delete(fd: int, key: CData, value: CData) -> bool | None:
     """Delete a hash map's key, reading its last value into `value` in the same step (no
     update between the two is lost). True: deleted; False: it was not there; None: this
     kernel cannot do it for this map (hash maps need 5.14): the caller deletes plainly."""
-    err = lib().bpf_map_lookup_and_delete_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+    err = lib().bpf_map_lookup_and_delete_elem(fd, ctypes.byref(key), ctypes.byref(value))
     if err:
         e = ctypes.get_errno() or abs(err)
         if e == errno.ENOENT:
@@ -216,8 +224,8 @@ def map_lookup_and_delete(fd: int, key: object, value: object) -> bool | None:
     return True
 
 
-def map_lookup(fd: int, key: object, value: object) -> bool:
-    err = lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(value))  # type: ignore[arg-type]
+def map_lookup(fd: int, key: CData, value: CData) -> bool:
+    err = lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(value))
     return err == 0
 
 
@@ -247,7 +255,7 @@ class BatchBuffers:
     def __init__(self, key_size: int, value_size: int, max_entries: int, initial: int = 1024) -> None:
         self.key_size, self.value_size, self.max_entries = key_size, value_size, max_entries
         self.capacity = 0
-        self.keys = self.vals = None  # type: ignore[assignment]
+        self.keys, self.vals = ctypes.create_string_buffer(0), ctypes.create_string_buffer(0)  # until ensure()
         self.ensure(min(max(1, initial), max_entries))
 
     def ensure(self, n: int, keep: int = 0) -> None:
@@ -410,10 +418,6 @@ def close_fds_in_child(fds: list[int]) -> None:
     fds = [fd for fd in fds if fd >= 0]
     if not fds:
         return
-    import shutil
-    import subprocess
-    import threading
-
     # the helper says its pid, then holds the fds until its stdin closes
     argv = ["sh", "-c", "echo $$; exec cat >/dev/null"]
     setsid = shutil.which("setsid")
@@ -445,8 +449,6 @@ def close_fds_in_child(fds: list[int]) -> None:
 def wait_for_closers(timeout: float = 30.0) -> bool:
     """Wait until the helpers of close_fds_in_child are gone, i.e. the perf
     events they held are torn down; False on timeout."""
-    import time
-
     deadline = time.monotonic() + timeout
     while _closers:
         for pid in list(_closers):
@@ -479,8 +481,6 @@ def destroy_links(links: list[Link]) -> None:
         for link in live:
             link.destroy()
         return
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(min(len(live), 64)) as pool:
         list(pool.map(Link.destroy, live))
 

@@ -65,7 +65,7 @@ class ServerContext:
     files: Any
     engines: tuple = ()
     names: Any = None
-    roles: ThreadRoles = None  # type: ignore[assignment]  # built from the engines' roles
+    roles: ThreadRoles = field(init=False)  # built from the engines' roles (__post_init__)
     engine: EngineConnection | None = None
     engine_error: str | None = None
     stage_status: str | None = None
@@ -80,9 +80,8 @@ class ServerContext:
     def __post_init__(self) -> None:
         if self.names is None and self.engines:
             self.names = self.engines[0].object_names()
-        if self.roles is None:
-            engine_roles = {k: v for e in self.engines for k, v in e.instrument_roles.items()}
-            self.roles = ThreadRoles(engine_roles, [e.role_of_comm for e in self.engines])
+        engine_roles = {k: v for e in self.engines for k, v in e.instrument_roles.items()}
+        self.roles = ThreadRoles(engine_roles, [e.role_of_comm for e in self.engines])
         if not self.catalogs:
             self.catalogs = [c for c in (e.file_catalog() for e in self.engines) if c is not None]
         for c in self.catalogs:  # MyRocks: SSTs registered for block-kind classification in BPF

@@ -30,6 +30,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ioattr.bpf as bpf_pkg
 from ioattr.collectors import abi, abi_check
 from ioattr.collectors import features
 from ioattr.collectors import filesystems
@@ -198,8 +199,6 @@ def bpf_object_dir() -> Path:
     env = environment.get("IOATTR_BPF_DIR")
     if env:
         return Path(env)
-    import ioattr.bpf as bpf_pkg
-
     return Path(bpf_pkg.__file__).resolve().parent
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 from dataclasses import dataclass, field
 
 from ioattr.collectors import abi, libbpf
@@ -124,8 +125,6 @@ def servers_talked_to(clients: set[int]) -> set[int]:
 
     Unix sockets: `ss -x` gives each end's inode and its peer's; TCP: the
     client's (local, remote) pairs matched against the server's sockets."""
-    import subprocess
-
     servers = pids_with_comm(DEFAULT_COMMS)
     if not servers or not clients:
         return set()

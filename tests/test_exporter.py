@@ -120,6 +120,34 @@ def test_latency_histogram_buckets_are_exact_slot_sums() -> None:
     assert samples(text, "ioattr_io_latency_seconds_sum")[0][1] == pytest.approx(0.123456789)
 
 
+def test_storage_label_follows_the_file_class_table() -> None:
+    """Every family with file_class carries storage="yes"/"no" from the file-class table (a
+    function of file_class: no more series), so dashboards select storage IO without listing
+    classes; pages are ioattr_pages_total (every engine's), the InnoDB-named metric is gone."""
+    from ioattr.model.storage import STORAGE_FILE_CLASSES
+    from ioattr.prometheus.metrics_state import ExporterState
+
+    st = ExporterState()
+    rows = [{"file": "/d/t.ibd", "file_class": "tablespace", "count": 3},
+            {"file": "/d/ib_logfile0", "file_class": "redo_log", "op": "write", "count": 2},
+            {"file": "/d/000012.sst", "file_class": "sst", "count": 5},
+            {"file": "/d/LOG", "file_class": "info_log", "op": "write", "count": 7},
+            {"file": "/var/log/mysql/error.log", "file_class": "other", "op": "write", "count": 11}]
+    st.ingest(synthetic_io(rows), synthetic_pages([{"index": "db.t.PRIMARY", "level": 0}]), 0.0)
+    text = exposition(st)
+    for name in ("ioattr_ops_total", "ioattr_read_bytes_total", "ioattr_write_bytes_total",
+                 "ioattr_io_time_seconds_total", "ioattr_io_latency_seconds_count", "ioattr_pages_total"):
+        got = samples(text, name)
+        assert got, name
+        for labels, _ in got:
+            assert labels["storage"] == ("yes" if labels["file_class"] in STORAGE_FILE_CLASSES else "no"), (name, labels)
+    ops = {(l["file_class"], l["storage"]): v for l, v in samples(text, "ioattr_ops_total")}
+    assert ops == {("tablespace", "yes"): 3, ("redo_log", "yes"): 2, ("sst", "yes"): 5, ("info_log", "no"): 7,
+                   ("other", "no"): 11}, ops
+    assert sum(v for l, v in samples(text, "ioattr_ops_total") if l["storage"] == "yes") == 10
+    assert "ioattr_innodb_pages_total" not in text
+
+
 def test_exposition_of_ten_thousand_series_passes_promtool(tmp_path: Path) -> None:
     from ioattr.prometheus.metrics_state import ExporterState
 
@@ -321,7 +349,7 @@ def test_exporter_matches_the_recorder(live_db, tmp_path: Path) -> None:
             recorded_pages[key] = recorded_pages.get(key, 0) + row["pages"]
     exported_pages: dict[tuple, float] = {}
     for scraped, sign in ((text, 1), (base, -1)):
-        for labels, v in samples(scraped, "ioattr_innodb_pages_total"):
+        for labels, v in samples(scraped, "ioattr_pages_total"):
             key = (labels["index"], labels["op"])
             exported_pages[key] = exported_pages.get(key, 0.0) + sign * v
     truth_pages = {("live.hot.PRIMARY", "read"): ps[("hot.ibd", "reads")],

@@ -15,7 +15,7 @@ from ioattr.analysis.page_split import JOIN_KEY, split_key
 from ioattr.errors import UsageError
 from ioattr.format.reader import DUCKDB_ERRORS, Recording
 from ioattr.format.schema import HIST_COLUMNS
-from ioattr.model.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for
+from ioattr.model.dimensions import DIMENSIONS, PAGE_ONLY, io_sql_over, parse_dimensions, sql_for
 from ioattr.model.hist import latency_us
 from ioattr.model.labels import LAYERS, relation_label
 
@@ -65,7 +65,7 @@ def _executions(rec: Recording, dims: list[str], req: ReportRequest, rows: list[
     the statement was never counted (ioattr's own, a PostgreSQL Parse's IO)."""
     keys = [d for d in EXECUTION_SCOPE if d in dims]
     # the io table's expressions, over the statements table (same columns)
-    expr = {d: DIMENSIONS[d].io_sql.replace("{t}", "statements") for d in keys}  # type: ignore[union-attr]
+    expr = {d: io_sql_over(d, "statements") for d in keys}
     where, params = _where(req, None)
     where.append("statements.digest IS NOT NULL")
     sql = (f"SELECT {', '.join(f'{expr[d]} AS {d}' for d in keys)}, coalesce(sum(count), 0)::BIGINT "

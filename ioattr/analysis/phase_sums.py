@@ -142,7 +142,7 @@ def table_size_rows(rec: Recording, phase: str) -> list[tuple[str, float | None,
         name, pid = key
         k, p = cur.get(key), before.get(key)
         acc = sums.setdefault(name, [0.0, 0.0])
-        acc[0] += k.last_v if k is not None else p.last_v  # type: ignore[union-attr]
+        acc[0] += k.last_v if k is not None else before[key].last_v  # a key not in cur is in before
         if k is not None:
             base = p.last_v if p is not None else (0.0 if k.first_ts > first_read[pid] else k.first_v)
             acc[1] += k.last_v - base

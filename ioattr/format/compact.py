@@ -67,6 +67,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ioattr.format import duck
+from ioattr.format.partcheck import part_problem
+from ioattr.format.schema import TABLES, duck_type
+
 ROLLUP_SECONDS = 60
 FANOUT = (30, 12, 24)        # parts of level L merged into one part of level L+1
 ROW_GROUP_ROWS = 32_768      # a merge holds ~one row group (io: 82 columns); DuckDB scans them in parallel
@@ -171,8 +178,6 @@ def segment_covers(path: Path) -> tuple[int, int] | None:
     """The chunk numbers a segment's own footer says it covers (write_segment's
     `ioattr.segment` metadata); None when the footer can't be read or has none."""
     try:
-        import pyarrow.parquet as pq
-
         info = json.loads((pq.read_schema(path).metadata or {})[b"ioattr.segment"])
         first, last = info["covers"]
         return int(first), int(last)
@@ -194,8 +199,6 @@ def part_damage(p: Part) -> str | None:
 
 @functools.lru_cache(maxsize=65536)
 def _part_damage(p: Part, dev: int, ino: int, size: int, mtime_ns: int) -> str | None:
-    from ioattr.format.partcheck import part_problem
-
     if not complete_parquet(p.path):
         return "not a complete Parquet file"
     why = part_problem(p.path)
@@ -311,12 +314,6 @@ def write_segment(m: Merge, rollup: int = ROLLUP_SECONDS) -> Path:
 
     Chunks (a level-1 merge) are rolled up per `rollup` seconds; segments (higher levels)
     are already rolled up and are concatenated, streaming, so memory stays small."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ioattr.format import duck
-    from ioattr.format.schema import TABLES, duck_type
-
     schema = TABLES.get(m.table)
     # the recorder's host is busy with the benchmark: one thread, streaming, little memory
     con = duck.connect(threads=1)
@@ -471,8 +468,6 @@ def compact(rec: Path, *, tables: list[str] | None = None, fanout: tuple[int, ..
             rollup: int = ROLLUP_SECONDS, max_merges: int | None = None, wait: bool = False,
             warn: Warn = _stderr_warn) -> list[Merge]:
     """Clean up, then merge until nothing is left to merge; returns the merges done."""
-    from ioattr.format.schema import TABLES
-
     rec = Path(rec)
     done: list[Merge] = []
     fd = os.open(rec, os.O_RDONLY | os.O_DIRECTORY)
@@ -502,8 +497,6 @@ def compact(rec: Path, *, tables: list[str] | None = None, fanout: tuple[int, ..
 
 def needs_compaction(rec: Path, fanout: tuple[int, ...] = FANOUT) -> bool:
     """Cheap (directory listings only): is there a merge to do, or a crash's leftovers?"""
-    from ioattr.format.schema import TABLES
-
     for table in TABLES:
         tdir = Path(rec) / table
         try:

@@ -61,7 +61,7 @@ def limits(threads: int | None = None) -> tuple[str, int]:
 
 def connect(threads: int | None = None):
     """An in-memory DuckDB connection with ioattr's limits (see the module's doc)."""
-    import duckdb
+    import duckdb  # lazy: weight (duckdb: `ioattr record` uses only limits())
 
     mem, n = limits(threads)
     spill = tempfile.mkdtemp(prefix="ioattr-duckdb-")      # private (0700), ours alone

@@ -34,6 +34,7 @@ from ioattr.errors import RuntimeFailure, UsageError
 from ioattr.format import derived as derived_files
 from ioattr.format import duck
 from ioattr.format.compact import dir_lock, snapshot
+from ioattr.format.partcheck import part_problem
 from ioattr.format.schema import FORMAT, NULL_WHEN_ABSENT, TABLES, duck_type
 
 
@@ -164,8 +165,6 @@ T = TypeVar("T")
 
 def part_ok(path: Path) -> bool:
     """Whether a Parquet file's sizes are sane (partcheck.py): checked before DuckDB reads it."""
-    from ioattr.format.partcheck import part_problem
-
     return part_problem(path) is None
 
 
@@ -173,8 +172,6 @@ def damaged_part(con: "duckdb.DuckDBPyConnection", path: Path) -> str | None:
     """Why `path` can't be read whole as Parquet (one line), None if it can: its sizes
     checked (partcheck.py) before DuckDB sees it, then every column of every row group
     decoded, a batch at a time (memory: one batch, whatever the file's size)."""
-    from ioattr.format.partcheck import part_problem
-
     why = part_problem(path)
     if why is not None:
         return why

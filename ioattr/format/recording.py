@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from ioattr import __version__
 from ioattr.errors import RuntimeFailure, UsageError
+from ioattr.format.compact import BackgroundCompactor
 from ioattr.format.schema import FORMAT, TABLES
 
 
@@ -224,8 +225,6 @@ class RecordingWriter:
 
     def _compaction(self) -> Any:
         if self._compactor is None:
-            from ioattr.format.compact import BackgroundCompactor
-
             self._compactor = BackgroundCompactor(self.path)
         return self._compactor
 

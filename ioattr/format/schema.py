@@ -7,12 +7,17 @@ compaction (which the writer starts) does not import the writer back.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from ioattr.collectors.abi import HIST_SLOTS
 
 FORMAT = "ioattr-recording/1"
 HIST_COLUMNS = [f"h{i:02d}" for i in range(HIST_SLOTS)]
+#: one interval's rows of a table, column-wise, as the live session names them (ioattr/live/rows.py)
+#: and the recorder, top and the exporter take them: column name -> a list (labels, values that may
+#: be None) or a numpy array (counts, bytes, histogram slots), one entry per row
+Columns = dict[str, list | np.ndarray]
 
 # every row of io and pages: the interval and its phase ...
 WHEN = [("ts_start", pa.float64()), ("ts_end", pa.float64()), ("phase", pa.string())]

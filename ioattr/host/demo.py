@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from rich.console import Console
+
 import ioattr
 from ioattr.analysis.report import ReportRequest, build_report
 from ioattr.collectors import features
@@ -32,6 +34,7 @@ from ioattr.collectors.targets import TargetSpec
 from ioattr import environment
 from ioattr.errors import RuntimeFailure
 from ioattr.format.reader import Recording
+from ioattr.host.sandbox import PrivateMariaDB, SandboxError
 from ioattr.live.recorder import RecordOptions, Recorder
 from ioattr.output.fit import shell_lines, stderr_width, terminal_width, wrap_words
 from ioattr.output.render import render_table, summary_tables
@@ -96,8 +99,6 @@ def workload(socket: Path | str, rows: int, seconds: int, *extra: str) -> list[s
 
 def record_run(out: Path, rows: int, opts: DemoOptions) -> None:
     """One run: a fresh private MariaDB, the benchmark under a default recording, the server stopped."""
-    from ioattr.host.sandbox import PrivateMariaDB, SandboxError
-
     try:
         db = PrivateMariaDB(buffer_pool=opts.buffer_pool, extra_options=SERVER_OPTIONS)
         db.start()
@@ -138,8 +139,6 @@ def run_demo(opts: DemoOptions, run_cli: Callable[[list[str]], int]) -> int:
 def show(opts: DemoOptions, runs: dict[str, Path], run_cli: Callable[[list[str]], int]) -> int:
     """What the demo prints once both runs are recorded, laid out for the terminal's width."""
     recs = {name: Recording(path) for name, path in runs.items()}
-    from rich.console import Console
-
     console = Console(file=sys.stdout, width=terminal_width(), force_terminal=False, color_system=None)
     console.print("\nPer phase, in the insert benchmark's terms "
                   f"(small: {opts.table_size:,} rows, large: {opts.large_table_size:,} rows, "

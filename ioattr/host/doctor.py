@@ -21,18 +21,30 @@ from __future__ import annotations
 import ctypes
 import errno as errno_mod
 import gzip
+import io
 import os
 import platform
 import re
+import shutil
 import struct
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from ioattr import __version__
-from ioattr.collectors import libbpf
+from ioattr.collectors import filesystems, libbpf, thd_stages
 from ioattr.collectors import features
+from ioattr.collectors.elf import symbol_offset
 from ioattr.collectors.features import ensure_tracefs
 from ioattr.collectors.libbpf import LibbpfError
+from ioattr.collectors.probes import PROBE_SETS, ProbeSession, bpf_object_dir, kallsyms_addresses
+from ioattr.collectors.stage_probes import StageProbes
 from ioattr.errors import IoattrError
 
 BTF_PATH = "/sys/kernel/btf/vmlinux"
@@ -188,8 +200,6 @@ def libc_path() -> str | None:
 
 def elf_symbol_offset(path: str, symbol: str) -> int:
     """File offset of a function (see ioattr.collectors.elf)."""
-    from ioattr.collectors.elf import symbol_offset
-
     return symbol_offset(path, symbol)
 
 
@@ -198,10 +208,6 @@ def elf_symbol_offset(path: str, symbol: str) -> int:
 
 
 def _doctor_object_path() -> str:
-    # probes (and its numpy-based abi) is imported lazily: a broken install
-    # then shows up as failed checks, not as a doctor that cannot start
-    from ioattr.collectors.probes import bpf_object_dir
-
     return str(bpf_object_dir() / "doctor_probes.bpf.o")
 
 
@@ -359,8 +365,6 @@ def check_tracepoints(out: Checks) -> None:
         # each tracepoint detach waits for an RCU grace period: do them side by side
         links, obj.links = obj.links, []
         if links:
-            from concurrent.futures import ThreadPoolExecutor
-
             with ThreadPoolExecutor(len(links)) as pool:
                 list(pool.map(lambda link: link.destroy(), links))
     for name, ok, detail in results:
@@ -487,9 +491,6 @@ def check_kallsyms() -> tuple[bool, str]:
 
 def check_btrfs() -> tuple[bool, str]:
     """Whether block IO of files on btrfs is charged to them (collectors/filesystems.py)."""
-    from ioattr.collectors import filesystems
-    from ioattr.collectors.probes import kallsyms_addresses
-
     if "btrfs" not in filesystems.kernel_filesystems():
         return True, "btrfs: not in this kernel (nothing to attribute)"
     return filesystems.btrfs_support(kallsyms_addresses(*filesystems.BTRFS_END_IO))
@@ -499,10 +500,6 @@ def check_server_stages() -> tuple[bool, str]:
     """Whether the installed mariadbd's stage can be read from its THD at IO time (--stages auto,
     the default: collectors/thd_stages.py); a server started from another binary is checked
     again when ioattr attaches to it."""
-    import shutil
-
-    from ioattr.collectors import thd_stages
-
     path = shutil.which("mariadbd") or shutil.which("mysqld")
     if path is None:
         return True, "no mariadbd on PATH: each server's binary is checked when ioattr attaches to it"
@@ -519,8 +516,6 @@ def check_probe_sets(out: Checks) -> None:
     """Load and attach the real probe sets the way `record` does: all of
     them in one session, sharing maps. When the required syscalls set fails
     the session refuses; then the optional sets are tried without it."""
-    from ioattr.collectors.probes import PROBE_SETS, ProbeSession
-
     results: dict[str, tuple[bool, str]] = {}
     hook: tuple[bool, str] = (False, "not tried: the syscalls probe set did not load")
     statements: tuple[bool, str] = (False, "not tried: the stage probe set did not load")
@@ -563,8 +558,6 @@ def _statement_source_check(s) -> tuple[bool, str]:
     """Where a server's statements would start (collectors/stage_probes.py, --statements auto):
     the wire reader, attached here for real, or the dispatch_command uprobe (a trap per
     statement) when it cannot run on this host."""
-    from ioattr.collectors.stage_probes import StageProbes
-
     stage = StageProbes(s)
     why = stage._attach_wire()
     if why:
@@ -648,14 +641,6 @@ def verdict(checks: dict) -> str:
 
 def render_checks(checks: dict) -> str:
     """A table, one line per check, then a one-line verdict."""
-    import io
-    import sys
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     host = checks.get("host", {})
     items = checks.get("checks", [])
     title = (f"ioattr doctor: Linux {host.get('kernel', '?')} {host.get('arch', '?')}, "

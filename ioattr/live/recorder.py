@@ -36,6 +36,7 @@ import numpy as np
 
 from ioattr import environment
 from ioattr.collectors.counters import CounterCollector
+from ioattr.collectors.engine import EngineError
 from ioattr.collectors.targets import pid_alive
 from ioattr.engines import registry
 from ioattr.errors import RuntimeFailure, UsageError
@@ -349,15 +350,13 @@ class Recorder:
         recording, so explain can compare the data read with the buffer pool. One query of InnoDB's
         dictionary per connected server (its engine adapters' object_sizes); a server that can't
         answer is left out (unknown, never 0)."""
-        from ioattr.collectors.engine import EngineError
-
         sizes: dict[str, dict[str, int]] = dict(writer.meta.get("tablespace_sizes") or {})
         # a native server (PostgreSQL) too: its tables per database (compare's data on disk)
         for pid, ctx in {**session.naming.servers, **session.native_servers}.items():
             if getattr(ctx, "engine", None) is None:
                 continue
             try:
-                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}  # type: ignore[attr-defined]
+                sizes[str(pid)] = {t: n for e in ctx.engines for t, n in e.object_sizes(ctx.engine).items()}
             except (EngineError, OSError, ValueError):  # server gone or odd answer: stays unknown
                 continue
         if sizes:

@@ -18,7 +18,7 @@ from ioattr.collectors.mysqld import ServerContext
 from ioattr.collectors.names import DeviceNames, FileNames, TaskNames
 from ioattr.collectors.thread_roles import role_of_comm
 from ioattr.engines import registry as engines
-from ioattr.format.schema import HIST_COLUMNS
+from ioattr.format.schema import HIST_COLUMNS, Columns
 from ioattr.model import storage
 from ioattr.model.labels import (API_NAMES, KIND_FILE_LABELS, KIND_NAMES, LAYER_NAMES, NOT_A_TARGET, OP_NAMES,
                                  STAGE_NAMES)
@@ -143,18 +143,18 @@ class TableRows:
     def __init__(self, naming: Naming) -> None:
         self.n = naming
 
-    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> dict[str, object]:
+    def columns(self, d: Deltas, ts_start: float, ts_end: float, phase: str) -> Columns:
         """The interval's columns (every table's first three), then the table's own."""
         rows = len(d)
         return {"ts_start": [ts_start] * rows, "ts_end": [ts_end] * rows, "phase": [phase] * rows,
                 **self.own_columns(d)}
 
-    def own_columns(self, d: Deltas) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> Columns:
         raise NotImplementedError
 
 
 class IoRows(TableRows):
-    def own_columns(self, d: Deltas) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> Columns:
         n = self.n
         n.tasks.new_interval()
         n.cgroups.new_interval()
@@ -181,7 +181,7 @@ class IoRows(TableRows):
         n.connection_tids.update(t for t, s in set(zip(tid_l, stage_l)) if t and s in IN_STATEMENT)
         digest_l = k["digest"].astype(np.uint64).tolist()
         ino_l, op_l = k["ino"].tolist(), k["op"].tolist()
-        cols: dict[str, object] = {
+        cols: Columns = {
             "layer": _by_value(LAYER_NAMES.__getitem__, layer_l),
             "op": _by_value(OP_NAMES.__getitem__, k["op"].tolist()),
             "api": _by_value(lambda x: API_NAMES.get(x, "other"), k["api"].tolist()),
@@ -233,7 +233,7 @@ def statement_kind(command: str, query: str | None) -> str:
 
 
 class StatementRows(TableRows):
-    def own_columns(self, d: Deltas) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> Columns:
         n = self.n
         k = d.keys
         pids = k["tgid"].astype(np.int64)
@@ -295,7 +295,7 @@ def _page_file(ctx: ServerContext | None, file_class: int, space_id: int, flags:
 
 
 class PageRows(TableRows):
-    def own_columns(self, d: Deltas) -> dict[str, object]:
+    def own_columns(self, d: Deltas) -> Columns:
         n = self.n
         k = d.keys
         rows = len(d)

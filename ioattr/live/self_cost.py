@@ -14,6 +14,7 @@ import resource
 import time
 
 from ioattr.collectors.prog_stats import RunTimeStats, all_prog_stats
+from ioattr.model.self_cost import ProgramCost, SelfCostSample
 
 
 def own_cpu_s() -> float:
@@ -47,12 +48,12 @@ class SelfCost:
     def counting(self) -> bool:
         return self.source != "off"
 
-    def sample(self, program_fds: dict[str, int]) -> dict[str, object]:
+    def sample(self, program_fds: dict[str, int]) -> SelfCostSample:
         """meta.json's self_cost: {"bpf_stats", "seconds", "recorder_cpu_s", "programs":
         {name: {"run_cnt", "run_time_ns"}}} -- programs that ran (none when not counting).
         Counts run from when the statistics went on (at attach), which is the recording's
         start but for the few runs between attaching and the baseline."""
-        progs: dict[str, dict[str, int]] = {}
+        progs: dict[str, ProgramCost] = {}
         if self.counting:
             for name, st in all_prog_stats(program_fds).items():
                 if st.run_cnt:

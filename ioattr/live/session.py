@@ -41,9 +41,11 @@ from ioattr.collectors.targets import (FLAG_EXPLICIT, FLAG_FOLLOWED, TargetSpec,
                                        pids_with_comm, slot_of)
 from ioattr.engines import registry as engines
 from ioattr.engines.base import EngineAdapter, FileRegistry, NativeProbes, NativeServer, PageFile
+from ioattr.format.schema import Columns
 from ioattr.live.rows import IoRows, Naming, PageRows, StatementRows
 from ioattr.live.self_cost import SelfCost
 from ioattr.model.labels import PROG_SKIPPED
+from ioattr.model.self_cost import SelfCostSample
 
 
 THREAD_SCAN_SECONDS = 5.0  # how often refresh_targets() re-reads every target thread's name
@@ -83,9 +85,9 @@ class Interval:
 
     start: float
     end: float
-    io: dict[str, object] | None      # io table columns, None when nothing moved
-    pages: dict[str, object] | None   # pages table columns
-    statements: dict[str, object] | None = None  # statements started (stage probes)
+    io: Columns | None      # io table columns, None when nothing moved
+    pages: Columns | None   # pages table columns
+    statements: Columns | None = None  # statements started (stage probes)
     io_rows: int = 0
     page_rows: int = 0
     drain_seconds: float = 0.0
@@ -242,7 +244,7 @@ class LiveSession:
         out[PROG_SKIPPED] = skipped_runs(self.probes.program_fds())
         return out
 
-    def self_cost(self) -> dict[str, object]:
+    def self_cost(self) -> SelfCostSample:
         """Our programs' runs and run time, and this process's CPU, since start()
         (meta.json self_cost; ioattr/live/self_cost.py)."""
         return self.cost.sample(self.probes.program_fds() if self.probes else {})
@@ -621,7 +623,7 @@ class LiveSession:
         uniq = {int(s): name_of(int(s)) for s in np.unique(seqs)}
         return [uniq[s] for s in seqs.tolist()]
 
-    def _label(self, cols: dict[str, object] | None, d) -> dict[str, object] | None:
+    def _label(self, cols: Columns | None, d) -> Columns | None:
         if cols is not None:
             cols["phase"] = self._phase_column(d.keys["phase"])
         return cols

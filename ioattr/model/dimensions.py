@@ -120,6 +120,15 @@ def parse_dimensions(spec: list[str] | str | None) -> list[str]:
     return seen
 
 
+def io_sql_over(dim: str, table: str) -> str:
+    """A dimension's io-table expression over another table with the io table's columns (the
+    statements table); ValueError for a dimension the io table has not."""
+    sql = DIMENSIONS[dim].io_sql
+    if sql is None:
+        raise ValueError(f"dimension {dim} has no io-table expression")
+    return sql.replace("{t}", table)
+
+
 def sql_for(dim: str, table: str) -> str:
     """The expression for a dimension over the io or pages table."""
     d = DIMENSIONS[dim]

@@ -1,7 +1,7 @@
 """One definition of each number ioattr puts next to a benchmark's: storage reads and writes,
 queries, rows inserted, and the per-query / per-insert terms built from them.
 
-Every consumer (report --by phase, explain, top, the HTML report, the exporter's dashboards)
+Every consumer (report --by phase, explain, top, the HTML report, the exporter's storage label)
 imports these instead of keeping its own list, so the same interval gives the same number
 everywhere.
 
@@ -32,8 +32,8 @@ STORAGE_FILE_CLASSES: tuple[str, ...] = tuple(c.name for c in FILE_CLASSES if c.
 #: files (written once at open) and SSTs waiting for deletion; with `other`, every class is one
 #: or the other
 NOT_STORAGE_FILE_CLASSES: tuple[str, ...] = tuple(c.name for c in FILE_CLASSES if not c.storage and c.number)
-# the same list as a PromQL label regex (dashboards/ use exactly this; tests/unit checks it)
-STORAGE_FILE_CLASS_REGEX = "|".join(STORAGE_FILE_CLASSES)
+# the exporter labels its series storage="yes"/"no" from STORAGE_FILE_CLASSES (prometheus/exporter.py):
+# dashboards select storage IO by that label and list no classes (tests/unit/test_storage.py)
 
 
 #: the digest of ioattr's own statements on the server (bpf/ioattr.h IOA_DIGEST_INTERNAL,

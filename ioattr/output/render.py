@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import io
-
+import sys
 from collections.abc import Sequence
+from typing import SupportsFloat, SupportsInt
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,9 +25,6 @@ def write_output(text: str, path: str | None, command: str | None = None) -> Non
 
     A file written is said in one line on stderr (`ioattr COMMAND: wrote PATH (SIZE)`) when
     the command is named: otherwise a successful -o looks the same as one that did nothing."""
-    import sys
-
-
     if not path:
         sys.stdout.write(text)
         return
@@ -39,11 +37,11 @@ def write_output(text: str, path: str | None, command: str | None = None) -> Non
         print(f"ioattr {command}: wrote {path} ({human_bytes(len(text.encode()))})", file=sys.stderr)
 
 
-def human_bytes(n: int) -> str:
+def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
+        n /= 1024
     return str(n)
 
 
@@ -56,16 +54,16 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-def _int(v: object) -> str:
-    return "-" if v is None else f"{int(v):,}"  # type: ignore[call-overload]
+def _int(v: SupportsInt | None) -> str:
+    return "-" if v is None else f"{int(v):,}"
 
 
-def _bytes(v: object) -> str:
-    return "-" if v is None else human_bytes(v)  # type: ignore[arg-type]
+def _bytes(v: float | None) -> str:
+    return "-" if v is None else human_bytes(v)
 
 
-def _rate(v: object) -> str:
-    return "-" if v is None else f"{float(v):,.1f}"  # type: ignore[arg-type]
+def _rate(v: SupportsFloat | None) -> str:
+    return "-" if v is None else f"{float(v):,.1f}"
 
 
 # the per-phase terms (ioattr/analysis/phase_stats.py; their definitions: ioattr/model/storage.py). Rates with one

@@ -13,12 +13,12 @@ same families to any prometheus_client registry.
 
 Metrics (every counter since the exporter started):
 
-  ioattr_read_bytes_total{layer,file,file_class,device,role,cgroup}
-  ioattr_write_bytes_total{layer,file,file_class,device,role,cgroup}
-  ioattr_ops_total{layer,op,file,file_class,device,role,cgroup}    op: read|write|fsync
-  ioattr_io_time_seconds_total{layer,op,file,file_class,device,role,cgroup}  summed latency
-  ioattr_io_latency_seconds{layer,op,file_class,role}              histogram (power-of-two buckets)
-  ioattr_innodb_pages_total{op,index,level,page_type,file_class,role}
+  ioattr_read_bytes_total{layer,file,file_class,device,role,cgroup,storage}
+  ioattr_write_bytes_total{layer,file,file_class,device,role,cgroup,storage}
+  ioattr_ops_total{layer,op,file,file_class,device,role,cgroup,storage}    op: read|write|fsync
+  ioattr_io_time_seconds_total{layer,op,file,file_class,device,role,cgroup,storage}  summed latency
+  ioattr_io_latency_seconds{layer,op,file_class,role,storage}      histogram (power-of-two buckets)
+  ioattr_pages_total{op,index,level,page_type,file_class,role,storage}  every engine's pages
   ioattr_server_questions_total{pid}, ioattr_server_selects_total{pid},
   ioattr_server_buffer_pool_reads_total{pid}                     the server's own counters (the last: its
                                                                  engines' cache misses, base.SERVER_COUNTERS)
@@ -29,7 +29,9 @@ Metrics (every counter since the exporter started):
   ioattr_build_info{version}, ioattr_last_drain_timestamp_seconds, ioattr_phase_info{phase}
   and prometheus_client's process_* metrics of the exporter itself.
 
-`file` and `index` are bounded to the `--top-n` most active values; the
+`storage` ("yes"/"no") is whether the file class is storage IO (model/storage.py, the file-class
+table's column): a function of file_class, so it adds no series; dashboards select storage IO by
+it, not by listing classes. `file` and `index` are bounded to the `--top-n` most active values; the
 rest is counted under `other` (see ioattr.prometheus.metrics_state for why counters
 stay monotonic when values move in and out). `cgroup` (the process's cgroup v2 path, empty
 when unknown) keeps the first 32 cgroups seen; any later one is counted under `[other]`.
@@ -43,9 +45,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -56,6 +60,7 @@ from ioattr.engines import registry
 from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.model.labels import DROP_MAPS, drops_line  # which map each drop reason is about
+from ioattr.model.storage import STORAGE_FILE_CLASSES
 from ioattr.prometheus.metrics_bpf import all_prog_stats
 from ioattr.prometheus.metrics_http import MetricsServer
 from ioattr.prometheus.metrics_state import BUCKET_LAST_SLOT, BUCKET_LE_SECONDS, HIST_LABELS, IO_LABELS, PAGE_LABELS, \
@@ -69,6 +74,12 @@ DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 POLL_SECONDS = 0.1
 DRAIN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _LE = [floatToGoString(v) for v in BUCKET_LE_SECONDS]
+_STORAGE = frozenset(STORAGE_FILE_CLASSES)
+
+
+def with_storage(names: tuple[str, ...], key: tuple) -> tuple[tuple[str, ...], tuple]:
+    """A series' label names and values with `storage` added: "yes" when its file_class is storage IO."""
+    return names + ("storage",), key + ("yes" if key[names.index("file_class")] in _STORAGE else "no",)
 
 
 def parse_listen(spec: str) -> tuple[str, int]:
@@ -173,7 +184,7 @@ class IoattrCollector(Collector):
             gz = cached + (gzip.compress(extra, compresslevel=1) if extra else b"")
         return plain, gz
 
-    def collect(self):  # type: ignore[override]
+    def collect(self) -> Iterator[Metric]:
         yield from text_string_to_metric_families(self.text())
 
     def render(self) -> str:
@@ -187,9 +198,9 @@ class IoattrCollector(Collector):
                      "bounded to the --top-n busiest, the rest is file=\"other\"")
             for key, v in rows:
                 if key[1] == op:
-                    w.sample(name, L.fragment(io_wo_op, key[:1] + key[2:]), v[1])
+                    w.sample(name, L.fragment(*with_storage(io_wo_op, key[:1] + key[2:])), v[1])
         w.family("ioattr_ops_total", "counter", "IO operations (read, write, fsync), by layer and file")
-        frags = [L.fragment(IO_LABELS, key) for key, _ in rows]
+        frags = [L.fragment(*with_storage(IO_LABELS, key)) for key, _ in rows]
         for frag, (_, v) in zip(frags, rows):
             w.sample("ioattr_ops_total", frag, v[0])
         w.family("ioattr_io_time_seconds_total", "counter",
@@ -203,13 +214,14 @@ class IoattrCollector(Collector):
         for key, v in st.hist.series.items():
             cum = np.cumsum(v[:nslots])[list(BUCKET_LAST_SLOT)]
             buckets = list(zip(_LE, cum.tolist())) + [("+Inf", int(v[nslots]))]
-            w.histogram("ioattr_io_latency_seconds", L.fragment(HIST_LABELS, key), buckets, int(v[nslots]),
+            w.histogram("ioattr_io_latency_seconds", L.fragment(*with_storage(HIST_LABELS, key)), buckets, int(v[nslots]),
                         float(v[nslots + 1]) / 1e9)
 
-        w.family("ioattr_innodb_pages_total", "counter", "InnoDB pages read and written, by index (the --top-n "
-                 "busiest, the rest index=\"other\"; empty for pages of no index), B-tree level and page type")
+        w.family("ioattr_pages_total", "counter", "Pages read and written (every engine's: InnoDB and PostgreSQL "
+                 "pages, MyRocks SST blocks), by index (the --top-n busiest, the rest index=\"other\"; empty for "
+                 "pages of no index), level and page type")
         for key, v in st.pages.series.items():
-            w.sample("ioattr_innodb_pages_total", L.fragment(PAGE_LABELS, key), v[0])
+            w.sample("ioattr_pages_total", L.fragment(*with_storage(PAGE_LABELS, key)), v[0])
 
         # the metric keeps its name; what answers it is each engine's (base.SERVER_COUNTERS)
         misses = registry.status_counters("cache_misses")
@@ -262,8 +274,8 @@ class IoattrCollector(Collector):
         w.sample("ioattr_label_evictions_total", 'label="cgroup"', st.cgroups.folded)
         w.family("ioattr_probe_set_up", "gauge", "1 for each probe set attached, 0 for one this host cannot run "
                  "(degraded)")
-        for name, v in sorted(s.probe_sets.items()):
-            w.sample("ioattr_probe_set_up", L.fragment(("set",), (name,)), v)
+        for name, up in sorted(s.probe_sets.items()):
+            w.sample("ioattr_probe_set_up", L.fragment(("set",), (name,)), up)
         w.family("ioattr_build_info", "gauge", "ioattr's version")
         w.sample("ioattr_build_info", L.fragment(("version",), (__version__,)), 1)
         w.family("ioattr_targets", "gauge", "Processes traced now")

@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, cast
 
 from ioattr.prometheus.metrics_text import CONTENT_TYPE
 
@@ -30,7 +30,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/metrics", "/metrics/"):
             wants_gzip = "gzip" in (self.headers.get("Accept-Encoding") or "")
             try:
-                plain, gz = self.server.body(wants_gzip)  # type: ignore[attr-defined]
+                plain, gz = cast(_Server, self.server).body(wants_gzip)
             except Exception as e:  # noqa: BLE001 - a scrape error is the scraper's to see
                 self._send(500, b"error collecting metrics: " + str(e).encode() + b"\n", "text/plain")
                 return
@@ -60,29 +60,33 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # no line per scrape on stderr
 
 
+class _Server(ThreadingHTTPServer):
+    """The threaded server, holding what a scrape is served (body) for its handlers."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host: str, port: int, body: Callable[[bool], tuple[bytes, bytes]]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.body = body
+        super().__init__((host, port), _Handler)  # OSError when the address is taken
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A scraper that hangs up mid-request or mid-response (Prometheus stopped, a
+        scrape timeout, curl interrupted) is not ioattr's error: nothing on stderr, where
+        socketserver would print a traceback. Anything else is one line."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            return
+        print(f"ioattr exporter: error serving {client_address}: {type(err).__name__}: {err}",
+              file=sys.stderr)
+
+
 class MetricsServer:
     """Serve `body(gzip) -> (plain, gzipped)` on host:port until stop()."""
 
     def __init__(self, host: str, port: int, body: Callable[[bool], tuple[bytes, bytes]]) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-
-        class Server(ThreadingHTTPServer):
-            address_family = family
-            daemon_threads = True
-            allow_reuse_address = True
-
-            def handle_error(self, request: object, client_address: object) -> None:
-                """A scraper that hangs up mid-request or mid-response (Prometheus stopped, a
-                scrape timeout, curl interrupted) is not ioattr's error: nothing on stderr, where
-                socketserver would print a traceback. Anything else is one line."""
-                err = sys.exc_info()[1]
-                if isinstance(err, (ConnectionError, TimeoutError)):
-                    return
-                print(f"ioattr exporter: error serving {client_address}: {type(err).__name__}: {err}",
-                      file=sys.stderr)
-
-        self.httpd = Server((host, port), _Handler)  # OSError when the address is taken
-        self.httpd.body = body  # type: ignore[attr-defined]
+        self.httpd = _Server(host, port, body)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics-http", daemon=True)
 
     @property

@@ -30,6 +30,8 @@ counted: nothing counted twice, nothing lost, no series going down.
 """
 from __future__ import annotations
 
+from typing import SupportsInt
+
 import numpy as np
 
 from ioattr.collectors.file_classes import LSM_LEVELS, ONE_INDEX_PER_FILE
@@ -205,10 +207,10 @@ def _s(v: object) -> str:
     return "" if v is None else str(v)
 
 
-def _level(v: object) -> str:
+def _level(v: SupportsInt | None) -> str:
     if v is None:
         return ""
-    return "leaf" if int(v) == 0 else "non_leaf"  # type: ignore[call-overload]
+    return "leaf" if int(v) == 0 else "non_leaf"
 
 
 class ExporterState:

@@ -11,6 +11,7 @@ suite with prometheus_client's parser and `promtool check metrics`.
 from __future__ import annotations
 
 import math
+from typing import SupportsFloat
 
 import numpy as np
 
@@ -27,10 +28,10 @@ def escape_help(v: str) -> str:
     return v.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def fmt_value(v: object) -> str:
+def fmt_value(v: SupportsFloat) -> str:
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    f = float(v)  # type: ignore[arg-type]
+    f = float(v)
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -69,14 +70,14 @@ class TextWriter:
         """Start a family; counters are named with their _total suffix, as generate_latest() does."""
         self.parts.append(f"# HELP {name} {escape_help(help_text)}\n# TYPE {name} {typ}\n")
 
-    def sample(self, name: str, labels: str, value: object) -> None:
+    def sample(self, name: str, labels: str, value: SupportsFloat) -> None:
         if labels:
             self.parts.append(f"{name}{{{labels}}} {fmt_value(value)}\n")
         else:
             self.parts.append(f"{name} {fmt_value(value)}\n")
 
-    def histogram(self, name: str, labels: str, buckets: list[tuple[str, object]], count: object,
-                  total: object) -> None:
+    def histogram(self, name: str, labels: str, buckets: list[tuple[str, SupportsFloat]], count: SupportsFloat,
+                  total: SupportsFloat) -> None:
         """One histogram series: cumulative buckets (le as text, +Inf last), _count and _sum."""
         sep = "," if labels else ""
         p = self.parts

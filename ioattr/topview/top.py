@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, cast
 
 import numpy as np
 
-from ioattr.format.schema import HIST_COLUMNS
+from ioattr.format.schema import HIST_COLUMNS, Columns
 from ioattr.collectors.file_classes import FILE_CLASSES, LSM_LEVELS, ONE_INDEX_PER_FILE
 from ioattr.model.hist import BOUNDS
 from ioattr.model.labels import relation_label, shorten_path
@@ -188,9 +188,9 @@ class Snapshot:
 
     start: float
     end: float
-    io: dict[str, object] | None
-    pages: dict[str, object] | None
-    statements: dict[str, object] | None = None   # executions started per digest (stage probes)
+    io: Columns | None
+    pages: Columns | None
+    statements: Columns | None = None   # executions started per digest (stage probes)
     status_delta: dict[str, int] | None = None   # server counters' change (questions, selects...)
     datadirs: Sequence[str] = ()
     #: path -> the relation its file holds (the session's relation_files(), meta.json "relations")
@@ -206,11 +206,21 @@ class Snapshot:
 
     @property
     def io_rows(self) -> int:
-        return len(self.io["count"]) if self.io else 0  # type: ignore[arg-type]
+        return len(self.io["count"]) if self.io else 0
 
     @property
     def page_rows(self) -> int:
-        return len(self.pages["pages"]) if self.pages else 0  # type: ignore[arg-type]
+        return len(self.pages["pages"]) if self.pages else 0
+
+    @property
+    def _io(self) -> Columns:
+        """The io columns (empty when the interval has none: callers look at io_rows first)."""
+        return self.io or {}
+
+    @property
+    def _pages(self) -> Columns:
+        """The pages columns (empty when the interval has none: callers look at page_rows first)."""
+        return self.pages or {}
 
     def hist(self) -> np.ndarray:
         """The io rows' latency histograms as one (rows x 64) matrix (built once)."""
@@ -218,7 +228,7 @@ class Snapshot:
             if not self.io_rows:
                 self._hist = np.zeros((0, len(HIST_COLUMNS)))
             else:
-                self._hist = np.column_stack([np.asarray(self.io[c], dtype=np.float64)  # type: ignore[index]
+                self._hist = np.column_stack([np.asarray(self._io[c], dtype=np.float64)
                                               for c in HIST_COLUMNS])
         return self._hist
 
@@ -228,11 +238,11 @@ class Snapshot:
         t = Totals()
         if not self.io_rows:
             return t
-        io = self.io
-        count = np.asarray(io["count"], dtype=np.float64)  # type: ignore[index]
-        nbytes = np.asarray(io["bytes"], dtype=np.float64)  # type: ignore[index]
-        fclass = io["file_class"]  # type: ignore[index]
-        for i, (lay, op) in enumerate(zip(io["layer"], io["op"])):  # type: ignore[index]
+        io = self._io
+        count = np.asarray(io["count"], dtype=np.float64)
+        nbytes = np.asarray(io["bytes"], dtype=np.float64)
+        fclass = io["file_class"]
+        for i, (lay, op) in enumerate(zip(io["layer"], io["op"])):
             if lay != layer or (classes is not None and fclass[i] not in classes):
                 continue
             if op == "read":
@@ -249,8 +259,8 @@ class Snapshot:
     def page_reads(self) -> float:
         if not self.page_rows:
             return 0.0
-        pages = np.asarray(self.pages["pages"], dtype=np.float64)  # type: ignore[index]
-        ops = np.asarray(self.pages["op"])  # type: ignore[index]
+        pages = np.asarray(self._pages["pages"], dtype=np.float64)
+        ops = np.asarray(self._pages["op"])
         return float(pages[ops == "read"].sum())
 
     def per_query(self) -> dict[str, float] | None:
@@ -282,28 +292,28 @@ class Snapshot:
 
     def _group_io(self, view: View, layer: str) -> tuple[np.ndarray, list, np.ndarray]:
         """(row indices of the layer, group labels, group id per selected row)."""
-        io = self.io
-        lay = io["layer"]  # type: ignore[index]
+        io = self._io
+        lay = io["layer"]
         sel = [i for i in range(self.io_rows) if lay[i] == layer]
         keyfn: Callable[[int], object]
         if view.name == "files":
-            files = io["file"]  # type: ignore[index]
+            files = io["file"]
             keyfn = lambda i: files[i]  # noqa: E731
         elif view.name == "threads":
-            pids, tids = io["pid"], io["tid"]  # type: ignore[index]
+            pids, tids = io["pid"], io["tid"]
             keyfn = lambda i: (pids[i], tids[i])  # noqa: E731
         elif view.name == "roles":
-            roles = io["role"]  # type: ignore[index]
+            roles = io["role"]
             keyfn = lambda i: roles[i]  # noqa: E731
         elif view.name == "queries":
-            digests = io["digest"]  # type: ignore[index]
+            digests = io["digest"]
             keyfn = lambda i: digests[i]  # noqa: E731
         elif view.name == "devices":
-            devices, devs = io["device"], io["dev"]  # type: ignore[index]
+            devices, devs = io["device"], io["dev"]
             keyfn = lambda i: devices[i] or devs[i]  # noqa: E731
         elif view.name == "cgroups":
             # recordings' io columns from before the cgroup column have none: every row unknown
-            cgroups = io.get("cgroup") or [None] * len(lay)  # type: ignore[union-attr]
+            cgroups = io.get("cgroup") or [None] * len(lay)
             keyfn = lambda i: cgroups[i]  # noqa: E731
         else:
             raise ValueError(view.name)
@@ -322,14 +332,14 @@ class Snapshot:
     def _io_rows(self, view: View, layer: str) -> list[Row]:
         if not self.io_rows:
             return []
-        io = self.io
+        io = self._io
         sel, labels, gid = self._group_io(view, layer)
         if not len(sel):
             return []
         n = len(labels)
-        ops = np.asarray(io["op"], dtype=object)[sel]  # type: ignore[index]
-        count = np.asarray(io["count"], dtype=np.float64)[sel]  # type: ignore[index]
-        nbytes = np.asarray(io["bytes"], dtype=np.float64)[sel]  # type: ignore[index]
+        ops = np.asarray(io["op"], dtype=object)[sel]
+        count = np.asarray(io["count"], dtype=np.float64)[sel]
+        nbytes = np.asarray(io["bytes"], dtype=np.float64)[sel]
         is_r, is_w = ops == "read", ops == "write"
         sec = self.seconds
         r = _sum_by(gid, n, count * is_r) / sec
@@ -345,17 +355,17 @@ class Snapshot:
 
         extra: list[str | None] = [None] * n
         if view.name == "files":
-            classes = io["file_class"]  # type: ignore[index]
+            classes = io["file_class"]
             for j, i in enumerate(sel):
                 if extra[gid[j]] is None and classes[i]:
                     extra[gid[j]] = CLASS_ABBREV.get(classes[i], classes[i])
         elif view.name == "threads":
-            roles = io["role"]  # type: ignore[index]
+            roles = io["role"]
             for j, i in enumerate(sel):
                 if extra[gid[j]] is None and roles[i]:
                     extra[gid[j]] = roles[i]
         elif view.name in ("roles", "cgroups"):  # how many threads (a role's), processes (a cgroup's)
-            ids = io["tid" if view.name == "roles" else "pid"]  # type: ignore[index]
+            ids = io["tid" if view.name == "roles" else "pid"]
             seen: list[set] = [set() for _ in range(n)]
             for j, i in enumerate(sel):
                 if ids[i]:
@@ -381,9 +391,9 @@ class Snapshot:
             rows.append(Row(name, extra[g], values, full, rel))
         if view.name == "queries" and execs:
             # statements that ran without doing IO in this layer: shown, with no IO
-            seen = set(labels)
+            with_io = set(labels)
             for digest, ex in execs.items():
-                if digest not in seen and digest >= 256:
+                if digest not in with_io and digest >= 256:
                     name, full = self._io_name(view, digest)
                     rows.append(Row(name, None, {"exec": ex / sec, "rpe": 0.0, "iops": 0.0, "r": 0.0,
                                                  "w": 0.0, "rmb": 0.0, "wmb": 0.0, "p50": None,
@@ -393,10 +403,10 @@ class Snapshot:
     def _executions(self) -> dict[int, int]:
         """Executions started per digest in this interval (empty without the stage probes)."""
         st = self.statements
-        if not st or not len(st.get("count", ())):  # type: ignore[arg-type]
+        if not st or not len(st.get("count", ())):
             return {}
         out: dict[int, int] = {}
-        for d, c in zip(st["digest"], st["count"]):  # type: ignore[index]
+        for d, c in zip(st["digest"], st["count"]):
             if d is not None:
                 out[int(d)] = out.get(int(d), 0) + int(c)
         return out
@@ -409,7 +419,7 @@ class Snapshot:
             return (relation_label(self.relations, str(label)) or shorten_path(str(label), self.datadirs),
                     str(label))
         if view.name == "threads":
-            pid, tid = label  # type: ignore[misc]
+            pid, tid = cast("tuple[object, object]", label)  # a threads view's label (_group_io)
             if not tid:
                 return "[no thread]", None
             thread = self._thread_name(pid, tid)
@@ -422,14 +432,14 @@ class Snapshot:
             if not label:
                 return "[no statement]", None
             text = self._query_text(label)
-            return (text if text else f"digest:{int(label):016x}"), text  # type: ignore[arg-type]
+            return (text if text else f"digest:{int(cast(int, label)):016x}"), text  # a digest (_group_io)
         return (str(label) if label else "[unknown]"), None
 
     def _thread_name(self, pid: object, tid: object) -> str | None:
         if self._threads is None:
-            io = self.io
+            io = self._io
             self._threads = {}
-            for p, t, name in zip(io["pid"], io["tid"], io["thread"]):  # type: ignore[index]
+            for p, t, name in zip(io["pid"], io["tid"], io["thread"]):
                 if name:
                     self._threads.setdefault((p, t), name)
         return self._threads.get((pid, tid))
@@ -441,8 +451,8 @@ class Snapshot:
             for cols in sources:
                 if not cols:
                     continue
-                commands = cols.get("command") or [None] * len(cols["digest"])  # type: ignore[union-attr]
-                for d, text, cmd in zip(cols["digest"], cols["query"], commands):  # type: ignore[index]
+                commands = cols.get("command") or [None] * len(cols["digest"])
+                for d, text, cmd in zip(cols["digest"], cols["query"], commands):
                     if d and (text or cmd):
                         self._queries.setdefault(d, " ".join(str(text).split()) if text else f"[{cmd}]")
         return self._queries.get(digest)
@@ -450,19 +460,19 @@ class Snapshot:
     def _page_rows(self) -> list[Row]:
         if not self.page_rows:
             return []
-        p = self.pages
+        p = self._pages
         n_rows = self.page_rows
         ids: dict[object, int] = {}
         labels: list[str] = []
         gid = np.empty(n_rows, dtype=np.int64)
-        index, ptype, iid = p["index"], p["page_type"], p["index_id"]  # type: ignore[index]
+        index, ptype, iid = p["index"], p["page_type"], p["index_id"]
         # reads of files holding one index (MyRocks' SSTs): index_id is the file's number
-        per_file = np.array([fc in ONE_INDEX_PER_FILE for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
+        per_file = np.array([fc in ONE_INDEX_PER_FILE for fc in p["file_class"]], dtype=bool)
         for i in range(n_rows):
             if index[i]:
                 lab = index[i]
             elif per_file[i] and iid[i] is not None:
-                lab = f"[{p['file_class'][i]} {iid[i]}]"  # type: ignore[index]
+                lab = f"[{p['file_class'][i]} {iid[i]}]"
             elif iid[i] is not None:
                 lab = f"[index id {iid[i]}]"
             else:
@@ -473,13 +483,13 @@ class Snapshot:
                 labels.append(lab)
             gid[i] = g
         n = len(labels)
-        ops = np.asarray(p["op"], dtype=object)  # type: ignore[index]
-        pages = np.asarray(p["pages"], dtype=np.float64)  # type: ignore[index]
-        nbytes = np.asarray(p["bytes"], dtype=np.float64)  # type: ignore[index]
-        levels = p["level"]  # type: ignore[index]
+        ops = np.asarray(p["op"], dtype=object)
+        pages = np.asarray(p["pages"], dtype=np.float64)
+        nbytes = np.asarray(p["bytes"], dtype=np.float64)
+        levels = p["level"]
         is_r, is_w = ops == "read", ops == "write"
         # an LSM file's level is no B-tree level (no leaf)
-        lsm = np.array([fc in LSM_LEVELS for fc in p["file_class"]], dtype=bool)  # type: ignore[index]
+        lsm = np.array([fc in LSM_LEVELS for fc in p["file_class"]], dtype=bool)
         leaf = np.array([lv == 0 for lv in levels], dtype=bool) & ~lsm
         sec = self.seconds
         rpg = _sum_by(gid, n, pages * is_r)
@@ -513,12 +523,12 @@ class Snapshot:
         hist = np.zeros((n, len(HIST_COLUMNS)))
         if not self.io_rows:
             return hist
-        io, p = self.io, self.pages
+        io, p = self._io, self._pages
         keys = ("pid", "tid", "file", "op", "api", "stage", "digest")
         io_hist: dict[tuple, np.ndarray] = {}
         H = self.hist()
-        lay = io["layer"]  # type: ignore[index]
-        cols = [io[k] for k in keys]  # type: ignore[index]
+        lay = io["layer"]
+        cols = [io[k] for k in keys]
         for i in range(self.io_rows):
             if lay[i] != "syscall":
                 continue
@@ -527,8 +537,8 @@ class Snapshot:
                 io_hist[k] = io_hist[k] + H[i]
             else:
                 io_hist[k] = H[i]
-        pcols = [p[k] for k in keys]  # type: ignore[index]
-        pages = np.asarray(p["pages"], dtype=np.float64)  # type: ignore[index]
+        pcols = [p[k] for k in keys]
+        pages = np.asarray(p["pages"], dtype=np.float64)
         pkeys = [tuple(c[i] for c in pcols) for i in range(self.page_rows)]
         group_pages: dict[tuple, float] = {}
         for i, k in enumerate(pkeys):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ioattr.errors import UsageError
 from ioattr.live.server_counters import ServerCounters
 from ioattr.live.session import LiveSession, SessionOptions
-from ioattr.model.self_cost import status_cost
+from ioattr.model.self_cost import SelfCostSample, status_cost
 from ioattr.model.labels import LAYERS
 from ioattr.topview.top import BY_TO_VIEW, VIEWS, Column, Header, Snapshot, View, find_column, sort_rows
 from ioattr.topview.top_render import ViewState, help_screen, render_screen
@@ -81,7 +81,7 @@ class TopApp:
         self.counters = ServerCounters()
         self.snapshot: Snapshot | None = None
         self.messages: list[str] = []
-        self._cost: dict[str, object] | None = None  # the last self_cost sample (the status line's)
+        self._cost: SelfCostSample | None = None  # the last self_cost sample (the status line's)
         self.stop_requested = False
         self.resized = False
         self.show_help = False  # the `?` screen is up

@@ -4,7 +4,8 @@ It lives with the tests, not in ioattr/engines/: no user has a toy store, so ioa
 ships it; the test plugs it in with IOATTR_ENGINES=tests.toy_engine:ToyAdapter
 (ioattr/engines/registry.py), editing no file of ioattr's. The engine is store.py, a
 file-backed store run by the test: its server is the `toy-store` process (owns_server), its
-files are `*.tdat` (data, class tablespace) and `*.tlog` (its log, class wal), its threads'
+files are `*.tdat` (data, class toy_data: its own, declared in this folder's file_classes.toml
+and numbered when ioattr loads it) and `*.tlog` (its log, the shared class wal), its threads'
 roles come from their names, its counters from its stats file, and explain gets one finding
 of its own (toy_log_reads).
 """
@@ -174,7 +175,7 @@ class ToyAdapter(EngineAdapter):
 
     def classify_path(self, path: str) -> abi.FileClass | None:
         if path.endswith(".tdat"):
-            return abi.FileClass.TABLESPACE
+            return abi.FileClass.TOY_DATA  # file_classes.toml here (IOATTR_ENGINES names this adapter)
         if path.endswith(".tlog"):
             return abi.FileClass.WAL
         return None

@@ -100,10 +100,10 @@ def test_the_bpf_header_is_generated_from_the_table() -> None:
 
 
 def test_dashboards_select_classes_from_the_table() -> None:
-    """Every file-class selector in the dashboards' queries (file_class="x", =~, !=, !~) names
-    classes of the table only, and a list of several is exactly the storage classes, in the
-    table's order (model/storage.STORAGE_FILE_CLASS_REGEX): a class added or renamed in
-    FILE_CLASSES fails here until the dashboards follow."""
+    """Every file-class selector in the dashboards' queries (file_class="x", =~, !=, !~) names one
+    class of the table, never a list: storage IO is selected by the exporter's storage="yes" label
+    (derived from the table), so a class added to FILE_CLASSES needs no dashboard edit, and a
+    class renamed fails here until the dashboards follow."""
     import json
     import re
     from pathlib import Path
@@ -122,9 +122,47 @@ def test_dashboards_select_classes_from_the_table() -> None:
 
     for f in sorted((Path(__file__).resolve().parents[2] / "dashboards").glob("*.json")):
         walk(json.loads(f.read_text()))
-    assert selectors, "the dashboards select no file class: this test reads them wrongly"
     for value in selectors:
-        listed = value.split("|")
-        assert set(listed) <= names, set(listed) - names
-        if len(listed) > 1:
-            assert value == storage.STORAGE_FILE_CLASS_REGEX, value
+        assert value in names, f"select storage IO with storage=\"yes\", not a list of classes: {value}"
+
+
+def test_a_plugged_in_engine_numbers_its_classes_at_load(tmp_path) -> None:
+    """An engine plugged in with IOATTR_ENGINES declares its classes in its own folder without
+    numbers; they get PLUGIN_NUMBERS in order, join every derived table, and stay out of the BPF
+    header (BPF tests no plugged-in class: it only carries back numbers userspace registered)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    for name, rows in (("a", [("a_data", "true"), ("a_log", "false")]), ("b", [("b_data", "true")])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "file_classes.toml").write_text(f'engine = "{name}"\n' + "".join(
+            f'[[class]]\nname = "{n}"\nstorage = {st}\nshort = "{n[:6]}"\nhelp = "x"\n' for n, st in rows))
+    got = file_classes.plugin_classes((tmp_path / "a", tmp_path / "nothing", tmp_path / "b"))
+    assert [(c.name, c.number, c.storage, c.engine) for c in got] == \
+        [("a_data", 128, True, "a"), ("a_log", 129, False, "a"), ("b_data", 130, True, "b")]
+    assert file_classes.checked(FILE_CLASSES + got)  # no clash with the built-in ones
+    (tmp_path / "b" / "file_classes.toml").write_text(
+        'engine = "b"\n[[class]]\nname = "b_data"\nnumber = 21\nstorage = true\nshort = "b"\nhelp = "x"\n')
+    with pytest.raises(ValueError, match="get their numbers at load"):
+        file_classes.plugin_classes((tmp_path / "b",))
+    # a folder of ioattr's own numbers its classes below the plugged-in range
+    (tmp_path / "own" / "c").mkdir(parents=True)
+    (tmp_path / "own" / "c" / "file_classes.toml").write_text(
+        'engine = "c"\n[[class]]\nname = "c_data"\nnumber = 200\nstorage = true\nshort = "c"\nhelp = "x"\n')
+    with pytest.raises(ValueError, match=r"its number \(200\) must be in 1..127"):
+        file_classes.engine_classes(tmp_path / "own")
+    assert max(c.number for c in file_classes.BUILTIN_CLASSES) < file_classes.PLUGIN_NUMBERS.start
+
+    # the toy engine (tests/toy_engine/, its class in its folder), plugged in for real
+    probe = ("import json; from ioattr.collectors import abi, file_classes; from ioattr.engines import registry; "
+             "from ioattr.model import storage; from ioattr.topview.top import CLASS_ABBREV; "
+             "print(json.dumps([int(abi.FileClass.TOY_DATA), registry.file_class_name('/d/data.tdat'), "
+             "'toy_data' in storage.STORAGE_FILE_CLASSES, CLASS_ABBREV['toy_data'], "
+             "'TOY_DATA' in file_classes.c_header()]))")
+    env = {**os.environ, "IOATTR_ENGINES": "tests.toy_engine:ToyAdapter", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == [128, "toy_data", True, "tdata", False]

@@ -1,8 +1,10 @@
 """Imports flow one way: the import graph of ioattr (module-level and function-level imports,
 read with ast) has no cycle, between modules nor between packages (ioattr/analysis,
-ioattr/engines, collectors/, ...), and an import inside a function is either one of the
-listed exceptions below (which only shrink) or, in cli/, a lazy import marked as such
-(`ioattr --help` loads no BPF, numpy, pyarrow or duckdb: cli/main.py).
+ioattr/engines, collectors/, ...), and an import inside a function (of anything: ioattr's,
+the standard library's, a third party's) is a lazy import marked as such: outside cli/, only
+for start-up weight, with a trailing `# lazy: weight (<what>)` on the import; in cli/, a
+comment saying `lazy` on it or just above it (`ioattr --help` loads no BPF, numpy, pyarrow or
+duckdb: cli/main.py, tests/unit/test_cli_lazy.py).
 
 To see a cycle this test reports: the message names each module in it and what it imports.
 """
@@ -15,25 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # the design card's top-level folders are packages of `ioattr` (setup.py PACKAGE_ROOTS)
 FOLDERS = {"ioattr": "ioattr", "collectors": "ioattr.collectors", "cli": "ioattr.cli", "bpf": "ioattr.bpf"}
-
-#: imports inside functions outside cli/, each with why; the list only shrinks. None of them
-#: may close a cycle (the graph below counts them).
-FUNCTION_LEVEL = {
-    # weight: pyarrow/duckdb or the footer checker loaded only when a merge or a check runs
-    ("ioattr/format/compact.py", "ioattr.format.partcheck"): "weight",
-    ("ioattr/format/compact.py", "ioattr.format.duck"): "weight",
-    ("ioattr/format/compact.py", "ioattr.format.schema"): "weight",
-    ("ioattr/format/recording.py", "ioattr.format.compact"): "weight",
-    ("ioattr/format/reader.py", "ioattr.format.partcheck"): "weight",
-    ("ioattr/host/demo.py", "ioattr.host.sandbox"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.elf"): "weight: each check loads what it checks",
-    ("ioattr/host/doctor.py", "ioattr.collectors.probes"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.filesystems"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.thd_stages"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.stage_probes"): "weight",
-    ("ioattr/live/recorder.py", "ioattr.collectors.engine"): "weight (pymysql)",
-    ("collectors/probes.py", "ioattr.bpf"): "the package's data directory, found when asked",
-}
+#: how an import inside a function outside cli/ says why it is there (on one of its lines)
+WEIGHT_MARK = "# lazy: weight ("
 
 
 def _module_name(path: Path) -> str:
@@ -169,26 +154,34 @@ def test_no_package_imports_itself_through_others() -> None:
     assert found == []
 
 
-def test_function_level_imports_are_listed_or_lazy() -> None:
-    unlisted, unmarked, stale = [], [], set(FUNCTION_LEVEL)
-    for path, imports in _all_imports().values():
+def _function_level_imports(path: Path) -> list[ast.stmt]:
+    """Every import statement inside a function of this file (whatever it imports)."""
+    tree = ast.parse(path.read_text(), str(path))
+    out = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.extend(n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return sorted(set(out), key=lambda n: n.lineno)
+
+
+def test_function_level_imports_are_lazy_and_marked() -> None:
+    unmarked_weight, unmarked_cli = [], []
+    for path, _ in _all_imports().values():
         rel = str(path.relative_to(ROOT))
         lines = path.read_text().splitlines()
-        for target, line, inside in imports:
-            if not inside:
-                continue
+        for node in _function_level_imports(path):
+            own = lines[node.lineno - 1:(node.end_lineno or node.lineno)]
             if rel.startswith("cli/"):
                 # the import, or the first of the imports just above it, or the comment above
                 # that, says it is lazy
-                i = line - 1
+                i = node.lineno - 1
                 while i > 0 and lines[i - 1].strip().startswith(("from ", "import ")):
                     i -= 1
-                if "lazy" not in lines[i] + lines[line - 1] + (lines[i - 1] if i else ""):
-                    unmarked.append(f"{rel}:{line}")
-            elif (rel, target) in FUNCTION_LEVEL:
-                stale.discard((rel, target))
-            else:
-                unlisted.append(f"{rel}:{line} imports {target}")
-    assert unlisted == [], "import at module level (or, for weight only, list it in FUNCTION_LEVEL)"
-    assert unmarked == [], "mark a lazy import in cli/ with a comment saying so (# lazy: ...)"
-    assert stale == set(), "these are gone: take them off FUNCTION_LEVEL"
+                if "lazy" not in lines[i] + "".join(own) + (lines[i - 1] if i else ""):
+                    unmarked_cli.append(f"{rel}:{node.lineno}")
+            elif not any(WEIGHT_MARK in line for line in own):
+                unmarked_weight.append(f"{rel}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert unmarked_weight == [], (
+        f"import at module level; only a heavy import kept out of start-up stays in a function, "
+        f"marked with a trailing `{WEIGHT_MARK}<what>)`")
+    assert unmarked_cli == [], "mark a lazy import in cli/ with a comment saying so (# lazy: ...)"

@@ -10,6 +10,7 @@ fixed id. Unknown ids stay unknown (None), never guessed.
 from __future__ import annotations
 
 import re
+import time
 from typing import Iterable
 
 from ioattr.collectors.engine import EngineConnection, EngineError
@@ -94,14 +95,10 @@ class IndexNames:
 
     def refresh_if_stale(self, max_age: float = 10.0) -> None:
         """Re-read names that may have changed since (indexes built or renamed)."""
-        import time
-
         if self._engine is not None and time.monotonic() - self._read_at >= max_age:
             self.refresh(self._engine)
 
     def refresh(self, engine: EngineConnection) -> bool:
-        import time
-
         self._engine = engine
         self._read_at = time.monotonic()
         query = MYSQL8_QUERY if engine.flavor == "mysql" else MARIADB_QUERY

@@ -89,6 +89,6 @@ def classify_path(path: str | None) -> FC | None:
 
 def sst_number(path: str | None) -> int | None:
     """The file number of an SST path ('/d/#rocksdb/000013.sst' -> 13), None if not an SST."""
-    if classify_path(path) != FC.SST:
+    if path is None or classify_path(path) != FC.SST:
         return None
-    return int(os.path.basename(path.removesuffix(" (deleted)")).split(".", 1)[0])  # type: ignore[union-attr]
+    return int(os.path.basename(path.removesuffix(" (deleted)")).split(".", 1)[0])

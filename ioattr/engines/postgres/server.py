@@ -270,7 +270,7 @@ class PostgresServer:
         conn = self.conns.get(dbname)
         if conn is not None and not conn.closed:
             return conn
-        import psycopg
+        import psycopg  # lazy: weight (psycopg and libpq: only when a PostgreSQL server is traced)
 
         where = socket_of(self.pid)
         if where is None:
