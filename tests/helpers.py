@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +49,29 @@ def cli_in_process(args: list[str]) -> tuple[int, str, str]:
         except SystemExit as e:           # argparse
             rc = e.code if isinstance(e.code, int) else 2
     return rc, out.getvalue(), err.getvalue()
+
+
+def varint(n: int) -> bytes:
+    """`n` as an unsigned LEB128 varint (RocksDB's varint32/64, Parquet's ULEB128): 7 bits a
+    byte, low first, the top bit set on every byte but the last."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def build_bpf_harness(d: Path, source: str) -> Path:
+    """Compile `source`, a C program including bpf/ headers, with the host's clang into D/h
+    (-Wall -Werror, as plain C: no BPF target); the executable's path."""
+    clang = shutil.which("clang")
+    assert clang, "clang is installed by `make` (it builds the BPF objects)"
+    (d / "h.c").write_text(source)
+    r = subprocess.run([clang, "-O1", "-Wall", "-Werror", f"-I{ROOT / 'bpf'}", str(d / "h.c"), "-o", str(d / "h")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d / "h"
 
 
 def fake_tracefs(root: Path, events: list[str]) -> Path:
