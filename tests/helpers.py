@@ -74,6 +74,30 @@ def build_bpf_harness(d: Path, source: str) -> Path:
     return d / "h"
 
 
+def synthetic_writer(path: Path, phase: str, start: float, targets: list[str], probe_sets: list[str]):
+    """A RecordingWriter for a hand-written recording in `path`: its first phase `phase` starts at
+    `start`, and no parts are merged behind the test's back (close it with finish_synthetic)."""
+    from ioattr.format.recording import RecordingWriter
+
+    w = RecordingWriter.create(path, targets=targets, interval=1.0, phase=phase, probe_sets=probe_sets,
+                               degraded={})
+    w.auto_compact = False
+    w.meta["phases"][0]["start"] = start
+    return w
+
+
+def finish_synthetic(w, path: Path, counters: list[tuple], end: float) -> Path:
+    """Write `counters` (ts, phase, pid, source, name, value, text) to the counters table, close
+    the writer and end the last phase at `end` in meta.json; `path`."""
+    cols = ("ts", "phase", "pid", "source", "name", "value", "text")
+    w.add_columns({c: [r[i] for r in counters] for i, c in enumerate(cols)}, table="counters")
+    w.close()
+    meta = json.loads((path / "meta.json").read_text())
+    meta["phases"][-1]["end"] = end
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
 def fake_tracefs(root: Path, events: list[str]) -> Path:
     """A tracefs with only these events (category:name), for the missing-tracepoint paths."""
     for ev in events:
