@@ -98,6 +98,16 @@ def finish_synthetic(w, path: Path, counters: list[tuple], end: float) -> Path:
     return path
 
 
+def fake_map_calls(monkeypatch, fake: T) -> T:
+    """Route collectors/libbpf's map calls a drainer makes (lookup_batch, map_lookup_and_delete,
+    map_delete) to `fake`'s methods of those names, for the test; `fake`."""
+    from ioattr.collectors import libbpf
+
+    for name in ("lookup_batch", "map_lookup_and_delete", "map_delete"):
+        monkeypatch.setattr(libbpf, name, getattr(fake, name))
+    return fake
+
+
 def fake_tracefs(root: Path, events: list[str]) -> Path:
     """A tracefs with only these events (category:name), for the missing-tracepoint paths."""
     for ev in events:
