@@ -16,23 +16,26 @@ ROOT = Path(__file__).resolve().parents[2]
 # the design card's top-level folders are packages of `ioattr` (setup.py PACKAGE_ROOTS)
 FOLDERS = {"ioattr": "ioattr", "collectors": "ioattr.collectors", "cli": "ioattr.cli", "bpf": "ioattr.bpf"}
 
+
+def _imports_of(path: str, why: str, *modules: str) -> dict[tuple[str, str], str]:
+    """FUNCTION_LEVEL entries: `path` imports each of `modules` inside a function, for `why`."""
+    return {(path, m): why for m in modules}
+
+
 #: imports inside functions outside cli/, each with why; the list only shrinks. None of them
 #: may close a cycle (the graph below counts them).
 FUNCTION_LEVEL = {
     # weight: pyarrow/duckdb or the footer checker loaded only when a merge or a check runs
-    ("ioattr/format/compact.py", "ioattr.format.partcheck"): "weight",
-    ("ioattr/format/compact.py", "ioattr.format.duck"): "weight",
-    ("ioattr/format/compact.py", "ioattr.format.schema"): "weight",
-    ("ioattr/format/recording.py", "ioattr.format.compact"): "weight",
-    ("ioattr/format/reader.py", "ioattr.format.partcheck"): "weight",
-    ("ioattr/host/demo.py", "ioattr.host.sandbox"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.elf"): "weight: each check loads what it checks",
-    ("ioattr/host/doctor.py", "ioattr.collectors.probes"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.filesystems"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.thd_stages"): "weight",
-    ("ioattr/host/doctor.py", "ioattr.collectors.stage_probes"): "weight",
-    ("ioattr/live/recorder.py", "ioattr.collectors.engine"): "weight (pymysql)",
-    ("collectors/probes.py", "ioattr.bpf"): "the package's data directory, found when asked",
+    **_imports_of("ioattr/format/compact.py", "weight",
+                  "ioattr.format.partcheck", "ioattr.format.duck", "ioattr.format.schema"),
+    **_imports_of("ioattr/format/recording.py", "weight", "ioattr.format.compact"),
+    **_imports_of("ioattr/format/reader.py", "weight", "ioattr.format.partcheck"),
+    **_imports_of("ioattr/host/demo.py", "weight", "ioattr.host.sandbox"),
+    **_imports_of("ioattr/host/doctor.py", "weight: each check loads what it checks",
+                  "ioattr.collectors.elf", "ioattr.collectors.probes", "ioattr.collectors.filesystems",
+                  "ioattr.collectors.thd_stages", "ioattr.collectors.stage_probes"),
+    **_imports_of("ioattr/live/recorder.py", "weight (pymysql)", "ioattr.collectors.engine"),
+    **_imports_of("collectors/probes.py", "the package's data directory, found when asked", "ioattr.bpf"),
 }
 
 
