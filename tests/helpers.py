@@ -108,6 +108,32 @@ def fake_map_calls(monkeypatch, fake: T) -> T:
     return fake
 
 
+def proc_read_bytes(pid: int) -> int:
+    """The kernel's count of bytes process `pid` (all its threads) submitted for block reads
+    (/proc/PID/io read_bytes)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no read_bytes in /proc/{pid}/io")
+
+
+def explain_json_and_text(*args: str) -> tuple[dict, str]:
+    """`ioattr explain ARGS` twice, as JSON and as text, each exiting 0: (the JSON, the text)."""
+    r = ioattr("explain", *args, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    t = ioattr("explain", *args)
+    assert t.returncode == 0, t.stderr
+    return json.loads(r.stdout), t.stdout
+
+
+def innodb_metrics(db, prefix: str) -> dict[str, int]:
+    """INFORMATION_SCHEMA.INNODB_METRICS counters whose names start with `prefix`, by the rest
+    of their name."""
+    rows = db.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE NAME LIKE %s",
+                    (prefix + "%",))
+    return {name[len(prefix):]: int(count) for name, count in rows}
+
+
 def fake_tracefs(root: Path, events: list[str]) -> Path:
     """A tracefs with only these events (category:name), for the missing-tracepoint paths."""
     for ev in events:
@@ -419,6 +445,8 @@ def record_marked_phases(db, rec: Path, phases: list, *record_args: str, measure
                 work(conn if with_conn else cur)
                 truth[name] = (before, measure() if measure else None)
         conn.close()
+    except AssertionError as e:  # a phase that never came: what the recorder said
+        raise AssertionError(f"{e}\nrecorder: {bg.stderr[-3000:]}") from None
     finally:  # stopping drains once more: nothing is lost by stopping right away
         code, err = bg.stop()
     assert code == 0, err
