@@ -311,11 +311,11 @@ def synthetic_generator() -> ModuleType:
 
 
 @contextmanager
-def recording(pid: int, rec: Path) -> Iterator[Background]:
-    """`ioattr record` of process `pid` into `rec` (0.3 s intervals) for the body of a
-    `with`: attached before the body runs, stopped after it, and it must exit 0 when the
-    body completes; stopped in any case, so no recorder outlives a failing test."""
-    recorder = Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.3")
+def recording(pid: int, rec: Path, *args: str) -> Iterator[Background]:
+    """`ioattr record` of process `pid` into `rec` (0.3 s intervals; ARGS: more of its options)
+    for the body of a `with`: attached before the body runs, stopped after it, and it must exit 0
+    when the body completes; stopped in any case, so no recorder outlives a failing test."""
+    recorder = Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.3", *args)
     try:
         recorder.wait_recording()
         yield recorder
