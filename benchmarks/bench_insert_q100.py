@@ -28,7 +28,6 @@ Needs root and mariadbd.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -45,6 +44,7 @@ import insert_benchmark as ib  # noqa: E402
 from bench_sysbench_qps import (Recorder, _report, ioattr_prog_stats, proc_cpu_s,  # noqa: E402
                                 prog_stats_per_query, snapshot_ioattr)
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import write_json  # noqa: E402
 
 
 def log(msg: str) -> None:
@@ -171,8 +171,7 @@ def main() -> int:
     doc = {"benchmark": "insert_q100", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
            "command": " ".join([sys.executable, *sys.argv]), "ioattr": code,
            "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "runs": runs, "ratios": ratios, "summary": summary}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    write_json(args.json, doc)
     print(f"wrote {args.json}")
     return 0
 

@@ -49,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
+from verdict import write_json  # noqa: E402
 
 # package -> source folder, as setup.py maps them
 PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
@@ -313,8 +314,7 @@ def main() -> int:
     if "load" in res["summary"] and "current" in res["summary"]["load"]:
         print("target (<= 2% of a core, <= 150 MB at 30K IOPS):", "met" if ok else "NOT met")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+        write_json(args.json, res)
         print(f"wrote {args.json}")
     return 0 if ok else 1
 

@@ -48,6 +48,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from verdict import write_json  # noqa: E402
 
 COMMANDS = {
     "by file": ["--by", "file"],
@@ -175,8 +177,7 @@ def main() -> int:
                 log(f"  {(b + ': ' if b else '') + name:22s} cold {c.get('median', '-')!s:>7} s "
                     f"(cpu {c.get('cpu_median', '-')!s:>6})   warm {w['median']:>7} s (cpu {w['cpu_median']:>6}, "
                     f"{w['rss_mb_max']:>6} MB)   load {w['loadavg_1m']}")
-    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.json).write_text(json.dumps(results, indent=2) + "\n")
+    write_json(a.json, results)
     log(f"wrote {a.json}")
     return 0
 

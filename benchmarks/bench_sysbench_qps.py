@@ -65,8 +65,10 @@ from typing import Iterator
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
+sys.path.insert(0, str(HERE))  # the benchmarks' shared modules (verdict)
 
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import write_json  # noqa: E402
 
 WORKLOADS = {"point_select": "oltp_point_select", "read_write": "oltp_read_write"}
 FILES_SETS = "syscalls,targets,uring,pagecache"
@@ -948,10 +950,7 @@ def main() -> int:
         "summary": summary,
         "prog_stats": prog_stats or None,
     }
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    log(f"wrote {out}")
+    log(f"wrote {write_json(args.json, result)}")
     return 0
 
 

@@ -72,10 +72,12 @@ from typing import Iterator
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
+sys.path.insert(0, str(HERE))  # the benchmarks' shared modules (verdict)
 
 from ioattr.collectors import abi, libbpf  # noqa: E402
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
 from ioattr.collectors.targets import TargetMap  # noqa: E402
+from verdict import write_json  # noqa: E402
 
 TRACING_TYPES = {"tracing", "tracepoint", "raw_tracepoint", "raw_tracepoint_writable", "kprobe"}
 # Classic-tracepoint programs whose names say they fire on events a cached
@@ -1003,10 +1005,7 @@ def main() -> int:
             "contaminated_samples": bench.contaminated,
             "waited_for_quiet_s": round(bench.waited_s, 1),
         }
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {out}")
+        log(f"wrote {write_json(args.json, result)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -22,10 +22,7 @@ set -euo pipefail
 prog=bulk_load
 # shellcheck source=examples/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-parse_size_out bulk "$@"
-
-say "recordings in $OUT (size $SIZE)"
-seed_runs bulk
+seed_recordings bulk "$@"
 runs=("${RUNS[@]}")   # innodb, innodb_kbs8, archive, myrocks
 
 echo "--- ioattr compare (4 runs) --phase load,add_index,load_ix"

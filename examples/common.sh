@@ -68,6 +68,15 @@ parse_size_out() {
     [ -d "$(dirname "$OUT")" ] || die 2 "no such directory: $(dirname "$OUT")"
 }
 
+# A seed-comparison script's start: its options (parse_size_out SCENARIO "$@"), then
+# examples/seed_runs.py SCENARIO's recordings made in $OUT (seed_runs: sets RUNS).
+seed_recordings() {
+    local scenario=$1; shift
+    parse_size_out "$scenario" "$@"
+    say "recordings in $OUT (size $SIZE)"
+    seed_runs "$scenario"
+}
+
 # Run examples/seed_runs.py SCENARIO into $OUT; sets RUNS to the recordings it wrote, in its
 # order. On failure its own one-line error is the script's (exit 1).
 seed_runs() {

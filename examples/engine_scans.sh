@@ -23,10 +23,7 @@ set -euo pipefail
 prog=engine_scans
 # shellcheck source=examples/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-parse_size_out scans "$@"
-
-say "recordings in $OUT (size $SIZE)"
-seed_runs scans
+seed_recordings scans "$@"
 runs=("${RUNS[@]}")   # innodb, myrocks
 phases=scan.fresh,update,scan.frag
 

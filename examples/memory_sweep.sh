@@ -19,10 +19,7 @@ prog=memory_sweep
 # shellcheck source=examples/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 command -v sysbench >/dev/null || die 2 "sysbench is not installed (apt-get install sysbench)"
-parse_size_out sweep "$@"
-
-say "recordings in $OUT (size $SIZE)"
-seed_runs sweep
+seed_recordings sweep "$@"
 runs=("${RUNS[@]}")   # innodb then myrocks, each by cache size ascending
 [ ${#runs[@]} -eq 6 ] || die 1 "expected 6 recordings in $OUT, found ${#runs[@]}"
 

@@ -17,10 +17,7 @@ prog=pg_vs_innodb
 # shellcheck source=examples/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 [ -x /usr/lib/postgresql/15/bin/postgres ] || die 2 "PostgreSQL 15 is not installed (apt-get install postgresql-15)"
-parse_size_out pg "$@"
-
-say "recordings in $OUT (size $SIZE)"
-seed_runs pg
+seed_recordings pg "$@"
 runs=("${RUNS[@]}")   # innodb, postgres
 
 echo "--- ioattr compare innodb postgres --phase l.i0,l.x,l.i1,q"

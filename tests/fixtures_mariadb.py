@@ -251,6 +251,16 @@ def private_server(*setup: str, **options: object) -> Iterator[PrivateMariaDB]:
         forget_server(db)
 
 
+def seq_table(table: str, definition: str, insert: str, rows: int) -> list[str]:
+    """Setup statements for private_server: `table` ("db.name") and its database made, the table
+    as `definition` (what follows CREATE TABLE name), filled by INSERT INTO table INSERT FROM
+    db.seq_1_to_ROWS (INSERT selects from `seq`, 1 to rows), then ANALYZE TABLE: its index
+    statistics taken on the full table."""
+    db = table.split(".")[0]
+    return [f"CREATE DATABASE {db}", f"CREATE TABLE {table} {definition}",
+            f"INSERT INTO {table} {insert} FROM {db}.seq_1_to_{rows}", f"ANALYZE TABLE {table}"]
+
+
 def indexed_table_server(rows: int) -> contextlib.AbstractContextManager[PrivateMariaDB]:
     """A private server (8M buffer pool) with b.t of `rows` rows and a secondary index k on a
     scrambled column: point selects by k read the index, then the clustered index, cold."""

@@ -51,6 +51,22 @@ def need_postgres18() -> None:
 PG_VERSIONS = {15: PG_BINDIR, 18: PG18_BINDIR}
 
 
+def cold_seq_scan(pg: PrivatePostgres, scan: str, relname: str) -> tuple[int, int]:
+    """Run `scan` on a new connection (no TLS; index and bitmap scans off, statistics reset
+    first): (heap_blks_read of table `relname` as pg_statio_user_tables says right after it,
+    read on a second connection; the scanning backend's pid)."""
+    with pg.connect(sslmode="disable") as c:
+        backend = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        c.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
+        c.execute("SELECT pg_stat_reset()")
+        c.execute(scan).fetchone()
+        c.execute("SELECT pg_stat_force_next_flush()")
+        with pg.connect() as d:
+            (heap_read,) = d.execute("SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = %s",
+                                     (relname,)).fetchone()
+    return int(heap_read), int(backend)
+
+
 def started_cluster(version: int = 15, **kwargs: object) -> Iterator[PrivatePostgres]:
     """A private cluster of that version, registered with the leftover-process guard."""
     need_postgres() if version == 15 else need_postgres18()

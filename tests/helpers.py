@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +49,89 @@ def cli_in_process(args: list[str]) -> tuple[int, str, str]:
         except SystemExit as e:           # argparse
             rc = e.code if isinstance(e.code, int) else 2
     return rc, out.getvalue(), err.getvalue()
+
+
+def varint(n: int) -> bytes:
+    """`n` as an unsigned LEB128 varint (RocksDB's varint32/64, Parquet's ULEB128): 7 bits a
+    byte, low first, the top bit set on every byte but the last."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def build_bpf_harness(d: Path, source: str) -> Path:
+    """Compile `source`, a C program including bpf/ headers, with the host's clang into D/h
+    (-Wall -Werror, as plain C: no BPF target); the executable's path."""
+    clang = shutil.which("clang")
+    assert clang, "clang is installed by `make` (it builds the BPF objects)"
+    (d / "h.c").write_text(source)
+    r = subprocess.run([clang, "-O1", "-Wall", "-Werror", f"-I{ROOT / 'bpf'}", str(d / "h.c"), "-o", str(d / "h")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d / "h"
+
+
+def synthetic_writer(path: Path, phase: str, start: float, targets: list[str], probe_sets: list[str]):
+    """A RecordingWriter for a hand-written recording in `path`: its first phase `phase` starts at
+    `start`, and no parts are merged behind the test's back (close it with finish_synthetic)."""
+    from ioattr.format.recording import RecordingWriter
+
+    w = RecordingWriter.create(path, targets=targets, interval=1.0, phase=phase, probe_sets=probe_sets,
+                               degraded={})
+    w.auto_compact = False
+    w.meta["phases"][0]["start"] = start
+    return w
+
+
+def finish_synthetic(w, path: Path, counters: list[tuple], end: float) -> Path:
+    """Write `counters` (ts, phase, pid, source, name, value, text) to the counters table, close
+    the writer and end the last phase at `end` in meta.json; `path`."""
+    cols = ("ts", "phase", "pid", "source", "name", "value", "text")
+    w.add_columns({c: [r[i] for r in counters] for i, c in enumerate(cols)}, table="counters")
+    w.close()
+    meta = json.loads((path / "meta.json").read_text())
+    meta["phases"][-1]["end"] = end
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
+def fake_map_calls(monkeypatch, fake: T) -> T:
+    """Route collectors/libbpf's map calls a drainer makes (lookup_batch, map_lookup_and_delete,
+    map_delete) to `fake`'s methods of those names, for the test; `fake`."""
+    from ioattr.collectors import libbpf
+
+    for name in ("lookup_batch", "map_lookup_and_delete", "map_delete"):
+        monkeypatch.setattr(libbpf, name, getattr(fake, name))
+    return fake
+
+
+def proc_read_bytes(pid: int) -> int:
+    """The kernel's count of bytes process `pid` (all its threads) submitted for block reads
+    (/proc/PID/io read_bytes)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no read_bytes in /proc/{pid}/io")
+
+
+def explain_json_and_text(*args: str) -> tuple[dict, str]:
+    """`ioattr explain ARGS` twice, as JSON and as text, each exiting 0: (the JSON, the text)."""
+    r = ioattr("explain", *args, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    t = ioattr("explain", *args)
+    assert t.returncode == 0, t.stderr
+    return json.loads(r.stdout), t.stdout
+
+
+def innodb_metrics(db, prefix: str) -> dict[str, int]:
+    """INFORMATION_SCHEMA.INNODB_METRICS counters whose names start with `prefix`, by the rest
+    of their name."""
+    rows = db.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE NAME LIKE %s",
+                    (prefix + "%",))
+    return {name[len(prefix):]: int(count) for name, count in rows}
 
 
 def fake_tracefs(root: Path, events: list[str]) -> Path:
@@ -227,11 +311,11 @@ def synthetic_generator() -> ModuleType:
 
 
 @contextmanager
-def recording(pid: int, rec: Path) -> Iterator[Background]:
-    """`ioattr record` of process `pid` into `rec` (0.3 s intervals) for the body of a
-    `with`: attached before the body runs, stopped after it, and it must exit 0 when the
-    body completes; stopped in any case, so no recorder outlives a failing test."""
-    recorder = Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.3")
+def recording(pid: int, rec: Path, *args: str) -> Iterator[Background]:
+    """`ioattr record` of process `pid` into `rec` (0.3 s intervals; ARGS: more of its options)
+    for the body of a `with`: attached before the body runs, stopped after it, and it must exit 0
+    when the body completes; stopped in any case, so no recorder outlives a failing test."""
+    recorder = Background("record", "-o", str(rec), "--pid", str(pid), "--interval", "0.3", *args)
     try:
         recorder.wait_recording()
         yield recorder
@@ -361,6 +445,8 @@ def record_marked_phases(db, rec: Path, phases: list, *record_args: str, measure
                 work(conn if with_conn else cur)
                 truth[name] = (before, measure() if measure else None)
         conn.close()
+    except AssertionError as e:  # a phase that never came: what the recorder said
+        raise AssertionError(f"{e}\nrecorder: {bg.stderr[-3000:]}") from None
     finally:  # stopping drains once more: nothing is lost by stopping right away
         code, err = bg.stop()
     assert code == 0, err

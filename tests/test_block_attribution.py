@@ -27,7 +27,7 @@ from typing import Callable, Iterator
 import pytest
 
 from tests.conftest import need, need_root
-from tests.helpers import IOGEN, ROOT, Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import IOGEN, ROOT, Background, assert_no_ioattr_programs, ioattr, proc_read_bytes, report_json
 
 MiB = 1024 * 1024
 DIRECT_SCENARIOS = "odirect,libaio,uring"
@@ -298,11 +298,11 @@ def test_a_second_untraced_server_stays_out(tmp_path: Path, mariadb_factory) -> 
         recorder.wait_recording()
         theirs = threading.Thread(target=scan_theirs)
         before = other.status("Innodb_buffer_pool_reads")
-        io_before = _proc_read_bytes(target.pid)
+        io_before = proc_read_bytes(target.pid)
         theirs.start()
         for _ in range(3):
             target.query("SELECT COUNT(*) FROM mine.t WHERE pad <> ''")
-        kernel_read = _proc_read_bytes(target.pid) - io_before
+        kernel_read = proc_read_bytes(target.pid) - io_before
         theirs.join(120)
         assert not errors, errors
         assert other.status("Innodb_buffer_pool_reads") > before  # it did read from storage
@@ -323,14 +323,6 @@ def test_a_second_untraced_server_stays_out(tmp_path: Path, mariadb_factory) -> 
     # /proc/PID/io is sampled around the scans, the recording spans a little more (a page or
     # two of background reads may fall in between); the other server read ~40 MiB meanwhile
     assert abs(read - kernel_read) <= 0.01 * kernel_read, (read, kernel_read, block)
-
-
-def _proc_read_bytes(pid: int) -> int:
-    """The kernel's count of bytes a process (all its threads) submitted for block reads."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("read_bytes:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no read_bytes in /proc/{pid}/io")
 
 
 WRITER = """
@@ -704,10 +696,17 @@ def test_another_tracer_on_the_host_takes_nothing_away(tmp_path: Path, other_tra
     meta = json.loads((base / "rec" / "meta.json").read_text())
     assert meta["dropped"].get("prog_skipped") == 0, meta["dropped"]
     assert sum(meta["dropped"].values()) == 0, meta["dropped"]
+    assert_iogen_bytes_on_their_files(base / "rec", truth)
+
+
+def assert_iogen_bytes_on_their_files(rec: Path, truth: dict, *context: object) -> None:
+    """Every file of iogen's `truth` has its write and its read bytes, exactly, in `rec` at
+    the syscall and at the block layer (nonzero both); `context` goes into the message."""
     for layer in ("syscall", "block"):
         got: dict[tuple[str, str], int] = {}
-        for row in report_json(base / "rec", "--by", "file,op", "--layer", layer)["rows"]:
+        for row in report_json(rec, "--by", "file,op", "--layer", layer)["rows"]:
             got[(row["file"], row["op"])] = got.get((row["file"], row["op"]), 0) + row["bytes"]
         for path, t in truth["files"].items():
             for op, want in (("write", t["write_bytes"]), ("read", t["read_bytes"])):
-                assert want > 0 and got.get((path, op), 0) == want, (layer, t["scenario"], op, got.get((path, op)), want)
+                assert want > 0 and got.get((path, op), 0) == want, (layer, *context, t["scenario"], op,
+                                                                      got.get((path, op)), want)

@@ -14,13 +14,12 @@ recorder's own io rows (page bytes of a file equal its syscall bytes).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import (Background, assert_no_ioattr_programs, ioattr, record_marked_phases, report_json,
-                           wait_phase, wait_until)
+from tests.helpers import (Background, assert_no_ioattr_programs, innodb_metrics, ioattr, record_marked_phases,
+                           report_json, wait_phase, wait_until)
 
 ROWS = 6000
 BLOCK_SIZES = (1, 2, 4, 8, 16)
@@ -48,12 +47,6 @@ def server():
         yield db
 
 
-def metrics(db, prefix: str) -> dict[str, int]:
-    rows = db.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE NAME LIKE %s",
-                    (prefix + "%",))
-    return {name[len(prefix):]: int(count) for name, count in rows}
-
-
 def rows_of(rec: Path, *dims: str, layer: str = "syscall") -> list[dict]:
     return report_json(rec, "--by", ",".join(dims), "--layer", layer)["rows"]
 
@@ -75,28 +68,15 @@ def test_compressed_tables_cold_scan_pages_per_index_and_level(server, tmp_path:
     for t in tables:  # open each table (its root and first leaf): not the scans' IO
         server.query(f"SELECT id FROM bench.{t} WHERE id = 1")
     rec = tmp_path / "rec"
-    truth: dict[str, tuple[dict, dict]] = {}
-    bg = Background("record", "-o", str(rec), "--pid", str(server.pid), "--interval", "0.3")
-    try:
-        bg.wait_recording()
-        conn = server.connect()
-        with conn.cursor() as cur:
-            for t in tables:
-                cur.execute(f"SELECT 'ioattr:phase={t}'")
-                wait_phase(rec, t)
-                before = metrics(server, "buffer_page_read_")
-                cur.execute(f"SELECT COUNT(*), SUM(LENGTH(c)) FROM bench.{t} FORCE INDEX (PRIMARY)")
-                if t != "pc":
-                    cur.execute(f"SELECT COUNT(*) FROM bench.{t} FORCE INDEX (k)")
-                truth[t] = (before, metrics(server, "buffer_page_read_"))
-            cur.execute("SELECT 'ioattr:phase=end'")
-            wait_phase(rec, "end")
-        conn.close()
-    except AssertionError as e:  # a phase that never came: what the recorder said
-        raise AssertionError(f"{e}\nrecorder: {bg.stderr[-3000:]}") from None
-    finally:
-        code, err = bg.stop()
-    assert code == 0, err
+
+    def scan(t: str):
+        def work(cur) -> None:
+            cur.execute(f"SELECT COUNT(*), SUM(LENGTH(c)) FROM bench.{t} FORCE INDEX (PRIMARY)")
+            if t != "pc":
+                cur.execute(f"SELECT COUNT(*) FROM bench.{t} FORCE INDEX (k)")
+        return work
+    truth = record_marked_phases(server, rec, [(t, scan(t)) for t in tables] + [("end", lambda cur: None)],
+                                 "--interval", "0.3", measure=lambda: innodb_metrics(server, "buffer_page_read_"))
     rows = [r for r in rows_of(rec, "phase", "file", "index", "level", "page_type")
             if r["op"] == "read" and r["pages"]]
     for kbs in BLOCK_SIZES:

@@ -23,9 +23,9 @@ import pytest
 
 from tests.conftest import need
 from tests.fixtures_mariadb import shared_process
-from tests.helpers import IOGEN, ROOT, ioattr, report_json
-from tests.test_block_attribution import (DIRECT_SCENARIOS, _need_iogen, one_bio_requests_are_counted_once_each,
-                                          other_tracer_running)
+from tests.helpers import IOGEN, ROOT, ioattr
+from tests.test_block_attribution import (DIRECT_SCENARIOS, _need_iogen, assert_iogen_bytes_on_their_files,
+                                          one_bio_requests_are_counted_once_each, other_tracer_running)
 
 IOFLOOD = ROOT / "tests" / "workloads" / "ioflood"
 FLOODS, FLOOD_DEPTH, FLOOD_MIB = 2, 256, 64
@@ -107,11 +107,4 @@ def test_busy_host_direct_io_is_exact(tmp_path: Path, busy: list[int], case: tup
     meta = json.loads((tmp_path / "rec" / "meta.json").read_text())
     assert sum(meta["dropped"].values()) == 0, meta["dropped"]
     assert isinstance(meta.get("block_untimed"), int), meta.get("block_untimed")
-    for layer in ("syscall", "block"):
-        got: dict[tuple[str, str], int] = {}
-        for row in report_json(tmp_path / "rec", "--by", "file,op", "--layer", layer)["rows"]:
-            got[(row["file"], row["op"])] = got.get((row["file"], row["op"]), 0) + row["bytes"]
-        for path, t in truth["files"].items():
-            for op, want in (("write", t["write_bytes"]), ("read", t["read_bytes"])):
-                assert want > 0 and got.get((path, op), 0) == want, (layer, case, t["scenario"], op,
-                                                                      got.get((path, op)), want)
+    assert_iogen_bytes_on_their_files(tmp_path / "rec", truth, case)

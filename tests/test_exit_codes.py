@@ -83,6 +83,24 @@ def _unusable_output(command: str) -> list[tuple[str, list[str], str]]:
             (command, ["-o", "{nonempty}"], "not empty")]
 
 
+def _output_options(command: str) -> list[tuple[str, list[str], str]]:
+    """A command reading a recording, its options of add_output_arguments (cli/definition.py)
+    refused: an unknown format, a --top not a positive number, an -o it cannot write."""
+    return [(command, ["{rec}", "--format", "xml"], "unknown format 'xml'"),
+            (command, ["{rec}", "--top", "0"], "--top"), (command, ["{rec}", "--top", "abc"], "invalid int value"),
+            (command, ["{rec}", "-o", "{dir}"], "cannot write")]
+
+
+def _live_options(command: str, *before: str) -> list[tuple[str, list[str], str]]:
+    """A live command (ARGS start with `before`), its options of add_interval_argument and
+    add_live_arguments (cli/definition.py) refused, before any probe is loaded."""
+    return [(command, [*before, *args], needle) for args, needle in (
+        (["--interval", "-1"], "--interval"), (["--interval", "0"], "--interval"),
+        (["--interval", "abc"], "invalid float value"), (["--max-entries", "0"], "--max-entries"),
+        (["--mysql-socket", "{missing}"], "--mysql-socket"),
+        (["--mysql-defaults-file", "{dir}"], "cannot read option file"))]
+
+
 # (command, arguments, a piece of the message); {name} is a path from the fixture
 CASES: list[tuple[str, list[str], str]] = [
     # every subcommand: an unknown option
@@ -97,12 +115,9 @@ CASES: list[tuple[str, list[str], str]] = [
     *[c for c in _unreadable_recording("compare")[1:]],
     ("compare", ["{rec}", "{missing}"], "no such recording"),
     ("compare", ["{rec}", "--phase", "nosuch"], "unknown phase 'nosuch'"),
-    ("compare", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
+    *_output_options("compare"),
     ("compare", ["{rec}", "--by", "colour"], "invalid choice: 'colour'"),
-    ("compare", ["{rec}", "--top", "0"], "--top"),
-    ("compare", ["{rec}", "--top", "abc"], "invalid int value"),
     ("compare", ["{rec}", "{rec}", "--label", "one"], "--label given 1 times for 2 recordings"),
-    ("compare", ["{rec}", "-o", "{dir}"], "cannot write"),
     ("compare", ["{rec}", "--html", "{missing}/out.html"], "cannot write"),
     # demo (refused before any server starts)
     ("demo", ["--seconds", "0"], "--seconds"),
@@ -115,28 +130,21 @@ CASES: list[tuple[str, list[str], str]] = [
     *_unreadable_recording("explain"),
     ("explain", ["{rec}", "--baseline", "nosuch"], "unknown phase 'nosuch'"),
     ("explain", ["{rec}", "--target", "nosuch"], "main, load, read"),
-    ("explain", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
+    *_output_options("explain"),
     ("explain", ["{rec}", "--metric", "nosuch"], "unknown metric 'nosuch'"),
-    ("explain", ["{rec}", "--top", "0"], "--top"),
-    ("explain", ["{rec}", "--top", "abc"], "invalid int value"),
     ("explain", ["{rec}", "--against", "{missing}"], "no such recording"),
     ("explain", ["{rec}", "--against", "{dir}"], "no meta.json"),
-    ("explain", ["{rec}", "-o", "{dir}"], "cannot write"),
     # exporter (refused before listening or loading probes)
     ("exporter", ["--listen", "nonsense"], "--listen"),
     ("exporter", ["--listen", "127.0.0.1:-1"], "between 1 and 65535"),  # 0 is fine: any free port
     ("exporter", ["--listen", "127.0.0.1:70000"], "between 1 and 65535"),
-    ("exporter", ["--interval", "-1"], "--interval"),
-    ("exporter", ["--interval", "0"], "--interval"),
-    ("exporter", ["--interval", "abc"], "invalid float value"),
+    *_live_options("exporter"),
     ("exporter", ["--duration", "0"], "--duration"),
     ("exporter", ["--top-n", "0"], "--top-n"),
     ("exporter", ["--retention", "-1"], "--retention"),
     ("exporter", ["--max-entries", "1"], "--max-entries"),
     ("exporter", ["--stages", "nosuch"], "invalid choice"),
-    ("exporter", ["--mysql-socket", "{missing}"], "--mysql-socket"),
     ("exporter", ["--mysql-socket", "{file}"], "not a unix socket"),
-    ("exporter", ["--mysql-defaults-file", "{dir}"], "cannot read option file"),
     ("exporter", ["--mysql-defaults-file", "{missing}"], "cannot read option file"),
     ("exporter", ["--mysql-port", "0"], "--mysql-port"),
     ("exporter", ["--pid", "999999999"], "no such process"),
@@ -149,22 +157,17 @@ CASES: list[tuple[str, list[str], str]] = [
     ("mark", ["x", "--recording", "{dir}"], "not an ioattr recording"),
     ("mark", ["x", "--recording", "{rec}"], "not being recorded now"),
     # record (refused before any probe is loaded)
-    ("record", ["--interval", "-1"], "--interval"),
-    ("record", ["--interval", "0"], "--interval"),
-    ("record", ["--interval", "abc"], "invalid float value"),
+    *_live_options("record"),
     ("record", ["--duration", "0"], "--duration"),
     ("record", ["--duration", "-1"], "--duration"),
     ("record", ["--chunk-seconds", "0.1"], "--chunk-seconds"),
     ("record", ["--phase", "a b"], "bad phase name"),
     ("record", ["--probes", "nosuch"], "unknown probe set 'nosuch'"),
     ("record", ["--max-entries", "abc"], "invalid int value"),
-    ("record", ["--max-entries", "0"], "--max-entries"),
     ("record", ["--pid", "abc"], "invalid int value"),
     ("record", ["--pid", "999999999", "-o", "{tmp}/r-nosuchpid"], "no such process: 999999999"),
     ("record", ["--comm", "no-such-proc-x", "-o", "{tmp}/r-nosuchcomm"], "no running process named"),
     *_unusable_output("record"),
-    ("record", ["--mysql-socket", "{missing}"], "--mysql-socket"),
-    ("record", ["--mysql-defaults-file", "{dir}"], "cannot read option file"),
     ("record", ["--mysql-port", "70000"], "--mysql-port"),
     ("record", ["--phase-pattern", "(", "--", "true"], "not a valid regular expression"),
     ("record", ["--phase-pattern", "x"], "give -- CMD"),
@@ -172,20 +175,16 @@ CASES: list[tuple[str, list[str], str]] = [
     # report
     *_unreadable_recording("report"),
     ("report", ["{rec}", "--phase", "nosuch"], "unknown phase 'nosuch'; this recording has: main, load, read"),
-    ("report", ["{rec}", "--format", "xml"], "unknown format 'xml'"),
+    *_output_options("report"),
     ("report", ["{rec}", "--layer", "foo"], "unknown layer 'foo'"),
     ("report", ["{rec}", "--by", "file,colour"], "unknown dimension 'colour'"),
     ("report", ["{rec}", "--by", ""], "dimension"),
-    ("report", ["{rec}", "--top", "0"], "--top"),
     ("report", ["{rec}", "--top", "-1"], "--top"),
-    ("report", ["{rec}", "--top", "abc"], "invalid int value"),
-    ("report", ["{rec}", "-o", "{dir}"], "cannot write"),
     ("report", ["{rec}", "-o", "{missing}/out.json"], "cannot write"),
     # top
     ("top", ["--batch", "--by", "foo"], "unknown --by 'foo'"),
     ("top", ["--batch", "--by", "file,foo"], "unknown --by 'foo'"),
-    ("top", ["--batch", "--interval", "-1"], "--interval"),
-    ("top", ["--batch", "--interval", "abc"], "invalid float value"),
+    *_live_options("top", "--batch"),
     ("top", ["--batch", "-n", "0"], "--iterations"),
     ("top", ["--batch", "-n", "abc"], "invalid int value"),
     ("top", ["--batch", "--layer", "foo"], "invalid choice: 'foo'"),
@@ -193,8 +192,6 @@ CASES: list[tuple[str, list[str], str]] = [
     ("top", ["--batch", "--rows", "-1"], "--rows"),
     ("top", ["--batch", "--width", "10"], "--width"),
     ("top", ["--batch", "--sort", "nope"], "not a column"),
-    ("top", ["--batch", "--max-entries", "0"], "--max-entries"),
-    ("top", ["--batch", "--mysql-socket", "{missing}"], "--mysql-socket"),
     ("top", ["--batch", "--pid", "999999999"], "no such process"),
     ("top", [], "needs a terminal"),  # stdin/stdout are not a terminal here
 ]

@@ -15,13 +15,12 @@ each phase (no read with the big pool; with the small one ~0.04 reads per query,
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need_root
-from tests.helpers import assert_no_ioattr_programs, ioattr, record_marked_phases
+from tests.helpers import assert_no_ioattr_programs, explain_json_and_text, record_marked_phases
 
 ROWS = 100000
 POOLS = {"small": "8M", "big": "64M"}
@@ -60,14 +59,6 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dic
     return {name: _record(tmp, name, pool) for name, pool in POOLS.items()}
 
 
-def _explain(*args: str) -> tuple[dict, str]:
-    r = ioattr("explain", *args, "--format", "json")
-    assert r.returncode == 0, r.stderr
-    t = ioattr("explain", *args)
-    assert t.returncode == 0, t.stderr
-    return json.loads(r.stdout), t.stdout
-
-
 def _rpq(truth: dict, phase: str = "b") -> float:
     return truth[phase]["Innodb_buffer_pool_reads"] / truth[phase]["Com_select"]
 
@@ -94,7 +85,7 @@ def _no_write_mechanism(res: dict) -> None:
 
 def test_smaller_reads_with_the_bigger_pool(sweep: dict[str, tuple[Path, dict]]) -> None:
     small, big = sweep["small"], sweep["big"]
-    res, text = _explain(str(small[0]), "--against", str(big[0]))
+    res, text = explain_json_and_text(str(small[0]), "--against", str(big[0]))
     assert res["baseline"]["phase"] == "b" and res["target"]["phase"] == "b", (res["baseline"], res["target"])
     # the recorded values against the server's own counters
     assert res["baseline"]["value"] == pytest.approx(_rpq(small[1]), rel=0.05, abs=0.01)
@@ -109,7 +100,7 @@ def test_smaller_reads_with_the_bigger_pool(sweep: dict[str, tuple[Path, dict]])
 
 def test_larger_reads_with_the_smaller_pool(sweep: dict[str, tuple[Path, dict]]) -> None:
     small, big = sweep["small"], sweep["big"]
-    res, text = _explain(str(big[0]), "--against", str(small[0]))
+    res, text = explain_json_and_text(str(big[0]), "--against", str(small[0]))
     assert res["target"]["value"] == pytest.approx(_rpq(small[1]), rel=0.05, abs=0.01)
     assert res["direction"] == "increase" and res["significant"]
     first = _first_supported(res)
@@ -121,7 +112,7 @@ def test_larger_reads_with_the_smaller_pool(sweep: dict[str, tuple[Path, dict]])
 
 def test_a_steady_run_split_in_two_is_no_change(sweep: dict[str, tuple[Path, dict]]) -> None:
     small = sweep["small"]
-    res, text = _explain(str(small[0]))
+    res, text = explain_json_and_text(str(small[0]))
     assert (res["baseline"]["phase"], res["target"]["phase"]) == ("a", "b")
     assert not res["significant"], res["no_significant_change"]
     assert "no significant change" in text

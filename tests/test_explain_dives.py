@@ -34,15 +34,14 @@ WIDE = "CHAR(120) NOT NULL"
 
 @pytest.fixture(scope="module")
 def server():
-    from tests.fixtures_mariadb import private_server
+    from tests.fixtures_mariadb import private_server, seq_table
 
-    with private_server("CREATE DATABASE d",
-                        f"CREATE TABLE d.u (id INT PRIMARY KEY, a INT NOT NULL, b {WIDE}, c {WIDE}, "
-                        "pad CHAR(100) NOT NULL DEFAULT 'p', KEY ix_a (a), KEY ix_b (b), KEY ix_c (c)) ENGINE=InnoDB",
-                        "INSERT INTO d.u (id, a, b, c) SELECT seq, (seq * 7919) % 40000, "
-                        "RPAD(LPAD((seq * 104729) % 40000, 6, '0'), 120, 'x'), "
-                        "RPAD(LPAD((seq * 15485863) % 40000, 6, '0'), 120, 'y') FROM d.seq_1_to_40000",
-                        "ANALYZE TABLE d.u",
+    with private_server(*seq_table("d.u", f"(id INT PRIMARY KEY, a INT NOT NULL, b {WIDE}, c {WIDE}, "
+                                   "pad CHAR(100) NOT NULL DEFAULT 'p', KEY ix_a (a), KEY ix_b (b), KEY ix_c (c)) "
+                                   "ENGINE=InnoDB",
+                                   f"(id, a, b, c) SELECT seq, (seq * 7919) % {ROWS}, "
+                                   f"RPAD(LPAD((seq * 104729) % {ROWS}, 6, '0'), 120, 'x'), "
+                                   f"RPAD(LPAD((seq * 15485863) % {ROWS}, 6, '0'), 120, 'y')", ROWS),
                         buffer_pool="8M", flush_method="O_DIRECT") as db:
         db.sysbench("oltp_read_only", "prepare", table_size=SB_ROWS)
         yield db

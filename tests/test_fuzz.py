@@ -52,7 +52,7 @@ from ioattr.engines.innodb.files import read_doublewrite_range
 from tests.conftest import need, need_root, need_tool
 from tests.fuzz import corpus
 from tests.fuzz import reference as ref
-from tests.helpers import ROOT, cli_in_process, ioattr
+from tests.helpers import ROOT, cli_in_process, ioattr, varint
 
 FUZZ_DIR = ROOT / "tests" / "fuzz"
 HARNESS = FUZZ_DIR / "classify_fuzz"
@@ -542,19 +542,10 @@ def test_random_buffers_through_the_part_checks(which: str, shapes: dict[str, Pa
     print(f"part checks: seed {seed}, {BUFFERS} buffers over {len(parts)} parts: {r.stdout.strip()}")
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
 def footer_bomb() -> bytes:
     """A Parquet file whose footer's schema list says 2^31-1 elements in 4 KB: DuckDB's
     footer reader allocates them (measured: "Out of Memory Error" under RLIMIT_AS)."""
-    footer = b"\x15\x02" + b"\x19\xfc" + _varint(2**31 - 1) + bytes(4000)
+    footer = b"\x15\x02" + b"\x19\xfc" + varint(2**31 - 1) + bytes(4000)
     return b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1"
 
 
@@ -562,7 +553,7 @@ def page_header_bomb(part: bytes) -> bytes:
     """A recorded part whose first page header's statistics say a 2 GiB max value:
     DuckDB's page header reader allocates it (measured, as above)."""
     hdr = (b"\x15\x00\x15\x02\x15\x02" + b"\x2c" + b"\x15\x02\x15\x00\x15\x00\x15\x00"
-           + b"\x1c" + b"\x18" + _varint(2**31 - 1))
+           + b"\x1c" + b"\x18" + varint(2**31 - 1))
     b = bytearray(part)
     b[4:4 + len(hdr)] = hdr
     return bytes(b)

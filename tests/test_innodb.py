@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Background, assert_no_ioattr_programs, ioattr, report_json
+from tests.helpers import Background, assert_no_ioattr_programs, innodb_metrics, ioattr, report_json
 
 ROWS = 120000
 PAGE_METRICS = ("index_leaf", "index_non_leaf", "undo_log", "blob", "system_page")
@@ -33,12 +33,6 @@ def server():
         yield db
 
 
-def metrics(db, prefix: str) -> dict[str, int]:
-    rows = db.query("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE NAME LIKE %s",
-                    (prefix + "%",))
-    return {name[len(prefix):]: int(count) for name, count in rows}
-
-
 def record_queries(db, tmp: Path, statements: list[str], *extra: str,
                    flush: bool = False) -> tuple[Path, dict, dict]:
     """Cold restart, record while running statements; return (rec, read deltas, write deltas)."""
@@ -48,7 +42,7 @@ def record_queries(db, tmp: Path, statements: list[str], *extra: str,
     rec = tmp / f"rec-{time.monotonic_ns()}"
     bg = Background("record", "-o", str(rec), "--pid", str(db.pid), "--interval", "0.3", *extra)
     bg.wait_recording()
-    r0, w0 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
+    r0, w0 = innodb_metrics(db, "buffer_page_read_"), innodb_metrics(db, "buffer_page_written_")
     for sql in statements:
         db.query(sql)
     if flush:
@@ -62,7 +56,7 @@ def record_queries(db, tmp: Path, statements: list[str], *extra: str,
     assert code == 0, err
     # read the engine's counters after the recorder's final drain: the server is quiet by
     # now (nothing dirty), so both cover the same window
-    r1, w1 = metrics(db, "buffer_page_read_"), metrics(db, "buffer_page_written_")
+    r1, w1 = innodb_metrics(db, "buffer_page_read_"), innodb_metrics(db, "buffer_page_written_")
     return rec, {k: r1[k] - r0.get(k, 0) for k in r1}, {k: w1[k] - w0.get(k, 0) for k in w1}
 
 

@@ -32,20 +32,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import record_marked_phases, report_json, rocksdb_idle, wait_until
+from tests.helpers import proc_read_bytes, record_marked_phases, report_json, rocksdb_idle, wait_until
 
 ROWS = 60000
 LOOKUPS = 2500
 WATCHED = ("Rocksdb_block_cache_miss", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes")
 REUSED = re.compile(r"\[\d+ (\.\w+ )?files reusing one inode\]")
-
-
-def _proc_read_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/io") as f:
-        for line in f:
-            if line.startswith("read_bytes:"):
-                return int(line.split(":")[1])
-    raise AssertionError(f"/proc/{pid}/io has no read_bytes")
 
 
 def _status(db) -> dict[str, int]:
@@ -87,11 +79,11 @@ def myrocks(tmp_path_factory):
         lookups: dict[str, int] = {}
 
         def lookup(cur) -> None:
-            before, st = _proc_read_bytes(db.pid), _status(db)
+            before, st = proc_read_bytes(db.pid), _status(db)
             for i in range(LOOKUPS):
                 cur.execute(f"SELECT v FROM t.a WHERE id = {(i * 7919) % ROWS + 1}")
                 cur.fetchall()
-            lookups["read_bytes"] = _proc_read_bytes(db.pid) - before
+            lookups["read_bytes"] = proc_read_bytes(db.pid) - before
             lookups["misses"] = _status(db)["Rocksdb_block_cache_miss"] - st["Rocksdb_block_cache_miss"]
 
         start = _status(db)

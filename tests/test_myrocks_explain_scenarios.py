@@ -80,8 +80,17 @@ def _delta(truth: dict, phase: str, name: str) -> int:
     return after[name] - before[name]
 
 
-def _verdicts(j: dict) -> dict[str, str]:
-    return {f["id"]: f["verdict"] for f in j["findings"]}
+def _settled(rec: Path, planted: str) -> tuple[dict, dict]:
+    """explain's result for `rec` and its finding `planted`: that one SUPPORTED, the other LSM
+    cause REFUTED, no InnoDB cause supported."""
+    j = _explain(rec)
+    v = {f["id"]: f["verdict"] for f in j["findings"]}
+    f = next(x for x in j["findings"] if x["id"] == planted)
+    assert v[planted] == "supported", f
+    (other,) = [x for x in LSM if x != planted]
+    assert v[other] == "refuted", j["findings"]
+    assert not [i for i in INNODB if v[i] == "supported"], v
+    return j, f
 
 
 def test_index_and_filter_blocks_that_do_not_fit(rocks_server, tmp_path) -> None:
@@ -94,12 +103,7 @@ def test_index_and_filter_blocks_that_do_not_fit(rocks_server, tmp_path) -> None
         truth = record_marked_phases(db, tmp_path / "rec", [("base", _lookups(rows)), ("target", target)],
                                      measure=lambda: _status(db))
     assert_no_ioattr_programs()
-    j = _explain(tmp_path / "rec")
-    v = _verdicts(j)
-    f = next(x for x in j["findings"] if x["id"] == "index_filter_misses")
-    assert v["index_filter_misses"] == "supported", f
-    assert v["compaction_debt"] == "refuted", j["findings"]
-    assert not [i for i in INNODB if v[i] == "supported"], v
+    j, f = _settled(tmp_path / "rec", "index_filter_misses")
     # RocksDB's own counts, read around each phase's work
     # the phase's queries: the lookups and the marker SELECT that started it
     q = j["target"]["ops"]
@@ -130,12 +134,7 @@ def test_compaction_debt_l0_files_piling_up(rocks_server, tmp_path) -> None:
                           "WHERE CF_NAME = 'default' AND LEVEL = 'L0' AND TYPE = 'NumFiles'")[0][0])
     assert_no_ioattr_programs()
     assert l0 == files
-    j = _explain(tmp_path / "rec")
-    v = _verdicts(j)
-    f = next(x for x in j["findings"] if x["id"] == "compaction_debt")
-    assert v["compaction_debt"] == "supported", f
-    assert v["index_filter_misses"] == "refuted", j["findings"]
-    assert not [i for i in INNODB if v[i] == "supported"], v
+    j, f = _settled(tmp_path / "rec", "compaction_debt")
     ev = f["evidence"]
     # the default column family's L0 files as RocksDB counts them (the __system__ family's too)
     assert ev["l0_files_max_target"] >= files and ev["compaction_score_max_target"] >= 1, ev

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ioattr, record_marked_phases, report_json, rocksdb_idle, wait_until
+from tests.helpers import ioattr, proc_read_bytes, record_marked_phases, report_json, rocksdb_idle, wait_until
 
 ROWS = 40000
 TXNS = 300
@@ -32,14 +32,6 @@ WATCHED = ("Rocksdb_flush_write_bytes", "Rocksdb_compact_read_bytes", "Rocksdb_c
            "Rocksdb_block_cache_filter_miss", "Rocksdb_block_cache_filter_hit", "Rocksdb_block_cache_miss",
            "Rocksdb_bloom_filter_useful", "Rocksdb_stall_micros", "Rocksdb_write_self", "Rocksdb_write_other",
            "Rocksdb_get_hit_l0", "Rocksdb_get_hit_l1", "Rocksdb_memtable_hit")
-
-
-def _proc_read_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/io") as f:
-        for line in f:
-            if line.startswith("read_bytes:"):
-                return int(line.split(":")[1])
-    raise AssertionError(f"/proc/{pid}/io has no read_bytes")
 
 
 def _wal_sizes(d: str) -> int:
@@ -63,7 +55,7 @@ def lsm(tmp_path_factory):
         def measure() -> dict:
             st = {str(k).capitalize(): int(v) for k, v in
                   db.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")}
-            st["read_bytes"] = _proc_read_bytes(db.pid)
+            st["read_bytes"] = proc_read_bytes(db.pid)
             st["wal_file_bytes"] = _wal_sizes(rocks)
             return st
 

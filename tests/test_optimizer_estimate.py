@@ -34,13 +34,12 @@ PAD = "CHAR(100) NOT NULL DEFAULT 'p'"
 
 @pytest.fixture(scope="module")
 def server():
-    from tests.fixtures_mariadb import private_server
+    from tests.fixtures_mariadb import private_server, seq_table
 
-    with private_server("CREATE DATABASE b",
-                        f"CREATE TABLE b.t (id INT PRIMARY KEY, k INT NOT NULL, pad {PAD}, c CHAR(60) NOT NULL, "
-                        "KEY k (k, pad)) ENGINE=InnoDB",
-                        f"INSERT INTO b.t (id, k, c) SELECT seq, (seq * 7919) % {ROWS}, 'x' FROM b.seq_1_to_{ROWS}",
-                        "ANALYZE TABLE b.t",  # rec_per_key for k: what replaces dives past the limit
+    # ANALYZE TABLE (seq_table): rec_per_key for k, what replaces dives past the limit
+    with private_server(*seq_table("b.t", f"(id INT PRIMARY KEY, k INT NOT NULL, pad {PAD}, c CHAR(60) NOT NULL, "
+                                   "KEY k (k, pad)) ENGINE=InnoDB",
+                                   f"(id, k, c) SELECT seq, (seq * 7919) % {ROWS}, 'x'", ROWS),
                         buffer_pool="8M") as db:
         yield db
 

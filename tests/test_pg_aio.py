@@ -25,8 +25,8 @@ from typing import Iterator
 import pytest
 
 from ioattr.host.pg_sandbox import PrivatePostgres
-from tests.fixtures_postgres import started_cluster
-from tests.helpers import Background, report_json
+from tests.fixtures_postgres import cold_seq_scan, started_cluster
+from tests.helpers import recording, report_json
 
 PAGE = 8192
 SCAN = "SELECT sum(length(v)) FROM aio WHERE v <> 'scan'"
@@ -61,28 +61,14 @@ def _cold_scan(pg: PrivatePostgres, io_method: str, rec: Path) -> tuple[int, int
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-    bg = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3")
-    try:
-        bg.wait_recording()
-        with pg.connect(sslmode="disable") as c:
-            backend = c.execute("SELECT pg_backend_pid()").fetchone()[0]
-            c.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
-            c.execute("SELECT pg_stat_reset()")
-            c.execute(SCAN).fetchone()
-            c.execute("SELECT pg_stat_force_next_flush()")
-            with pg.connect() as d:
-                (heap_read,) = d.execute(
-                    "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'aio'").fetchone()
-        code, err = bg.stop()
-        assert code == 0, err
-    finally:
-        bg.stop()
+    with recording(pg.pid, rec) as bg:
+        heap_read, backend = cold_seq_scan(pg, SCAN, "aio")
     if io_method == "worker":
         assert re.search(rf"server {pg.pid} \(postgres\): .*async IO: 3 io workers; their IO is charged to "
                          r"the backend that asked", bg.stderr), bg.stderr
     else:
         assert "async IO: no io workers" in bg.stderr, bg.stderr
-    return int(heap_read), int(backend)
+    return heap_read, backend
 
 
 def _table_reads(rec: Path, layer: str = "syscall") -> list[dict]:

@@ -37,8 +37,8 @@ from ioattr.collectors.sqltext import digest
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
 from tests import fixtures_mariadb
 from tests.conftest import need_tool
-from tests.fixtures_postgres import ON_15, ON_15_AND_18, need_postgres
-from tests.helpers import Background, report_json, wait_phase
+from tests.fixtures_postgres import ON_15, ON_15_AND_18, cold_seq_scan, need_postgres
+from tests.helpers import Background, recording, report_json, wait_phase
 
 PAGE = 8192
 N = 40  # statements of each shape
@@ -135,20 +135,8 @@ def test_scan_reads_charged_to_its_statement(cluster: PrivatePostgres, tmp_path:
     pg.restart()  # empty shared_buffers: the scan reads the table with one pread per block
     rec = tmp_path / "rec"
     scan = "SELECT sum(length(v)) FROM pgs WHERE v <> 'scan'"
-    bg = _record(pg, rec)
-    try:
-        with pg.connect(sslmode="disable") as c:
-            c.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
-            c.execute("SELECT pg_stat_reset()")
-            c.execute(scan).fetchone()
-            c.execute("SELECT pg_stat_force_next_flush()")
-            with pg.connect() as d:
-                (heap_read,) = d.execute(
-                    "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'pgs'").fetchone()
-        code, err = bg.stop()
-        assert code == 0, err
-    finally:
-        bg.stop()
+    with recording(pg.pid, rec):
+        heap_read, _ = cold_seq_scan(pg, scan, "pgs")
     assert heap_read > 0
     meta = json.loads((rec / "meta.json").read_text())
     relations = meta["relations"]

@@ -23,7 +23,7 @@ import pytest
 
 from ioattr.host.pg_sandbox import PrivatePostgres
 from tests.fixtures_postgres import ON_15, ON_15_AND_18
-from tests.helpers import Background, ioattr, report_json, wait_phase
+from tests.helpers import ioattr, recording, report_json, wait_phase
 
 WAL = "SELECT wal_fpi, wal_bytes FROM pg_stat_wal"
 ROWS = "SELECT sum(tup_inserted) FROM pg_stat_database"
@@ -57,10 +57,8 @@ def test_full_page_writes(postgres_versions: PrivatePostgres, tmp_path: Path) ->
                "CREATE INDEX fw_k ON fw (k); CHECKPOINT")
     batch = "INSERT INTO fw SELECT (random() * 1e9)::int, {} FROM generate_series(1, 2000)"
     rec = tmp_path / "rec"
-    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
     wal: dict[str, tuple] = {}
-    try:
-        recorder.wait_recording()
+    with recording(pg.pid, rec, "--phase", "idle"):
         with pg.connect() as c:
             c.execute(batch.format("'x'"))  # changes (nearly) every leaf of fw_k since the checkpoint
             c.execute("SELECT pg_stat_force_next_flush()")  # its rows counted before the phases
@@ -76,10 +74,6 @@ def test_full_page_writes(postgres_versions: PrivatePostgres, tmp_path: Path) ->
                 wal[phase] = tuple(a - b for a, b in zip(c.execute(WAL).fetchone() + c.execute(ROWS).fetchone(),
                                                          before))
             _mark(rec, "after")
-        code, err = recorder.stop()
-        assert code == 0, err
-    finally:
-        recorder.stop()
     assert {p: w[2] for p, w in wal.items()} == {"base": 2000, "wide": 2000, "target": 2000}
     assert wal["target"][0] > 20 * max(wal["base"][0], 1)  # the images: one per leaf after the checkpoint
 
@@ -148,10 +142,8 @@ def test_heap_fetches(postgres_versions: PrivatePostgres, tmp_path: Path) -> Non
     assert "Index Only Scan using h_id" in plan, plan
     pg.restart()  # cold shared buffers: every heap and index page a scan needs is a read
     rec = tmp_path / "rec"
-    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
     statio: dict[str, tuple] = {}
-    try:
-        recorder.wait_recording()
+    with recording(pg.pid, rec, "--phase", "idle"):
         with pg.connect() as c, pg.connect() as direct:
             c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off")
             # catalogs, the index root and the visibility map page, read before the phases
@@ -167,10 +159,6 @@ def test_heap_fetches(postgres_versions: PrivatePostgres, tmp_path: Path) -> Non
                 c.execute("SELECT pg_stat_force_next_flush()")
                 statio[phase] = tuple(a - b for a, b in zip(direct.execute(STATIO).fetchone(), before))
             _mark(rec, "after")
-        code, err = recorder.stop()
-        assert code == 0, err
-    finally:
-        recorder.stop()
     assert statio["base"][0] == 0 and statio["target"][0] > 100, statio  # the heap: not read, then read
 
     out = _explain(rec, "base", "target", "reads_per_query")
@@ -217,10 +205,8 @@ def test_vacuum_io(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
     pg.restart()   # cold shared buffers: the first phase's SELECTs and the VACUUM read
     ids = list(range(1, 40000, 200))
     rec = tmp_path / "rec"
-    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.3", "--phase", "idle")
     truth: dict[str, float] = {}
-    try:
-        recorder.wait_recording()
+    with recording(pg.pid, rec, "--phase", "idle"):
         with pg.connect() as c:
             for phase in ("base", "target"):
                 _mark(rec, phase)
@@ -239,10 +225,6 @@ def test_vacuum_io(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
                     truth = {"heap": float(after[0] - before[0]), "idx": float(after[1] - before[1]),
                              "dead": float(dead[0]), "vacuums": float(c.execute(VAC_STAT).fetchone()[1] - dead[1])}
             _mark(rec, "after")
-        code, err = recorder.stop()
-        assert code == 0, err
-    finally:
-        recorder.stop()
     assert truth["dead"] >= 19000 and truth["vacuums"] == 1 and truth["heap"] > 500, truth
 
     out = _explain(rec, "base", "target", "read_bytes_per_query")

@@ -15,10 +15,10 @@ from ioattr.analysis.compare import compare, labels_for, write_unit
 from ioattr.analysis.phase_stats import all_phase_summaries
 from ioattr.errors import UsageError
 from ioattr.format.reader import Recording
-from ioattr.format.recording import RecordingWriter
 from ioattr.format.schema import HIST_COLUMNS, IO_SCHEMA
 from ioattr.output.compare_html import render_compare_html
 from ioattr.output.compare_view import render_table, to_csv
+from tests.helpers import finish_synthetic, synthetic_writer
 
 SERVER, CLIENT = 4242, 999
 T0 = 1_700_000_000.0
@@ -41,10 +41,7 @@ def _write(path: Path, phases: list[tuple[str, float, list[dict], dict[str, floa
            settings: dict[str, Any] | None = None, **meta: Any) -> Path:
     """A recording: phases of (name, seconds, io rows, counter values at the phase's end
     (cumulative, "source:name", proc counters as "proc:NAME@PID")); a zero snapshot at the start."""
-    w = RecordingWriter.create(path, targets=[f"pid {SERVER}"], interval=1.0, phase=phases[0][0],
-                               probe_sets=["syscalls", "block", "pagecache"], degraded={})
-    w.auto_compact = False
-    w.meta["phases"][0]["start"] = T0
+    w = synthetic_writer(path, phases[0][0], T0, [f"pid {SERVER}"], ["syscalls", "block", "pagecache"])
     w.meta.update(servers=[{"pid": SERVER, "connected": True, "version": "10.11.19-MariaDB", "flavor": "mariadb"}],
                   **meta)
     if settings is not None:
@@ -64,13 +61,7 @@ def _write(path: Path, phases: list[tuple[str, float, list[dict], dict[str, floa
         t += secs
         for k, v in values.items():
             counters.append(_counter(t, name, k, v))
-    cols = ("ts", "phase", "pid", "source", "name", "value", "text")
-    w.add_columns({c: [r[i] for r in counters] for i, c in enumerate(cols)}, table="counters")
-    w.close()
-    meta = json.loads((path / "meta.json").read_text())
-    meta["phases"][-1]["end"] = t
-    (path / "meta.json").write_text(json.dumps(meta))
-    return path
+    return finish_synthetic(w, path, counters, t)
 
 
 def _counter(ts: float, phase: str, key: str, value: float) -> tuple:

@@ -12,7 +12,8 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from ioattr.collectors import abi, drain, libbpf
+from ioattr.collectors import abi, drain
+from tests.helpers import fake_map_calls
 
 FD = 1001
 
@@ -65,11 +66,7 @@ class FakeHash:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeHash:
-    m = FakeHash()
-    monkeypatch.setattr(libbpf, "lookup_batch", m.lookup_batch)
-    monkeypatch.setattr(libbpf, "map_lookup_and_delete", m.map_lookup_and_delete)
-    monkeypatch.setattr(libbpf, "map_delete", m.map_delete)
-    return m
+    return fake_map_calls(monkeypatch, FakeHash())
 
 
 def _counts(d: drain.Deltas) -> dict[int, tuple[int, int, int]]:

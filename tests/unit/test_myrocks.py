@@ -11,6 +11,7 @@ from ioattr.collectors.engine import EngineError
 from ioattr.collectors.thread_roles import ThreadRoles, role_of_instrument
 from ioattr.engines import registry
 from ioattr.engines.myrocks import MyrocksAdapter, counters, files, names, roles, sst
+from tests.helpers import varint
 
 FC = abi.FileClass
 D = "/var/lib/mysql/#rocksdb"
@@ -146,24 +147,14 @@ def test_block_cache_answers_top_and_the_exporter() -> None:
 
 
 # -- the MANIFEST: which SST is at which level ------------------------------------------------------
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _lp(b: bytes) -> bytes:
-    return _varint(len(b)) + b
+    return varint(len(b)) + b
 
 
 def _new_file4(level: int, number: int, size: int) -> bytes:
-    return (_varint(103) + _varint(level) + _varint(number) + _varint(size) + _lp(b"k1" + b"\0" * 8)
-            + _lp(b"k9" + b"\0" * 8) + _varint(5) + _varint(9)
-            + _varint(2) + _lp(b"\x01") + _varint(1))  # a custom field (need-compaction), then kTerminate
+    return (varint(103) + varint(level) + varint(number) + varint(size) + _lp(b"k1" + b"\0" * 8)
+            + _lp(b"k9" + b"\0" * 8) + varint(5) + varint(9)
+            + varint(2) + _lp(b"\x01") + varint(1))  # a custom field (need-compaction), then kTerminate
 
 
 def _log(records: list[bytes]) -> bytes:
@@ -190,20 +181,20 @@ def _log(records: list[bytes]) -> bytes:
 
 def test_manifest_replay_gives_each_live_file_its_level() -> None:
     edits = [
-        _varint(1) + _lp(b"leveldb.BytewiseComparator") + _varint(2) + _varint(5) + _varint(3) + _varint(12),
-        _varint(201) + _lp(b"__system__") + _varint(200) + _varint(1),                       # cf 1 added
-        _new_file4(0, 13, 3_000_000) + _varint(4) + _varint(100),                             # flush, cf 0
-        _varint(200) + _varint(1) + _new_file4(0, 14, 1500),                                  # flush, cf 1
-        _new_file4(0, 20, 1_000_000) + _varint(8193) + _lp(b"db-id"),                         # a safe-to-ignore tag
+        varint(1) + _lp(b"leveldb.BytewiseComparator") + varint(2) + varint(5) + varint(3) + varint(12),
+        varint(201) + _lp(b"__system__") + varint(200) + varint(1),                       # cf 1 added
+        _new_file4(0, 13, 3_000_000) + varint(4) + varint(100),                             # flush, cf 0
+        varint(200) + varint(1) + _new_file4(0, 14, 1500),                                  # flush, cf 1
+        _new_file4(0, 20, 1_000_000) + varint(8193) + _lp(b"db-id"),                         # a safe-to-ignore tag
         # the compaction: 13 and 20 out of L0, 22 into L1, in one edit
-        _varint(6) + _varint(0) + _varint(13) + _varint(6) + _varint(0) + _varint(20) + _new_file4(1, 22, 3_100_000),
+        varint(6) + varint(0) + varint(13) + varint(6) + varint(0) + varint(20) + _new_file4(1, 22, 3_100_000),
         b"\x7f" * 3 + b"\x01",                                                                 # not an edit: skipped
     ]
     live, bad = sst.parse_manifest(_log(edits))
     assert live == {14: (1, 0), 22: (0, 1)} and bad == 1
     # the same across block boundaries (records in fragments, block tails padded)
-    big = [_new_file4(0, n, n) + _varint(8194) + _lp(b"x" * 300) for n in range(100, 400)]
-    live, bad = sst.parse_manifest(_log(big + [_varint(6) + _varint(0) + _varint(150)]))
+    big = [_new_file4(0, n, n) + varint(8194) + _lp(b"x" * 300) for n in range(100, 400)]
+    live, bad = sst.parse_manifest(_log(big + [varint(6) + varint(0) + varint(150)]))
     assert bad == 0 and len(live) == 299 and 150 not in live and live[399] == (0, 0)
     # a torn tail (RocksDB appending right now) loses the torn record only
     data = _log(edits[:3])

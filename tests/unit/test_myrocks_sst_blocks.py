@@ -6,16 +6,7 @@ import struct
 import pytest
 
 from ioattr.engines.myrocks import sst_blocks as sb
-
-
-def _v(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from tests.helpers import varint as _v
 
 
 def _block(entries: list[tuple[bytes, bytes]]) -> bytes:

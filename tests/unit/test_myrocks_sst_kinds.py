@@ -6,7 +6,6 @@ map calls captured (no BPF)."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from ioattr.collectors import abi
 from ioattr.engines import registry
 from ioattr.engines.myrocks import MyrocksAdapter, sst, sst_blocks
+from tests.helpers import build_bpf_harness
 
 BPF = Path(__file__).resolve().parents[2] / "bpf"
 HEADER = BPF / "rocksdb_sst.h"
@@ -57,14 +57,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    clang = shutil.which("clang")
-    assert clang, "clang is installed by `make` (it builds the BPF objects)"
-    d = tmp_path_factory.mktemp("sstkind")
-    (d / "h.c").write_text(HARNESS)
-    r = subprocess.run([clang, "-O1", "-Wall", "-Werror", f"-I{BPF}", str(d / "h.c"), "-o", str(d / "h")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return d / "h"
+    return build_bpf_harness(tmp_path_factory.mktemp("sstkind"), HARNESS)
 
 
 def test_kind_numbers_match_the_header() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from ioattr.analysis.phase_stats import counter_deltas, phase_stats, table_sizes
 from ioattr.format.reader import Recording
-from ioattr.format.recording import RecordingWriter
 from ioattr.format.schema import HIST_COLUMNS, IO_SCHEMA
+from tests.helpers import finish_synthetic, synthetic_writer
 
 PHASES = ["load", "empty", "q1", "q2"]
 T0 = 1_700_000_000.0
@@ -21,10 +21,7 @@ T0 = 1_700_000_000.0
 
 def _write(path: Path) -> Path:
     rng = random.Random(7)
-    w = RecordingWriter.create(path, targets=["pid 10"], interval=1.0, phase=PHASES[0],
-                               probe_sets=["syscalls"], degraded={})
-    w.auto_compact = False
-    w.meta["phases"][0]["start"] = T0
+    w = synthetic_writer(path, PHASES[0], T0, ["pid 10"], ["syscalls"])
     counters, io = [], []
     t = T0
     for i, phase in enumerate(PHASES):
@@ -52,13 +49,7 @@ def _write(path: Path) -> Path:
             io.append(row)
         t += 1.0
     w.add_columns({f.name: [r[f.name] for r in io] for f in IO_SCHEMA})
-    cols = ("ts", "phase", "pid", "source", "name", "value", "text")
-    w.add_columns({c: [r[i] for r in counters] for i, c in enumerate(cols)}, table="counters")
-    w.close()
-    meta = json.loads((path / "meta.json").read_text())
-    meta["phases"][-1]["end"] = t
-    (path / "meta.json").write_text(json.dumps(meta))
-    return path
+    return finish_synthetic(w, path, counters, t)
 
 
 def _deltas_sql(rec: Recording, phase: str, pids: list[int] | None) -> dict[str, float]:
@@ -205,26 +196,23 @@ def test_derived_files_are_reused_renewed_and_never_trusted_blindly(tmp_path: Pa
     assert stat.S_IMODE(sorted(d.glob("io_totals-*"))[0].stat().st_mode) == 0o600
 
 
-def test_a_syntax_error_is_raised_as_it_is_without_searching_the_files(rec: Recording, capsys: pytest.CaptureFixture[str]) -> None:
-    """A typo in a query is the query's fault: no part is reported damaged or left out."""
+@pytest.mark.parametrize("bad, error, check", [
+    # a typo in a query is the query's fault: it is raised without searching the files
+    ("SELEC count(*) FROM io", "ParserException", "SELECT count(*) FROM io"),
+    # a binder error holds with no rows at all: it is the query's, so no file is left out
+    ("SELECT sum(bytez) FROM io", "BinderException", "SELECT count(*), sum(bytes) FROM io"),
+], ids=["syntax_error", "misspelt_column"])
+def test_a_querys_own_error_is_raised_as_it_is_and_leaves_every_file_in(
+        rec: Recording, capsys: pytest.CaptureFixture[str], bad: str, error: str, check: str) -> None:
+    """An error of the query itself: raised as duckdb raised it, no part reported damaged, and
+    every file still read afterwards (`check` answers as before)."""
     import duckdb
 
-    before = rec.query("SELECT count(*) FROM io")
-    with pytest.raises(duckdb.ParserException):
-        rec.query("SELEC count(*) FROM io")
+    before = rec.query(check)
+    with pytest.raises(getattr(duckdb, error)):
+        rec.query(bad)
     assert "damaged" not in capsys.readouterr().err
-    assert rec.query("SELECT count(*) FROM io") == before
-
-
-def test_a_misspelt_column_is_raised_as_it_is_and_leaves_every_file_in(rec: Recording, capsys: pytest.CaptureFixture[str]) -> None:
-    """A binder error holds with no rows at all: it is the query's, so no file is left out."""
-    import duckdb
-
-    before = rec.query("SELECT count(*), sum(bytes) FROM io")
-    with pytest.raises(duckdb.BinderException):
-        rec.query("SELECT sum(bytez) FROM io")
-    assert "damaged" not in capsys.readouterr().err
-    assert rec.query("SELECT count(*), sum(bytes) FROM io") == before
+    assert rec.query(check) == before
 
 
 def test_a_backends_own_counters_start_at_zero(tmp_path: Path) -> None:
@@ -233,10 +221,7 @@ def test_a_backends_own_counters_start_at_zero(tmp_path: Path) -> None:
     phase delta is its last value; one listed at the first reading is counted from there, as
     every counter is; a backend that lives on into the next phase is counted from its last
     value before it."""
-    w = RecordingWriter.create(tmp_path / "r", targets=["pid 10"], interval=1.0, phase="a",
-                               probe_sets=["syscalls"], degraded={})
-    w.auto_compact = False
-    w.meta["phases"][0]["start"] = T0
+    w = synthetic_writer(tmp_path / "r", "a", T0, ["pid 10"], ["syscalls"])
     w.start_phase("b", at=T0 + 10)
     src = "pg_stat_backend_io"
     rows = [(T0 + 0.5, "a", 10, src, "backends", 1.0),                        # the first reading: one alive
@@ -251,14 +236,7 @@ def test_a_backends_own_counters_start_at_zero(tmp_path: Path) -> None:
             (T0 + 12, "b", 10, src, "300:relation:read_bytes", 16384.0),    # born in b
             (T0 + 1, "a", 10, "pg_stat_io", "read_bytes", 100.0),           # a cluster counter: as before
             (T0 + 12, "b", 10, "pg_stat_io", "read_bytes", 300.0)]
-    cols = ("ts", "phase", "pid", "source", "name", "value")
-    w.add_columns({**{c: [r[i] for r in rows] for i, c in enumerate(cols)}, "text": [None] * len(rows)},
-                  table="counters")
-    w.close()
-    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
-    meta["phases"][-1]["end"] = T0 + 13
-    (tmp_path / "r" / "meta.json").write_text(json.dumps(meta))
-    rec = Recording(tmp_path / "r")
+    rec = Recording(finish_synthetic(w, tmp_path / "r", [(*r, None) for r in rows], T0 + 13))
     a, b = counter_deltas(rec, "a"), counter_deltas(rec, "b")
     assert a[f"{src}:100:relation:read_bytes"] == 81920.0 and a[f"{src}:200:relation:read_bytes"] == 49152.0
     assert a[f"{src}:400:relation:read_bytes"] == 200.0

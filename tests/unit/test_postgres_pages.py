@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -17,6 +16,7 @@ from ioattr.collectors import abi
 from ioattr.engines import registry
 from ioattr.engines.postgres import PostgresAdapter, pages
 from ioattr.engines.postgres.files import RelationFile
+from tests.helpers import build_bpf_harness
 
 BPF = Path(__file__).resolve().parents[2] / "bpf"
 HEADER = BPF / "pg_page.h"
@@ -61,16 +61,10 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def classify(tmp_path_factory: pytest.TempPathFactory):
-    clang = shutil.which("clang")
-    assert clang, "clang is installed by `make` (it builds the BPF objects)"
-    d = tmp_path_factory.mktemp("pgpage")
-    (d / "h.c").write_text(HARNESS)
-    r = subprocess.run([clang, "-O1", "-Wall", "-Werror", f"-I{BPF}", str(d / "h.c"), "-o", str(d / "h")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
+    harness = build_bpf_harness(tmp_path_factory.mktemp("pgpage"), HARNESS)
 
     def run(page: bytes, engine: int, cut: int = -1, node: int = 16384, seg: int = 0, db: int = 5) -> tuple:
-        out = subprocess.run([str(d / "h"), str(engine), str(cut), str(node), str(seg), str(db)], input=page,
+        out = subprocess.run([str(harness), str(engine), str(cut), str(node), str(seg), str(db)], input=page,
                              capture_output=True, check=True).stdout.split()
         pt, level, flags, fc, index_id, space = map(int, out)
         return pt, level, flags, fc, index_id, space

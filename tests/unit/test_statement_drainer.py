@@ -11,7 +11,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from ioattr.collectors import abi, drain, libbpf
+from ioattr.collectors import abi, drain
+from tests.helpers import fake_map_calls
 
 PID, PHASE = 4_194_000, 1
 HASH_FD, SLOTS_FD = 1001, 1002
@@ -63,11 +64,7 @@ class FakeMaps:
 
 @pytest.fixture
 def maps(monkeypatch: pytest.MonkeyPatch) -> FakeMaps:
-    m = FakeMaps()
-    monkeypatch.setattr(libbpf, "lookup_batch", m.lookup_batch)
-    monkeypatch.setattr(libbpf, "map_delete", m.map_delete)
-    monkeypatch.setattr(libbpf, "map_lookup_and_delete", m.map_lookup_and_delete)
-    return m
+    return fake_map_calls(monkeypatch, FakeMaps())
 
 
 def _counts(d: drain.Deltas) -> dict[tuple[int, int, int], tuple[int, int]]:
