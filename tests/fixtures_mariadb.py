@@ -62,12 +62,9 @@ def _need_mariadb() -> None:
     need_tool("mariadb-install-db")
 
 
-def _descendants(root: int | None = None, zombies: bool = False) -> dict[int, str]:
-    """Live (non-zombie, unless ``zombies``) descendants of ``root`` (default: this process):
-    pid -> comm."""
-    root = os.getpid() if root is None else root
-    parent_of: dict[int, int] = {}
-    comm: dict[int, str] = {}
+def _processes() -> Iterator[tuple[int, bytes, list[bytes]]]:
+    """Every process now: (pid, comm, the /proc/PID/stat fields after the comm); one that
+    exits while it is read is left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -77,12 +74,20 @@ def _descendants(root: int | None = None, zombies: bool = False) -> dict[int, st
         except OSError:
             continue  # exited meanwhile
         close = stat.rindex(b")")
-        fields = stat[close + 2:].split()
+        yield int(entry), stat[stat.index(b"(") + 1: close], stat[close + 2:].split()
+
+
+def _descendants(root: int | None = None, zombies: bool = False) -> dict[int, str]:
+    """Live (non-zombie, unless ``zombies``) descendants of ``root`` (default: this process):
+    pid -> comm."""
+    root = os.getpid() if root is None else root
+    parent_of: dict[int, int] = {}
+    comm: dict[int, str] = {}
+    for pid, name, fields in _processes():
         if fields[0] == b"Z" and not zombies:
             continue
-        pid = int(entry)
         parent_of[pid] = int(fields[1])
-        comm[pid] = stat[stat.index(b"(") + 1: close].decode(errors="replace")
+        comm[pid] = name.decode(errors="replace")
     found: dict[int, str] = {}
     frontier = {root}
     while frontier:
@@ -122,13 +127,8 @@ def shared_process(pid: int) -> Iterator[None]:
         _SHARED_PIDS.discard(pid)
 
 
-def _start_ticks(stat: bytes) -> int:
-    """A process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
-    return int(stat[stat.rindex(b")") + 2:].split()[19])
-
-
-with open("/proc/self/stat", "rb") as _f:
-    _SESSION_START_TICKS = _start_ticks(_f.read())
+#: this session's start, in clock ticks since boot (/proc/PID/stat field 22)
+_SESSION_START_TICKS = next(int(fields[19]) for pid, _, fields in _processes() if pid == os.getpid())
 
 
 def _orphaned_tracers() -> dict[int, str]:
@@ -137,22 +137,16 @@ def _orphaned_tracers() -> dict[int, str]:
     left our process tree, so ``_descendants`` cannot see them, and they trace every process
     on the host until stopped. pid -> command line."""
     found: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, comm, fields in _processes():
+        if comm != b"bpftrace" or fields[0] == b"Z" or int(fields[1]) != 1 or int(fields[19]) < _SESSION_START_TICKS:
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:
             continue
-        comm = stat[stat.index(b"(") + 1: stat.rindex(b")")]
-        fields = stat[stat.rindex(b")") + 2:].split()
-        if comm != b"bpftrace" or fields[0] == b"Z" or int(fields[1]) != 1:
-            continue
-        if _start_ticks(stat) >= _SESSION_START_TICKS and any(a.endswith(".bt") for a in argv):
-            found[int(entry)] = " ".join(argv)
+        if any(a.endswith(".bt") for a in argv):
+            found[pid] = " ".join(argv)
     return found
 
 
