@@ -565,6 +565,82 @@ def test_per_backend_io_against_ours(cluster: PrivatePostgres, sweep: dict[str, 
     assert truth[0] >= table
 
 
+STAT_IO_BACKENDS = ("SELECT coalesce(sum(read_bytes), 0) FROM pg_stat_io WHERE object = 'relation' AND backend_type "
+                    "IN ('client backend', 'autovacuum worker', 'walsender', 'background worker')")
+
+
+@ON_15_AND_18
+def test_exited_backend_in_its_own_row(cluster: PrivatePostgres, pg_version: int, tmp_path: Path) -> None:
+    """A backend's own counters vanish at its exit: a connection opened inside a phase does a cold
+    sequential scan and closes before the phase ends (the recorder's interval longer than the
+    phase: no reading but the phase's boundaries lists it). Its reads are the phase's
+    `[exited backends]` row (pg_stat_io's client backends less the backends read), equal to its
+    pg_stat_get_backend_io() read just before it closed; the rows sum to pg_stat_io's delta, as
+    recorded and as read directly around the phase. On 15: no per-backend rows."""
+    pg = cluster
+    pg.execute("CREATE TABLE IF NOT EXISTS exit_t AS SELECT g AS id, repeat('x', 200) AS v "
+               "FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (FREEZE, ANALYZE) exit_t")
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the scan reads the whole table
+    rec = tmp_path / "exited"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "300", "--chunk-seconds", "300",
+                          "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as watch:
+            if pg_version >= 18:
+                # the watcher's own catalog look-ups done and flushed before the phase
+                for sql in (STAT_IO_BACKENDS, BACKEND_IO % "pg_backend_pid()", "SELECT pg_stat_force_next_flush()"):
+                    watch.execute(sql).fetchone()
+                watch.execute("SELECT 1").fetchone()
+            _mark(rec, "scan")
+            if pg_version >= 18:
+                direct_before = int(watch.execute(STAT_IO_BACKENDS).fetchone()[0])
+            with pg.connect() as scanner:
+                pid = int(scanner.execute("SELECT pg_backend_pid()").fetchone()[0])
+                scanner.execute("SET max_parallel_workers_per_gather = 0")
+                scanner.execute("SELECT sum(length(v)) FROM exit_t").fetchone()
+                if pg_version >= 18:
+                    scanner.execute("SELECT pg_stat_force_next_flush()").fetchone()
+                    table = int(watch.execute("SELECT pg_relation_size('exit_t')").fetchone()[0])
+                    wait_until(lambda: watch.execute(BACKEND_IO, (pid,)).fetchone()[0] >= table, 30,
+                               "the scanning backend's statistics to be flushed")
+                    truth = int(watch.execute(BACKEND_IO, (pid,)).fetchone()[0])
+            wait_until(lambda: not watch.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchall(),
+                       30, "the scanning backend to exit")
+            if pg_version >= 18:
+                watch.execute("SELECT pg_stat_force_next_flush()").fetchone()
+                direct = int(watch.execute(STAT_IO_BACKENDS).fetchone()[0]) - direct_before
+            _mark(rec, "end")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    scan = _summary(rec)["scan"]
+    text = ioattr("report", str(rec), "--by", "phase", check=True).stdout
+    if pg_version < 18:
+        assert "backend_io" not in (scan.get("postgres") or {}), scan
+        assert "per backend" not in text, text
+        return
+    terms = scan["postgres"]["backend_io"]
+    rows = {r["backend"]: r for r in terms["rows"]}
+    assert str(pid) not in rows, rows   # never read while it lived
+    exited = rows["[exited backends]"]
+    assert truth >= table and exited["read_bytes"] == pytest.approx(truth, abs=2 * 8192), (truth, rows)
+    # the rows are pg_stat_io's split: as recorded, and as read directly around the phase
+    recorded = _counter_deltas(rec, "scan")
+    stat_io = sum(v for k, v in recorded.items() if k.startswith("pg_stat_io:") and k.count(":") == 4
+                  and k.split(":")[1] in ("client backend", "autovacuum worker", "walsender", "background worker")
+                  and k.split(":")[2] == "relation" and k.endswith(":read_bytes"))
+    assert sum(r["read_bytes"] for r in terms["rows"]) == terms["pg_stat_io"]["read_bytes"] == stat_io, terms
+    # (ioattr's own reads at the phase's first reading, cold catalogs after the restart, may be
+    # flushed before or after the direct reading: in the [ioattr] row)
+    assert stat_io == pytest.approx(direct, abs=2 * 8192 + rows.get("[ioattr]", {}).get("read_bytes", 0)), \
+        (stat_io, direct, terms)
+    assert "[exited backends]" in text and "pg_stat_get_backend_io" in text, text
+
+
 def _statements(rec: Path, phase: str) -> dict[int, int]:
     """The recording's statements table in one phase: digest -> count."""
     import duckdb
