@@ -113,6 +113,7 @@ struct task_io_state {
 	__u8 scan_bits; /* 1: escaped, 2: after a ';' */
 	__u8 scan_lead;
 	__u32 scan_done;
+	__u32 vlen; /* the iovec count of a vectored read/write in flight (its pages: pages.bpf.h) */
 };
 
 struct {

@@ -156,6 +156,43 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
 		bpf_loop(n, classify_one, &c, 0);
 }
 
+/* The iovecs of one vectored IO (preadv/pwritev and their kin: PostgreSQL 18 reads and writes
+ * several buffers in one call when they are not adjacent in shared memory), classified one by one
+ * at the IO's file offsets. At most IOA_MAX_IOV of them (PostgreSQL's PG_IOV_MAX is 32). */
+#define IOA_MAX_IOV 32
+
+struct classify_iov_ctx {
+	struct page_key key;
+	struct innodb_file file;
+	__u64 iov;  /* user address of the iovec array */
+	__u64 left; /* bytes the call moved not classified yet */
+	__u64 pos;  /* file offset of the next iovec */
+};
+
+static long classify_iov_one(__u32 i, struct classify_iov_ctx *c)
+{
+	struct { __u64 base; __u64 len; } iov;
+	__u64 n;
+
+	if (!c->left || bpf_probe_read_user(&iov, sizeof(iov), (void *)(c->iov + (__u64)i * sizeof(iov))))
+		return 1;
+	n = iov.len < c->left ? iov.len : c->left;
+	classify_pages(&c->key, &c->file, iov.base, n, c->pos);
+	c->pos += n;
+	c->left -= n;
+	return 0;
+}
+
+static __always_inline void classify_iov(struct page_key *tmpl, struct innodb_file *f, __u64 iov,
+					 __u32 vlen, __u64 nbytes, __u64 pos)
+{
+	struct classify_iov_ctx c = { .key = *tmpl, .file = *f, .iov = iov, .left = nbytes, .pos = pos };
+
+	if (!cfg.innodb_pages || !iov || f->engine == IOA_ENGINE_ROCKSDB_SST)
+		return;
+	bpf_loop(vlen < IOA_MAX_IOV ? vlen : IOA_MAX_IOV, classify_iov_one, &c, 0);
+}
+
 static __always_inline struct innodb_file *innodb_file_of(__u32 dev, __u64 ino)
 {
 	struct inode_key ik = { .dev = dev, .ino = ino };

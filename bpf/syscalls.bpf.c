@@ -340,6 +340,16 @@ static __always_inline int sys_enter_body(long nr, __u64 a1, __u64 a2, __u64 a3,
 			st->pos = a4;
 		else if (nr == NR_read || nr == NR_write) /* the file just found, not a second fd walk */
 			st->pos = file ? file->f_pos : BPF_CORE_READ(fd_to_file(task, (int)a1), f_pos);
+		if (api == IOA_API_VECTOR) {
+			/* preadv/pwritev(2): pos_l is the whole offset on 64-bit; -1 (preadv2) and
+			 * readv/writev: the file's position */
+			st->vlen = (__u32)a3;
+			if ((nr == NR_preadv || nr == NR_preadv2 || nr == NR_pwritev || nr == NR_pwritev2) &&
+			    a4 != (__u64)-1)
+				st->pos = a4;
+			else
+				st->pos = file ? file->f_pos : BPF_CORE_READ(fd_to_file(task, (int)a1), f_pos);
+		}
 	}
 	st->ts = bpf_ktime_get_ns();
 	st->active = 1;
@@ -395,14 +405,17 @@ static __always_inline int sys_exit_body(long nr, long ret)
 		key.stage = st->aio_stage, key.phase = st->aio_phase, key.api = IOA_API_IO_WORKER;
 	}
 	account(&key, ret > 0 && st->op != IOA_OP_FSYNC ? ret : 0, bpf_ktime_get_ns() - st->ts, true);
-	if (ret > 0 && st->api == IOA_API_SYNC) {
+	if (ret > 0 && (st->api == IOA_API_SYNC || st->api == IOA_API_VECTOR)) {
 		struct innodb_file *f = innodb_file_of(st->dev, st->ino);
 
 		if (f) {
 			struct page_key t;
 
 			page_tmpl(&t, key.tgid, key.tid, st->op, key.api, key.stage, key.digest, key.phase);
-			classify_pages(&t, f, st->arg, ret, st->pos);
+			if (st->api == IOA_API_SYNC)
+				classify_pages(&t, f, st->arg, ret, st->pos);
+			else
+				classify_iov(&t, f, st->arg, st->vlen, ret, st->pos);
 		}
 	}
 	return 0;

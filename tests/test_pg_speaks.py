@@ -30,7 +30,7 @@ import pytest
 
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres
 from tests.fixtures_postgres import ON_15, ON_15_AND_18, started_cluster
-from tests.helpers import Background, assert_rate, ioattr, wait_phase, wait_until
+from tests.helpers import Background, assert_rate, exporter_port, ioattr, wait_phase, wait_until
 
 SELECTS = 2000      # pgbench -S transactions (one SELECT each)
 TPCB = 100          # pgbench TPC-B transactions (BEGIN, 3 UPDATEs, SELECT, INSERT, END each)
@@ -413,6 +413,101 @@ def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[s
         assert top["r"] > 0, top
 
 
+STATIO_READ = ("SELECT coalesce(heap_blks_read, 0) FROM pg_statio_user_tables WHERE relname = %s")
+
+
+def _html_file_rows(page: str, name: str | None) -> list[list[str]]:
+    """The cells of the HTML report's table rows (the file table's, the requested breakdown's)
+    whose first cell is `name` (every row: None), markup stripped."""
+    import html
+    import re
+
+    out = []
+    for row in re.findall(r"<tr>(.*?)</tr>", page, re.S):
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if cells and (name is None or cells[0] == name):
+            out.append(cells)
+    return out
+
+
+@ON_15_AND_18
+def test_exporter_and_html_name_relations(cluster: PrivatePostgres, pg_version: int, tmp_path: Path) -> None:
+    """Every file view names a relation's file by its relation (labels.file_label/relation_label),
+    as report --by file and top do: a cold sequential scan of a planted table, watched by the
+    exporter and a recording at once. The exporter's `file` label and the HTML report's file
+    table carry "postgres.public.names_t" (not base/5/...), with the bytes read equal to the
+    table's pg_statio heap_blks_read (every fork) times 8 KiB; report --by file's JSON and CSV
+    the same, with the path beside it."""
+    from ioattr.output.html_svg import fmt_bytes
+    from tests.test_exporter import samples, scrape
+
+    pg = cluster
+    name = "postgres.public.names_t"
+    pg.execute("CREATE TABLE IF NOT EXISTS names_t AS SELECT g AS id, repeat('x', 200) AS v "
+               "FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (FREEZE, ANALYZE) names_t")   # hint bits set: the scan dirties nothing
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the scan reads the whole table
+    before = int(pg.query(STATIO_READ, ("names_t",))[0][0])
+    node = pg.query("SELECT pg_relation_filepath('names_t')")[0][0]
+    rec = tmp_path / "names"
+    exp = Background("exporter", "--pid", str(pg.pid), "--listen", "127.0.0.1:0", "--interval", "0.3")
+    recorder = None
+
+    def exported() -> int:
+        return int(sum(v for labels, v in samples(scrape(port), "ioattr_read_bytes_total")
+                       if labels["layer"] == "syscall" and labels["file"].startswith(name)))
+
+    try:
+        port = exporter_port(exp)
+        recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "0.5")
+        recorder.wait_recording()
+        with pg.connect() as scanner:
+            scanner.execute("SET max_parallel_workers_per_gather = 0")
+            scanner.execute("SELECT sum(length(v)) FROM names_t").fetchone()
+        # the scanner's statistics are flushed at its exit
+        blocks = int(pg.query("SELECT pg_relation_size('names_t') / 8192")[0][0])
+        wait_until(lambda: int(pg.query(STATIO_READ, ("names_t",))[0][0]) - before >= blocks, 30,
+                   "the scanner's statistics to be flushed")
+        truth = (int(pg.query(STATIO_READ, ("names_t",))[0][0]) - before) * 8192
+        wait_until(lambda: exported() >= truth, 60, lambda: f"the exporter to count {truth} bytes of {name}")
+        text = scrape(port)
+        code, err = recorder.stop()
+        recorder = None
+        assert code == 0, err
+    finally:
+        if recorder is not None:
+            recorder.stop()
+        code, err = exp.stop()
+    assert code == 0, err
+    files = {labels["file"] for labels, _ in samples(text, "ioattr_read_bytes_total")}
+    assert name in files and not [f for f in files if f.endswith("/" + node)], sorted(files)
+    got = sum(v for labels, v in samples(text, "ioattr_read_bytes_total")
+              if labels["layer"] == "syscall" and labels["file"].startswith(name))
+    assert got == truth, (got, truth, sorted(files))
+
+    # the recording: report --by file (JSON, CSV) names it beside its path, with the same bytes
+    rows = json.loads(ioattr("report", str(rec), "--by", "file", "--layer", "syscall", "--format", "json",
+                             check=True).stdout)["rows"]
+    mine = [r for r in rows if r["op"] == "read" and (r.get("relation") or "").startswith(name)]
+    assert sum(r["bytes"] for r in mine) == truth, mine
+    assert any(r["relation"] == name and r["file"].endswith("/" + node) for r in mine), mine
+    csv_text = ioattr("report", str(rec), "--by", "file", "--layer", "syscall", "--format", "csv",
+                      check=True).stdout
+    assert "relation" in csv_text.splitlines()[0].split(",") and f",{name}," in csv_text, csv_text[:2000]
+    # the HTML report: its file table (and the breakdown asked for) name the relation, not the path
+    page = tmp_path / "names.html"
+    ioattr("report", str(rec), "--format", "html", "--by", "file", "--layer", "syscall", "-o", str(page), check=True)
+    markup = page.read_text()
+    table = [c for c in _html_file_rows(markup, name) if c[1] == "relation" and c[2] == "read"]
+    assert len(table) == 1 and table[0][4] == fmt_bytes(next(r["bytes"] for r in mine if r["relation"] == name)), \
+        _html_file_rows(markup, name)
+    requested = [c for c in _html_file_rows(markup, name) if c[1] == "syscall" and c[2] == "read"]
+    assert requested, _html_file_rows(markup, name)
+    shown = [c[0] for c in _html_file_rows(markup, None)]
+    assert not [c for c in shown if c.endswith("/" + node)], shown
+
+
 #: the file classes of a relation's forks: what pg_stat_io's object "relation" counts
 RELATION_FORKS = ("relation", "fsm", "vm", "init_fork")
 BACKEND_IO = ("SELECT coalesce(sum(read_bytes), 0), coalesce(sum(reads), 0) FROM pg_stat_get_backend_io(%s) "
@@ -468,6 +563,82 @@ def test_per_backend_io_against_ours(cluster: PrivatePostgres, sweep: dict[str, 
                and (r.get("process") or "").endswith(f"[{pid}]"))
     assert ours == pytest.approx(truth[0], abs=2 * 8192), (ours, truth, rows)
     assert truth[0] >= table
+
+
+STAT_IO_BACKENDS = ("SELECT coalesce(sum(read_bytes), 0) FROM pg_stat_io WHERE object = 'relation' AND backend_type "
+                    "IN ('client backend', 'autovacuum worker', 'walsender', 'background worker')")
+
+
+@ON_15_AND_18
+def test_exited_backend_in_its_own_row(cluster: PrivatePostgres, pg_version: int, tmp_path: Path) -> None:
+    """A backend's own counters vanish at its exit: a connection opened inside a phase does a cold
+    sequential scan and closes before the phase ends (the recorder's interval longer than the
+    phase: no reading but the phase's boundaries lists it). Its reads are the phase's
+    `[exited backends]` row (pg_stat_io's client backends less the backends read), equal to its
+    pg_stat_get_backend_io() read just before it closed; the rows sum to pg_stat_io's delta, as
+    recorded and as read directly around the phase. On 15: no per-backend rows."""
+    pg = cluster
+    pg.execute("CREATE TABLE IF NOT EXISTS exit_t AS SELECT g AS id, repeat('x', 200) AS v "
+               "FROM generate_series(1, 40000) g")
+    pg.execute("VACUUM (FREEZE, ANALYZE) exit_t")
+    pg.execute("CHECKPOINT")
+    pg.restart()   # cold shared buffers: the scan reads the whole table
+    rec = tmp_path / "exited"
+    recorder = Background("record", "-o", str(rec), "--pid", str(pg.pid), "--interval", "300", "--chunk-seconds", "300",
+                          "--phase", "idle")
+    try:
+        recorder.wait_recording()
+        with pg.connect() as watch:
+            if pg_version >= 18:
+                # the watcher's own catalog look-ups done and flushed before the phase
+                for sql in (STAT_IO_BACKENDS, BACKEND_IO % "pg_backend_pid()", "SELECT pg_stat_force_next_flush()"):
+                    watch.execute(sql).fetchone()
+                watch.execute("SELECT 1").fetchone()
+            _mark(rec, "scan")
+            if pg_version >= 18:
+                direct_before = int(watch.execute(STAT_IO_BACKENDS).fetchone()[0])
+            with pg.connect() as scanner:
+                pid = int(scanner.execute("SELECT pg_backend_pid()").fetchone()[0])
+                scanner.execute("SET max_parallel_workers_per_gather = 0")
+                scanner.execute("SELECT sum(length(v)) FROM exit_t").fetchone()
+                if pg_version >= 18:
+                    scanner.execute("SELECT pg_stat_force_next_flush()").fetchone()
+                    table = int(watch.execute("SELECT pg_relation_size('exit_t')").fetchone()[0])
+                    wait_until(lambda: watch.execute(BACKEND_IO, (pid,)).fetchone()[0] >= table, 30,
+                               "the scanning backend's statistics to be flushed")
+                    truth = int(watch.execute(BACKEND_IO, (pid,)).fetchone()[0])
+            wait_until(lambda: not watch.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchall(),
+                       30, "the scanning backend to exit")
+            if pg_version >= 18:
+                watch.execute("SELECT pg_stat_force_next_flush()").fetchone()
+                direct = int(watch.execute(STAT_IO_BACKENDS).fetchone()[0]) - direct_before
+            _mark(rec, "end")
+        code, err = recorder.stop()
+        assert code == 0, err
+    finally:
+        recorder.stop()
+    scan = _summary(rec)["scan"]
+    text = ioattr("report", str(rec), "--by", "phase", check=True).stdout
+    if pg_version < 18:
+        assert "backend_io" not in (scan.get("postgres") or {}), scan
+        assert "per backend" not in text, text
+        return
+    terms = scan["postgres"]["backend_io"]
+    rows = {r["backend"]: r for r in terms["rows"]}
+    assert str(pid) not in rows, rows   # never read while it lived
+    exited = rows["[exited backends]"]
+    assert truth >= table and exited["read_bytes"] == pytest.approx(truth, abs=2 * 8192), (truth, rows)
+    # the rows are pg_stat_io's split: as recorded, and as read directly around the phase
+    recorded = _counter_deltas(rec, "scan")
+    stat_io = sum(v for k, v in recorded.items() if k.startswith("pg_stat_io:") and k.count(":") == 4
+                  and k.split(":")[1] in ("client backend", "autovacuum worker", "walsender", "background worker")
+                  and k.split(":")[2] == "relation" and k.endswith(":read_bytes"))
+    assert sum(r["read_bytes"] for r in terms["rows"]) == terms["pg_stat_io"]["read_bytes"] == stat_io, terms
+    # (ioattr's own reads at the phase's first reading, cold catalogs after the restart, may be
+    # flushed before or after the direct reading: in the [ioattr] row)
+    assert stat_io == pytest.approx(direct, abs=2 * 8192 + rows.get("[ioattr]", {}).get("read_bytes", 0)), \
+        (stat_io, direct, terms)
+    assert "[exited backends]" in text and "pg_stat_get_backend_io" in text, text
 
 
 def _statements(rec: Path, phase: str) -> dict[int, int]:

@@ -238,3 +238,23 @@ def test_vacuum_io(postgres_versions: PrivatePostgres, tmp_path: Path) -> None:
     assert ev["per_relation"]["postgres.public.vac"] * ops == pytest.approx(truth["heap"] * 8192, rel=0.05), \
         (ev["per_relation"], truth, ops)
     assert ev["share_of_change"] >= 0.5, ev
+    # every page of the table's main fork the VACUUM read is named (the `index` dimension, from
+    # the pages read): no unnamed "[relation]" share. On 18 the VACUUM's read stream reads
+    # buffers that are not adjacent in shared memory with one preadv of several iovecs (5 calls
+    # of 2 here, 25 blocks): each iovec's pages are classified at its file offset. The free
+    # space map and visibility map forks are no relation pages: "[fsm]", "[vm]"
+    assert "[relation]" not in ev["per_relation"], ev["per_relation"]
+    by_page = report_json(rec, "--by", "query,index,file_class", "--layer", "syscall", "--phase", "target")["rows"]
+    by_file = report_json(rec, "--by", "query,file", "--layer", "syscall", "--phase", "target")["rows"]
+
+    def vacuums(r: dict) -> bool:
+        return r["op"] == "read" and (r.get("query") or "").startswith("VACUUM")
+    unnamed = [r for r in by_page if vacuums(r) and r["file_class"] == "relation" and r.get("index") is None]
+    assert not unnamed, unnamed
+    named = sum(r["bytes"] for r in by_page if vacuums(r) and r.get("index") == "postgres.public.vac")
+    assert named == sum(r["bytes"] for r in by_file if vacuums(r) and r.get("relation") == "postgres.public.vac"), \
+        (by_page, by_file)
+    # pg_statio counts the table's every fork: its heap, free space map and visibility map reads
+    forks = sum(r["bytes"] for r in by_file if vacuums(r) and (r.get("relation") or "").startswith("postgres.public.vac")
+                and not (r.get("relation") or "").startswith("postgres.public.vac_"))
+    assert forks == truth["heap"] * 8192, (forks, truth, by_file)

@@ -114,7 +114,8 @@ def shorten_path(path: str, prefixes: Sequence[str]) -> str:
 
 def relation_label(relations: Mapping[str, Any] | None, path: str | None) -> str | None:
     """The relation a file holds, as every file view names it (report --by file's `relation`,
-    top's files view): "db.schema.name", with the fork when it is not the main one
+    top's files view, the HTML report's file tables, the exporter's `file` label: file_label):
+    "db.schema.name", with the fork when it is not the main one
     ("db.schema.name (vm)"); None for a file that is no relation's or was never named.
     `relations` is meta.json "relations" (a PostgreSQL recording's; the live session's
     relation_files() is the same map: path -> {"relation", "fork", ...}); a file deleted since
@@ -126,3 +127,12 @@ def relation_label(relations: Mapping[str, Any] | None, path: str | None) -> str
         return None
     name, fork = rel["relation"], rel.get("fork")
     return name if fork in (None, "main") else f"{name} ({fork})"
+
+
+def file_label(relations: Mapping[str, Any] | None, path: str | None, prefixes: Sequence[str] = ()) -> str | None:
+    """A file as every file view names it: the relation it holds (relation_label) when it is a
+    relation's, else its path, relative to a server's datadir when `prefixes` (datadirs ending
+    in "/", longest first: shorten_path) hold it; None for no path."""
+    if not path:
+        return None
+    return relation_label(relations, path) or shorten_path(path, prefixes)

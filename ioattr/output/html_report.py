@@ -502,7 +502,7 @@ class RecordingView:
         if not self.has_io:
             return _not_recorded("File IO", "the recording has no IO chunks yet.")
         rep = build_report(self.rec, ReportRequest(by=["file", "file_class", "op"], layer="syscall", top=20))
-        rows = [[Raw(f'<span class="mono">{esc(r.get("file") or "(unknown file)")}</span>'), r.get("file_class"),
+        rows = [[_file_cell(r.get("file"), r.get("relation")), r.get("file_class"),
                  r["op"], f"{r['count']:,}", fmt_bytes(r["bytes"]), fmt_us(r["latency_us"]["p50"]),
                  fmt_us(r["latency_us"]["p99"])] for r in rep["rows"]]
         return table(["file", "class", "op", "ops", "bytes", "p50", "p99"], rows,
@@ -624,6 +624,16 @@ def _opt(v: Any, fmt: Any) -> str:
     return "-" if v is None else fmt(v)
 
 
+def _file_cell(path: str | None, relation: str | None) -> Raw:
+    """A file as every file view names it: a PostgreSQL relation's file by its relation (a report
+    row's `relation`: labels.relation_label), the path in its title; any other file by its path."""
+    if not path:
+        return Raw('<span class="mono">(unknown file)</span>')
+    name = relation or path
+    title = f' title="{esc(path)}"' if name != path else ""
+    return Raw(f'<span class="mono"{title}>{esc(name)}</span>')
+
+
 def render_requested(report: dict[str, Any], by: list[str], request: dict[str, Any]) -> str:
     """The breakdown `ioattr report --by ...` asked for, as in its table/JSON forms."""
     dims = [d for d in dict.fromkeys(x.strip() for x in by if x.strip()) if d not in ("layer", "op")]
@@ -633,7 +643,10 @@ def render_requested(report: dict[str, Any], by: list[str], request: dict[str, A
     unit = "pages" if report.get("unit") == "pages" else "ops"
     # --by query: the statement's executions in the row's scope and the row's IO per execution
     execs = any("executions" in r for r in rows_in)
-    rows = [[r.get(d) for d in dims] + [r.get("layer"), r.get("op"), f"{r['count']:,}", fmt_bytes(r["bytes"]),
+    # --by file: a relation's file by its relation's name (the row's `relation`), as top and the
+    # file table name it
+    rows = [[_file_cell(r[d], r.get("relation")) if d == "file" and r.get(d) else r.get(d) for d in dims]
+            + [r.get("layer"), r.get("op"), f"{r['count']:,}", fmt_bytes(r["bytes"]),
                                         fmt_us((r.get("latency_us") or {}).get("p50")),
                                         fmt_us((r.get("latency_us") or {}).get("p99"))]
             + ([_opt(r.get("executions"), lambda v: f"{v:,}"), _opt(r.get("count_per_execution"), fmt_num),

@@ -31,7 +31,11 @@ Metrics (every counter since the exporter started):
 
 `storage` ("yes"/"no") is whether the file class is storage IO (model/storage.py, the file-class
 table's column): a function of file_class, so it adds no series; dashboards select storage IO by
-it, not by listing classes. `file` and `index` are bounded to the `--top-n` most active values; the
+it, not by listing classes.
+`file` is a file's path, or on a PostgreSQL cluster the relation a relation's file holds
+("db.schema.name", the fork in parentheses when not the main one: "db.schema.name (vm)"), as
+report --by file and top name it (ioattr.model.labels.file_label): a relation's segments are one
+value. `file` and `index` are bounded to the `--top-n` most active values; the
 rest is counted under `other` (see ioattr.prometheus.metrics_state for why counters
 stay monotonic when values move in and out). `cgroup` (the process's cgroup v2 path, empty
 when unknown) keeps the first 32 cgroups seen; any later one is counted under `[other]`.
@@ -380,7 +384,7 @@ class Exporter:
             s.phase = markers[-1][1]
         self.counters.read(s.counter_servers())
         with self.lock:
-            self.state.ingest(iv.io, iv.pages, time.monotonic())
+            self.state.ingest(iv.io, iv.pages, time.monotonic(), self._relations(s))
             self.stats.add_drain(iv.drain_seconds)
             self._update_self(s, iv)
             if markers:
@@ -388,6 +392,15 @@ class Exporter:
             self.state.version += 1
         s.refresh_targets()
         return iv
+
+    @staticmethod
+    def _relations(s: LiveSession) -> dict[str, dict]:
+        """The traced clusters' relation files (path -> relation; re-read, throttled, when a file
+        is new), which name the `file` label of a relation's file; {} when none or unreadable."""
+        try:
+            return s.relation_files()
+        except Exception:  # noqa: BLE001 - names are a detail: the paths are exported then
+            return {}
 
     def _update_self(self, s: LiveSession, iv: Interval | None) -> None:
         st = self.stats

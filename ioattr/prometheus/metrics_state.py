@@ -37,6 +37,7 @@ import numpy as np
 from ioattr.collectors.file_classes import LSM_LEVELS, ONE_INDEX_PER_FILE
 from ioattr.format.schema import HIST_COLUMNS
 from ioattr.model.hist import slot_ending_at
+from ioattr.model.labels import file_label
 
 OTHER = "other"
 OTHER_CGROUP = "[other]"  # cgroups past CgroupLabels' cap (a cgroup path starts with "/")
@@ -232,9 +233,12 @@ class ExporterState:
         self.intervals = 0
         self.version = 0
 
-    def ingest(self, io: dict | None, pages: dict | None, now: float) -> None:
+    def ingest(self, io: dict | None, pages: dict | None, now: float, relations: dict | None = None) -> None:
+        """Add one interval; `relations` (the session's relation_files(): path -> relation) names
+        a relation's file by its relation in the `file` label, as every file view does
+        (labels.file_label: a relation's segments share its value, each fork its own)."""
         if io:
-            self._ingest_io(io, now)
+            self._ingest_io(io, now, relations)
         else:
             self.io.add({}, None, now)
         if pages:
@@ -244,13 +248,14 @@ class ExporterState:
         self.intervals += 1
         self.version += 1
 
-    def _ingest_io(self, io: dict, now: float) -> None:
+    def _ingest_io(self, io: dict, now: float, relations: dict | None = None) -> None:
         count = np.asarray(io["count"], dtype=np.int64)
         nbytes = np.asarray(io["bytes"], dtype=np.int64)
         lat = np.asarray(io["lat_sum_ns"], dtype=np.int64)
         layer, op, fclass, role = io["layer"], io["op"], io["file_class"], io["role"]
         cgroup = io.get("cgroup") or [None] * len(count)
-        keys = list(zip(layer, op, map(_s, io["file"]), map(_s, fclass), map(_s, io["device"]), map(_s, role),
+        files = [_s(file_label(relations, f) if f else f) for f in io["file"]] if relations else map(_s, io["file"])
+        keys = list(zip(layer, op, files, map(_s, fclass), map(_s, io["device"]), map(_s, role),
                         map(self.cgroups.label, cgroup)))
         # activity column: IOs plus 4 KiB units (so big sequential IO and many small ones both count)
         values = np.column_stack((count, nbytes, lat, count + nbytes // 4096))

@@ -25,7 +25,7 @@ import numpy as np
 from ioattr.format.schema import HIST_COLUMNS, Columns
 from ioattr.collectors.file_classes import FILE_CLASSES, LSM_LEVELS, ONE_INDEX_PER_FILE
 from ioattr.model.hist import BOUNDS
-from ioattr.model.labels import relation_label, shorten_path
+from ioattr.model.labels import file_label, relation_label
 from ioattr.model.storage import STORAGE_FILE_CLASSES
 
 # short forms of file_class for an 80-column screen
@@ -416,8 +416,7 @@ class Snapshot:
             if label is None:
                 return "[unnamed file]", None
             # a relation's file by the relation's name, as report --by file names it
-            return (relation_label(self.relations, str(label)) or shorten_path(str(label), self.datadirs),
-                    str(label))
+            return file_label(self.relations, str(label), self.datadirs) or str(label), str(label)
         if view.name == "threads":
             pid, tid = cast("tuple[object, object]", label)  # a threads view's label (_group_io)
             if not tid:

@@ -156,8 +156,8 @@ def test_stat_statements_where_installed_less_ioattrs_own() -> None:
 
 
 def test_backend_io_per_backend_on_18_and_one_line_before() -> None:
-    """pg_stat_get_backend_io() per live backend and object (ioattr's own backends left out), on
-    18; before 18 nothing, and first_sight says so once."""
+    """pg_stat_get_backend_io() per live backend and object (ioattr's own backends summed as
+    "[ioattr]"), on 18; before 18 nothing, and first_sight says so once."""
     class Server:
         own_pids = {77}
 
@@ -169,7 +169,11 @@ def test_backend_io_per_backend_on_18_and_one_line_before() -> None:
     got = dict((n, v) for n, v, _ in counters.PgStatBackendIo().read(conn))
     assert got == {"100:relation:reads": 12, "100:relation:read_bytes": 98304, "100:relation:writes": 1,
                    "100:relation:write_bytes": 8192, "100:relation:extends": 0, "100:relation:extend_bytes": 0,
-                   "100:relation:hits": 500, "100:wal:writes": 3, "100:wal:write_bytes": 24576, "backends": 1}
+                   "100:relation:hits": 500, "100:wal:writes": 3, "100:wal:write_bytes": 24576, "backends": 1,
+                   # ioattr's own, summed under one name (pg_stat_io counts them as client backends)
+                   "[ioattr]:relation:reads": 5, "[ioattr]:relation:read_bytes": 40960, "[ioattr]:relation:writes": 0,
+                   "[ioattr]:relation:write_bytes": 0, "[ioattr]:relation:extends": 0,
+                   "[ioattr]:relation:extend_bytes": 0, "[ioattr]:relation:hits": 9}
     notes: list = []
     old = FakePg({"postgres": {"server_version_num": [(150004,)]}})
     src = counters.PgStatBackendIo()
@@ -179,6 +183,39 @@ def test_backend_io_per_backend_on_18_and_one_line_before() -> None:
                                        "18's; this server is 15)")]
     assert "pg_stat_backend_io" in PostgresAdapter.counters_from_zero
     assert registry.counters_from_zero() == {"pg_stat_backend_io"}
+
+
+def test_exited_backends_are_pg_stat_ios_rest() -> None:
+    """A phase's relation IO per backend (18): the backends read, ioattr's own and the
+    [exited backends] row, pg_stat_io's delta for the backend types read (every context) less the
+    rows read; the rows sum to it. Other objects, types and the _last/_max gauges do not count.
+    None without per-backend counters (before 18)."""
+    pg = PostgresAdapter()
+    c = {"pg_stat_database:xact_commit": 3.0,
+         "pg_stat_backend_io:backends": 0.0, "pg_stat_backend_io_last:backends": 2.0,
+         "pg_stat_backend_io:100:relation:read_bytes": 8192.0, "pg_stat_backend_io:100:relation:reads": 1.0,
+         "pg_stat_backend_io:100:wal:write_bytes": 65536.0,
+         "pg_stat_backend_io:[ioattr]:relation:read_bytes": 16384.0,
+         "pg_stat_io:client backend:relation:normal:read_bytes": 5 * 8192.0 + 16384.0,
+         "pg_stat_io:client backend:relation:bulkread:read_bytes": 1 << 20,
+         "pg_stat_io:client backend:relation:normal:reads": 7.0,
+         "pg_stat_io:autovacuum worker:relation:vacuum:read_bytes": 8192.0,
+         "pg_stat_io:checkpointer:relation:normal:write_bytes": 1 << 30,
+         "pg_stat_io:client backend:wal:normal:write_bytes": 1 << 20,
+         "pg_stat_io_last:client backend:relation:normal:read_bytes": 1 << 40,
+         "pg_stat_io:read_bytes": 1 << 41}
+    t = pg.phase_terms(c, lambda: [])["backend_io"]
+    rows = {r["backend"]: r for r in t["rows"]}
+    assert [r["backend"] for r in t["rows"]] == ["100", "[ioattr]", "[exited backends]"]
+    assert t["pg_stat_io"]["read_bytes"] == 6 * 8192 + 16384 + (1 << 20)
+    assert rows["[exited backends]"]["read_bytes"] == 5 * 8192 + (1 << 20)
+    assert rows["[exited backends]"]["reads"] == 6 and rows["[exited backends]"]["write_bytes"] == 0
+    assert sum(r["read_bytes"] for r in t["rows"]) == t["pg_stat_io"]["read_bytes"]
+    line = pg.phase_line(pg.phase_terms(c, lambda: []))
+    assert "relation reads per backend (pg_stat_get_backend_io): 1 backend read 0.01 MiB, [exited backends] 1.04 " \
+           "MiB, of pg_stat_io's 1.06 MiB" in line, line
+    # before 18: no per-backend counters, no rows (pg_stat_io alone on 16-17)
+    assert "backend_io" not in pg.phase_terms({k: v for k, v in c.items() if "backend_io" not in k}, lambda: [])
 
 
 def test_wal_split_per_phase_in_the_phase_terms() -> None:

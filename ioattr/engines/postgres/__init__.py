@@ -116,6 +116,9 @@ class PostgresAdapter(EngineAdapter):
             out["statements"] = float(sum(statement_counts.values()))
             out["statements_source"] = STATEMENTS_SOURCE
         out.update(counters_mod.wal_terms(counters))
+        backend_io = counters_mod.backend_io_terms(counters)
+        if backend_io is not None:
+            out["backend_io"] = backend_io
         return out
 
     def phase_line(self, terms: Mapping[str, Any]) -> str | None:
@@ -126,8 +129,10 @@ class PostgresAdapter(EngineAdapter):
         s = terms.get("statements")
         if s is not None:
             line += f", {s:,.0f} statements ({terms.get('statements_source')})"
-        wal = counters_mod.wal_line(terms)
-        return line + ("; " + wal if wal else "")
+        for more in (counters_mod.wal_line(terms), counters_mod.backend_io_line(terms.get("backend_io"))):
+            if more:
+                line += "; " + more
+        return line
 
     def object_sizes(self, conn: Connection) -> dict[str, int]:
         """Every user table's bytes on disk (indexes, TOAST and forks included), per database."""

@@ -242,21 +242,30 @@ class PgStatIo(_VersionedSource):
 
 #: pg_stat_get_backend_io()'s columns summed per backend and object (18+)
 BACKEND_IO_COLUMNS = ("reads", "read_bytes", "writes", "write_bytes", "extends", "extend_bytes", "hits")
+#: the backend types whose processes' own counters are read (pg_stat_activity's and pg_stat_io's
+#: backend_type): what pg_stat_io counts for these types is what every such backend did, those
+#: read and those gone (backend_io_terms)
+BACKEND_IO_TYPES = ("client backend", "autovacuum worker", "walsender", "background worker")
 BACKEND_IO_SQL = ("SELECT a.pid, b.object, " + ", ".join(f"sum(b.{c})" for c in BACKEND_IO_COLUMNS)
                   + " FROM pg_stat_activity a CROSS JOIN LATERAL pg_stat_get_backend_io(a.pid) b "
-                    "WHERE a.backend_type IN ('client backend', 'autovacuum worker', 'walsender', "
-                    "'background worker') GROUP BY a.pid, b.object")
+                    "WHERE a.backend_type IN (" + ", ".join(f"'{t}'" for t in BACKEND_IO_TYPES) + ") "
+                    "GROUP BY a.pid, b.object")
+#: pg_stat_backend_io's name for ioattr's own backends' counters, summed
+OWN_BACKENDS = "[ioattr]"
+#: the row of backend_io_terms for what backends gone before their next reading did
+EXITED_BACKENDS = "[exited backends]"
 
 
 class PgStatBackendIo(_VersionedSource):
     """pg_stat_get_backend_io() (PostgreSQL 18+: each backend's own pg_stat_io) of every client
     backend, autovacuum worker, walsender and background worker alive at the reading, but
-    ioattr's own: "<pid>:<object>:<column>" summed over the IO contexts (reads, read_bytes,
+    ioattr's own, as "<pid>:<object>:<column>" summed over the IO contexts (reads, read_bytes,
     writes, write_bytes, extends, extend_bytes, hits), and "backends" (a gauge: how many were
     listed; at every reading, so the first reading's time is known). A backend's counters start at 0 and are
-    listed only while it lives (PostgresAdapter.counters_from_zero): a backend that exits
-    between two readings loses what it did since the last one. Nothing before 18 (the
-    function is new in 18): the recorder says so once (`unavailable`)."""
+    listed only while it lives (PostgresAdapter.counters_from_zero): what a backend that exits
+    between two readings did since the last one is in pg_stat_io only (backend_io_terms:
+    "[exited backends]"). ioattr's own backends are summed as "[ioattr]:<object>:<column>".
+    Nothing before 18 (the function is new in 18): the recorder says so once (`unavailable`)."""
 
     source = "pg_stat_backend_io"
 
@@ -280,14 +289,79 @@ class PgStatBackendIo(_VersionedSource):
         own = getattr(getattr(conn, "server", None), "own_pids", None) or set()
         out: list[CounterRow] = []
         listed: set[int] = set()
+        mine: dict[str, list[float | None]] = {}
         for pid, obj, *values in conn.query(BACKEND_IO_SQL):
-            if pid is None or int(pid) in own:
+            if pid is None:
+                continue
+            if int(pid) in own:
+                # ioattr's own, summed: not the workload's, but in pg_stat_io's client backends
+                acc = mine.setdefault(str(obj), [None] * len(values))
+                for i, v in enumerate(values):
+                    if v is not None:
+                        acc[i] = (acc[i] or 0.0) + float(v)
                 continue
             listed.add(int(pid))
             out += _rows(f"{int(pid)}:{obj}", BACKEND_IO_COLUMNS, tuple(values))
+        for obj, acc in mine.items():
+            out += _rows(f"{OWN_BACKENDS}:{obj}", BACKEND_IO_COLUMNS, tuple(acc))
         # a gauge at every reading, so the source's first reading is known even when no backend
         # was listed then (a backend first listed later started at 0 after it: phase_sums)
         return out + [("backends", float(len(listed)), None)]
+
+
+def backend_io_terms(counters: Any, obj: str = "relation") -> dict[str, Any] | None:
+    """A phase's IO per backend (PostgreSQL 18+), object `obj` (pg_stat_io's; "relation": every
+    fork of tables and indexes), from its counter deltas: one row per backend read
+    (pg_stat_backend_io "<pid>:..."), one for ioattr's own ("[ioattr]") and one for the backends
+    gone before their next reading ("[exited backends]"): pg_stat_io's delta for the backend
+    types read (BACKEND_IO_TYPES, every context) less the rows read. A backend's own counters
+    vanish at its exit, so what it did after its last reading is counted only there (pgbench's
+    backends, a short connection opened and closed between two readings); the rows sum to
+    pg_stat_io's by construction. Each row: reads, read_bytes, writes, write_bytes, extends,
+    extend_bytes, hits. None without pg_stat_backend_io or pg_stat_io in the phase."""
+    per: dict[str, dict[str, float]] = {}
+    server = dict.fromkeys(BACKEND_IO_COLUMNS, 0.0)
+    seen_io = False
+    for key, v in counters.items():
+        src, _, rest = key.partition(":")
+        if src == PgStatBackendIo.source:
+            who, _, tail = rest.partition(":")
+            o, _, col = tail.partition(":")
+            if o == obj and col in server:
+                per.setdefault(who, dict.fromkeys(BACKEND_IO_COLUMNS, 0.0))[col] += float(v)
+        elif src == PgStatIo.source:
+            parts = rest.split(":")
+            if len(parts) == 4:
+                seen_io = True
+                btype, o, _ctx, col = parts
+                if btype in BACKEND_IO_TYPES and o == obj and col in server:
+                    server[col] += float(v)
+    if f"{PgStatBackendIo.source}:backends" not in counters or not seen_io:
+        return None
+    exited = {c: server[c] - sum(r[c] for r in per.values()) for c in BACKEND_IO_COLUMNS}
+
+    def pid_order(who: str) -> tuple:
+        return (who == OWN_BACKENDS, int(who) if who.isdigit() else 0, who)
+    rows = [{"backend": who, **{c: r[c] for c in BACKEND_IO_COLUMNS}} for who, r in sorted(per.items(),
+                                                                                           key=lambda x: pid_order(x[0]))]
+    rows.append({"backend": EXITED_BACKENDS, **exited})
+    return {"object": obj, "rows": rows, "pg_stat_io": server,
+            "source": "pg_stat_get_backend_io() per backend; [exited backends]: pg_stat_io ("
+                      + ", ".join(BACKEND_IO_TYPES) + ") less the backends read"}
+
+
+def backend_io_line(terms: Any) -> str | None:
+    """backend_io_terms in a few words of report's text (None: none)."""
+    if not isinstance(terms, dict) or not terms.get("rows"):
+        return None
+    rows = terms["rows"]
+    listed = [r for r in rows if r["backend"] not in (OWN_BACKENDS, EXITED_BACKENDS)]
+    gone = next(r for r in rows if r["backend"] == EXITED_BACKENDS)
+    mib = 1048576
+    return (f"{terms['object']} reads per backend (pg_stat_get_backend_io): {len(listed):,} "
+            f"backend{'' if len(listed) == 1 else 's'} read "
+            f"{sum(r['read_bytes'] for r in listed) / mib:,.2f} MiB, {EXITED_BACKENDS} {gone['read_bytes'] / mib:,.2f} "
+            f"MiB, of pg_stat_io's {terms['pg_stat_io']['read_bytes'] / mib:,.2f} MiB")
 
 
 #: pg_stat_statements' block counters (and calls), summed over its statements
