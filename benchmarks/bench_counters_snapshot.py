@@ -16,7 +16,6 @@ loaded server's figures carry its load's noise).
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import statistics
@@ -33,13 +32,12 @@ from ioattr.collectors.counters import CounterCollector  # noqa: E402
 from ioattr.collectors.engine import EngineConnection, EngineOptions  # noqa: E402
 from ioattr.engines.registry import engines_for  # noqa: E402
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__.splitlines()[0], rounds=3, json_help='write the rounds and medians here')
     ap.add_argument("--snapshots", type=int, default=300, help="snapshots per round (default 300)")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", help="write the rounds and medians here")
     args = ap.parse_args()
     if args.snapshots < 10 or args.rounds < 1:
         ap.error("--snapshots >= 10 and --rounds >= 1")

@@ -20,7 +20,6 @@ No root needed.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import platform
 import statistics
@@ -41,7 +40,7 @@ from ioattr.format.schema import HIST_COLUMNS  # noqa: E402
 from ioattr.prometheus.exporter import IoattrCollector, SelfStats  # noqa: E402
 from ioattr.prometheus.metrics_http import MetricsServer  # noqa: E402
 from ioattr.prometheus.metrics_state import ExporterState  # noqa: E402
-from verdict import finish  # noqa: E402
+from verdict import bench_parser, finish  # noqa: E402
 
 ROLES = ("connection", "page_cleaner", "io", "purge", "log_writer")
 LAYERS = ("syscall", "block")
@@ -90,11 +89,10 @@ def scrape(url: str, gzip_ok: bool) -> tuple[float, int, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench_parser(__doc__, raw=True)
     ap.add_argument("--series", type=int, default=10000, help="series to export (approximately, at least)")
     ap.add_argument("--scrapes", type=int, default=30, help="scrapes of each kind")
     ap.add_argument("--gzip", action="store_true", help="ask for gzip, as Prometheus does")
-    ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
 
     rng = np.random.default_rng(1)

@@ -27,7 +27,6 @@ Needs root and mariadbd.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -44,7 +43,7 @@ import insert_benchmark as ib  # noqa: E402
 from bench_sysbench_qps import (Recorder, _report, ioattr_prog_stats, proc_cpu_s,  # noqa: E402
                                 prog_stats_per_query, snapshot_ioattr)
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
-from verdict import write_json  # noqa: E402
+from verdict import bench_parser, write_json  # noqa: E402
 
 
 def log(msg: str) -> None:
@@ -58,8 +57,7 @@ def recorded_q100_reads(rec: Path) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=3, help="rounds, each running q100 detached and attached (3)")
+    ap = bench_parser(__doc__.split("\n\n")[0], rounds=3, rounds_help='rounds, each running q100 detached and attached (3)', results='insert_q100.json')
     ap.add_argument("--seconds", type=float, default=15.0, help="seconds per q100 run (15)")
     ap.add_argument("--rows", type=int, default=300_000, help="rows loaded in l.i0 (300000)")
     ap.add_argument("--rows-l-i1", type=int, default=30_000, help="rows inserted in l.i1 (30000)")
@@ -72,7 +70,6 @@ def main() -> int:
     ap.add_argument("--prog-stats", action="store_true",
                     help="BPF run-time statistics on in every run (they cost ~70 ns a program run, in "
                          "the attached figures): the attached runs' BPF ns per query, by program")
-    ap.add_argument("--json", default=str(HERE / "results" / "insert_q100.json"))
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_insert_q100: needs root", file=sys.stderr)

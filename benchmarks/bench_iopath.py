@@ -36,7 +36,6 @@ next to runs.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -55,6 +54,7 @@ from ioattr.collectors.drain import io_stats_drainer, page_stats_drainer, statem
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
 from ioattr.collectors.stage_probes import StageProbes  # noqa: E402
 from ioattr.collectors.targets import TargetMap  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 PAGE = 16384
 PAGES = 1024
@@ -240,11 +240,10 @@ def check_wire(session: ProbeSession, stages: StageProbes, pid: int, n: int, unt
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = bench_parser(__doc__.split("\n")[0], rounds=5)
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
                     help="BPF objects to measure (DIR empty: this tree's bpf/; '-': nothing loaded, "
                          "the wall time's baseline); at least one")
-    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--buffered", action="store_true", help="page-cache reads (no O_DIRECT, no block IO)")
     ap.add_argument("--untraced", action="store_true", help="the loop is not a target (the early exits)")
@@ -259,7 +258,6 @@ def main() -> int:
                     help="with --wire: one process writes each packet to itself and reads it back "
                          "(wire_loop.c solo): its wall time a statement is CPU time, no ping-pong")
     ap.add_argument("--sets", default="")
-    ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     if not args.variant:
         ap.error("give at least one --variant NAME=DIR")

@@ -22,7 +22,6 @@ started and ended by SQL markers.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -37,6 +36,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 IOATTR = str(Path(sys.executable).parent / "ioattr")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -165,7 +165,7 @@ def totals_vs_engine(rec: Path, st, log_file_size: int | None = None) -> dict:  
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench_parser(__doc__, raw=True)
     ap.add_argument("--seconds", type=int, default=7200, help="sysbench run time (default 7200)")
     ap.add_argument("--threads", type=int, default=64)
     ap.add_argument("--tables", type=int, default=4)
@@ -173,7 +173,6 @@ def main() -> int:
     ap.add_argument("--buffer-pool", default="64M")
     ap.add_argument("--sample", type=float, default=10.0, help="seconds between recorder CPU/RSS samples")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the server and recording here")
-    ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_long_run: needs root (BPF)", file=sys.stderr)

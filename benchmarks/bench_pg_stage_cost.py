@@ -15,16 +15,19 @@ breakpoint, ~1-2 us each here) are outside them: the tps difference shows them.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
-import tempfile
 
-from ioattr.host.pg_sandbox import PG18_BINDIR, PG_BINDIR, PrivatePostgres
-from tests.helpers import Background
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.helpers, as `python benchmarks/...`
+
+from ioattr.host.pg_sandbox import PG18_BINDIR, PG_BINDIR, PrivatePostgres  # noqa: E402
+from tests.helpers import Background  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 PROGS = ("ioattr_pg_plan", "ioattr_pg_execute", "ioattr_pg_aio_stage", "ioattr_pg_aio_perform", "ioattr_pg_aio_done")
 
@@ -92,8 +95,7 @@ def aio(out: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = bench_parser(__doc__.splitlines()[0], rounds=2, json=False)
     ap.add_argument("--seconds", type=int, default=8)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ioattr-pgcost-") as d:

@@ -18,7 +18,6 @@ Figures include the run-time statistics' own clock reads (~65-70 ns a run here).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -34,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from ioattr.collectors import libbpf  # noqa: E402
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 TREE_IOATTR = str(HERE.parent / ".venv" / "bin" / "ioattr")
 WIRE = ("ioattr_wire_recv", "ioattr_wire_send")  # bpftool's names are cut to 15 characters
@@ -80,14 +80,12 @@ def one_run(db: PrivateMariaDB, rec_pid: int, mode: str, events: int, threads: i
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = bench_parser(__doc__.split("\n")[0], rounds=3)
     ap.add_argument("--ioattr", action="append", default=[], metavar="NAME=PATH",
                     help="another ioattr command to compare (text statements only: it may not digest "
                          "prepared ones); this tree's is always measured")
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--events", type=int, default=2000, help="sysbench events a run (10 point selects each)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     variants = [("tree", TREE_IOATTR, ("text", "prepared"))] + [
         (n, p, ("text",)) for n, _, p in (s.partition("=") for s in args.ioattr)]

@@ -30,7 +30,6 @@ objects gets the current tree's, so only the Python differs.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -49,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
-from verdict import write_json  # noqa: E402
+from verdict import bench_parser, write_json  # noqa: E402
 
 # package -> source folder, as setup.py maps them
 PACKAGE_DIRS = {"ioattr": "ioattr", "ioattr/collectors": "collectors", "ioattr/cli": "cli", "ioattr/bpf": "bpf",
@@ -218,9 +217,8 @@ def summary(runs: list[dict]) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench_parser(__doc__, raw=True, rounds=3, results='recorder_cost.json')
     ap.add_argument("--seconds", type=float, default=60, help="measured window per run (default 60)")
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iops-target", type=float, default=30000)
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=8, help="threads per load process")
@@ -233,7 +231,6 @@ def main() -> int:
     ap.add_argument("--no-current", action="store_true", help="only the --variant trees")
     ap.add_argument("--record-args", default="", help="extra arguments for ioattr record (one string)")
     ap.add_argument("--dir", help="where the load's files and the recordings go (default: the temp dir)")
-    ap.add_argument("--json", default=str(HERE / "results" / "recorder_cost.json"))
     args = ap.parse_args()
     if os.geteuid() != 0:
         log("needs root (BPF)")

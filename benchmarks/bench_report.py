@@ -35,7 +35,6 @@ item 6) is <= 3 s for a 24-hour recording.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -49,7 +48,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from verdict import write_json  # noqa: E402
+from verdict import bench_parser, write_json  # noqa: E402
 
 COMMANDS = {
     "by file": ["--by", "file"],
@@ -124,7 +123,7 @@ def shape(rec: Path) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = bench_parser(__doc__.split("\n\n")[0], results='report_speed.json')
     ap.add_argument("recordings", nargs="+", help="REC or LABEL=REC")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", action="append", metavar="NAME",
@@ -132,7 +131,6 @@ def main() -> int:
     ap.add_argument("--no-cold", action="store_true", help="skip the cold runs (they need root)")
     ap.add_argument("--build", action="append", metavar="LABEL=IOATTR",
                     help="an ioattr command to time (repeat: side by side); default: this venv's")
-    ap.add_argument("--json", default=str(HERE / "results" / "report_speed.json"))
     a = ap.parse_args()
     cold = not a.no_cold
     if cold and os.geteuid() != 0:

@@ -11,7 +11,6 @@ reports each way's median and the per-round ratio (cached / from scratch).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ioattr.host import datadir_cache  # noqa: E402
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 
 def one_start(cache_root: str | None) -> float:
@@ -45,9 +45,7 @@ def one_start(cache_root: str | None) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--json", type=Path, help="write the samples and medians here")
+    ap = bench_parser(__doc__.splitlines()[0], rounds=10, json_help='write the samples and medians here')
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="ioattr-bench-datadir-cache-")
     try:

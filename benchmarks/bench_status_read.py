@@ -13,7 +13,6 @@ recorder pays), best of --rounds x --reads.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ioattr.collectors.counters import CounterCollector, _Server  # noqa: E402
 from ioattr.collectors.engine import EngineConnection, EngineOptions  # noqa: E402
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = bench_parser(__doc__.splitlines()[0], rounds=5, json=False)
     ap.add_argument("--reads", type=int, default=40)
     args = ap.parse_args()
     with PrivateMariaDB(buffer_pool="32M") as db:

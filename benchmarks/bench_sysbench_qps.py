@@ -68,7 +68,7 @@ sys.path.insert(0, str(REPO))  # harmless when ioattr is installed (editable)
 sys.path.insert(0, str(HERE))  # the benchmarks' shared modules (verdict)
 
 from ioattr.host.sandbox import PrivateMariaDB  # noqa: E402
-from verdict import write_json  # noqa: E402
+from verdict import bench_parser, write_json  # noqa: E402
 
 WORKLOADS = {"point_select": "oltp_point_select", "read_write": "oltp_read_write"}
 FILES_SETS = "syscalls,targets,uring,pagecache"
@@ -549,7 +549,7 @@ def _med(xs: list[float]) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench_parser(__doc__, raw=True, results='sysbench_qps.json')
     ap.add_argument("--pairs", "--rounds", dest="pairs", type=int, default=3,
                     help="rounds, each running every workload x configuration once (default 3)")
     ap.add_argument("--workload", default="point_select,read_write",
@@ -616,7 +616,6 @@ def main() -> int:
                          "DIR/<workload>-<config>-<round>.data plus a .txt of its hottest symbols by "
                          "process: where the CPU a recording adds goes, dispatch included (the BPF "
                          "statistics count only the programs' own run time)")
-    ap.add_argument("--json", default=str(HERE / "results" / "sysbench_qps.json"))
     args = ap.parse_args()
     # SIGTERM unwinds like an exception, so servers, probes and temp dirs are
     # cleaned up (a background job started by a shell may have SIGINT ignored)

@@ -77,7 +77,7 @@ sys.path.insert(0, str(HERE))  # the benchmarks' shared modules (verdict)
 from ioattr.collectors import abi, libbpf  # noqa: E402
 from ioattr.collectors.probes import ProbeSession  # noqa: E402
 from ioattr.collectors.targets import TargetMap  # noqa: E402
-from verdict import write_json  # noqa: E402
+from verdict import bench_parser, write_json  # noqa: E402
 
 TRACING_TYPES = {"tracing", "tracepoint", "raw_tracepoint", "raw_tracepoint_writable", "kprobe"}
 # Classic-tracepoint programs whose names say they fire on events a cached
@@ -896,8 +896,7 @@ def print_table(summary: dict[str, object], attach: dict[str, object] | None,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap = bench_parser(__doc__, raw=True, rounds=5, rounds_help='interleaved rounds (default 5)', results='syscall_cost.json')
     ap.add_argument("--calls", type=int, default=200_000,
                     help="preads (pwrites, io_uring reads) per run (getppid runs do 5x)")
     ap.add_argument("--attach-reps", type=int, default=5, help="repetitions of each attach timing")
@@ -917,7 +916,6 @@ def main() -> int:
                     help="redo a measurement during which other BPF programs were loaded, up to "
                          "this many tries; then keep it, flagged (default 6)")
     ap.add_argument("--quick", action="store_true", help="3 rounds x 100k calls, fewer repetitions")
-    ap.add_argument("--json", default=str(HERE / "results" / "syscall_cost.json"), help="where to write results")
     args = ap.parse_args()
     # SIGTERM unwinds like an exception, so servers, probes and temp dirs are
     # cleaned up (a background job started by a shell may have SIGINT ignored)

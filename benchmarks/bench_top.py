@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from iops_load import IopsLoad  # noqa: E402  (the shared load generator)
-from verdict import finish  # noqa: E402
+from verdict import bench_parser, finish  # noqa: E402
 
 IOATTR = str(Path(sys.executable).parent / "ioattr")
 
@@ -151,7 +151,7 @@ def synthetic(rows: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench_parser(__doc__, raw=True)
     ap.add_argument("--iops", type=float, default=30000)
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=8, help="threads per process")
@@ -162,7 +162,6 @@ def main() -> int:
     ap.add_argument("--dir", help="where the load's files go (default: the temp dir)")
     ap.add_argument("--synthetic-rows", type=int, default=5000)
     ap.add_argument("--no-real", action="store_true", help="only the synthetic measurement")
-    ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     res: dict = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "kernel": platform.release(),
                  "cpus": os.cpu_count(), "target_ms": 100}

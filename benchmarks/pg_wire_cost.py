@@ -11,7 +11,6 @@ statement: program runs and ns. The program runs at every recvfrom of every proc
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -23,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ioattr.host.pg_sandbox import PG_BINDIR, PrivatePostgres  # noqa: E402
+from verdict import bench_parser  # noqa: E402
 
 PROGRAM = "ioattr_wire_recv"
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
@@ -60,11 +60,9 @@ def pgbench(pg: PrivatePostgres, *args: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__.splitlines()[0], rounds=3)
     ap.add_argument("--transactions", type=int, default=20000)
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scale", type=int, default=1)
-    ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     results: dict[str, list[dict]] = {}
     old_stats = Path(STATS).read_text().strip()
