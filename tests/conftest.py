@@ -24,6 +24,12 @@ pytest_plugins = ["tests.fixtures_mariadb", "tests.fixtures_postgres"]
 #: The only way to turn a missing prerequisite into a skip; read once per session.
 ALLOW_SKIP = os.environ.get("IOATTR_TEST_ALLOW_SKIP", "") == "1"
 
+# The caller's terminal size is not the tests' business: with COLUMNS=80 inherited from a shell,
+# every `ioattr report` a test runs laid its tables out for 80 columns and wrapped the paths the
+# tests look for. Tests that care set COLUMNS themselves (env=...).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 def need(condition: bool, reason: str) -> None:
     """Fail (default) or skip (IOATTR_TEST_ALLOW_SKIP=1) when a prerequisite is missing."""
