@@ -24,11 +24,14 @@ pytest_plugins = ["tests.fixtures_mariadb", "tests.fixtures_postgres"]
 #: The only way to turn a missing prerequisite into a skip; read once per session.
 ALLOW_SKIP = os.environ.get("IOATTR_TEST_ALLOW_SKIP", "") == "1"
 
-# The caller's terminal size is not the tests' business: with COLUMNS=80 inherited from a shell,
-# every `ioattr report` a test runs laid its tables out for 80 columns and wrapped the paths the
-# tests look for. Tests that care set COLUMNS themselves (env=...).
+# The caller's terminal size is not the tests' business: with COLUMNS=80 in their environment,
+# the `ioattr report`s the tests run laid their tables out for 80 columns and wrapped the paths the
+# tests look for. It need not come from the caller: pytest imports readline, which exports
+# COLUMNS/LINES (80x24 without a terminal) into the C environment the tests' subprocesses inherit,
+# behind os.environ's back. Tests that care set COLUMNS themselves (env=...).
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 
 def need(condition: bool, reason: str) -> None:
