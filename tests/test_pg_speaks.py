@@ -470,7 +470,14 @@ def test_exporter_and_html_name_relations(cluster: PrivatePostgres, pg_version: 
         wait_until(lambda: int(pg.query(STATIO_READ, ("names_t",))[0][0]) - before >= blocks, 30,
                    "the scanner's statistics to be flushed")
         truth = (int(pg.query(STATIO_READ, ("names_t",))[0][0]) - before) * 8192
-        wait_until(lambda: exported() >= truth, 60, lambda: f"the exporter to count {truth} bytes of {name}")
+        def seen() -> str:
+            by_file: dict[str, float] = {}
+            for labels, v in samples(scrape(port), "ioattr_read_bytes_total"):
+                if labels["layer"] == "syscall":
+                    by_file[labels["file"]] = by_file.get(labels["file"], 0) + v
+            return f"the exporter to count {truth} bytes of {name} (syscall read bytes by file: {by_file})"
+
+        wait_until(lambda: exported() >= truth, 60, seen)
         text = scrape(port)
         code, err = recorder.stop()
         recorder = None

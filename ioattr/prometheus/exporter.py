@@ -318,6 +318,8 @@ class Exporter:
         self.collector = IoattrCollector(self.state, self.stats, self.lock, process=self.process)
         self.counters = ServerCounters()
         self.stop_reason: str | None = None
+        #: the last relation map read: a failed read names files as before, not by their paths
+        self._relation_names: dict[str, dict] = {}
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_reason = signal.Signals(signum).name
@@ -393,14 +395,16 @@ class Exporter:
         s.refresh_targets()
         return iv
 
-    @staticmethod
-    def _relations(s: LiveSession) -> dict[str, dict]:
+    def _relations(self, s: LiveSession) -> dict[str, dict]:
         """The traced clusters' relation files (path -> relation; re-read, throttled, when a file
-        is new), which name the `file` label of a relation's file; {} when none or unreadable."""
+        is new), which name the `file` label of a relation's file; {} when none. A read that
+        fails (the server busy, a connection lost) keeps the last map: an interval exported
+        under a relation's path would stay there, the counter never moving to its name."""
         try:
-            return s.relation_files()
-        except Exception:  # noqa: BLE001 - names are a detail: the paths are exported then
-            return {}
+            self._relation_names = s.relation_files() or self._relation_names
+        except Exception:  # noqa: BLE001 - names are a detail: the last ones stand meanwhile
+            pass
+        return self._relation_names
 
     def _update_self(self, s: LiveSession, iv: Interval | None) -> None:
         st = self.stats
