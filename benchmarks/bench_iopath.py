@@ -7,7 +7,7 @@ run the same programs), so a change worth 10-40 ns per run drowns there.
 Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
 --read, lseek() + read(); with --aio, io_submit() + io_getevents(); with
 --preadv or --aiov, two adjacent pages a call into two iovecs by preadv() or one
-IOCB_CMD_PREADV) of 16 KiB
+IOCB_CMD_PREADV; --aiovw writes them back, the same bytes, with IOCB_CMD_PWRITEV) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
 page_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
@@ -100,7 +100,7 @@ def fdinfo(fd: int) -> dict[str, int]:
     return out
 
 
-VECTORED = ("preadv", "aiov")  # two adjacent pages a call, one iovec each (innodb_page_loop.c)
+VECTORED = ("preadv", "aiov", "aiovw")  # two adjacent pages a call, one iovec each (innodb_page_loop.c)
 
 
 def expected_pages(n: int, mode: str = "pread") -> dict[tuple[int, int], int]:
@@ -265,6 +265,8 @@ def main() -> int:
                     help="preadv() of two adjacent pages into two iovecs (tp_ent4; the vectored path)")
     ap.add_argument("--aiov", action="store_const", const="aiov", dest="mode",
                     help="io_submit() of one IOCB_CMD_PREADV of two pages in two iovecs + io_getevents()")
+    ap.add_argument("--aiovw", action="store_const", const="aiovw", dest="mode",
+                    help="as --aiov, IOCB_CMD_PWRITEV of the same pages (their pages classified at submission)")
     ap.add_argument("--unclassified", action="append", default=[], metavar="NAME",
                     help="variant NAME classifies none of the loop's pages: checked as none "
                          "(objects from before --preadv/--aiov pages were classified)")

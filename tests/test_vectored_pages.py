@@ -1,11 +1,12 @@
-"""Page classification of plain and vectored reads against pages of known headers.
+"""Page classification of plain and vectored reads and libaio vectored writes, on known pages.
 
 benchmarks/innodb_page_loop.c reads a file of InnoDB index pages (each page's index id and level
 known from its number) registered in page_files, by pread, by preadv of two iovecs, by libaio's
-IOCB_CMD_PREAD and by IOCB_CMD_PREADV of two iovecs; bench_iopath.py checks each run exact: the
-loop's syscall reads in io_stats equal its calls, and its classified pages equal, per index id
-and level, the pages it read (a vectored iocb's iovec array read as page data would show as pages
-of another space or type, or none).
+IOCB_CMD_PREAD and by IOCB_CMD_PREADV of two iovecs, and writes them back (the same bytes) by
+IOCB_CMD_PWRITEV; bench_iopath.py checks each run exact: the loop's syscall IOs in io_stats equal
+its calls, and its classified pages equal, per index id and level, the pages it read or wrote
+(a vectored iocb's iovec array read as page data would show as pages of another space or type,
+or none).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.conftest import need, need_root
 from tests.helpers import ROOT, assert_no_ioattr_programs
 
 
-@pytest.mark.parametrize("mode", ["pread", "preadv", "aio", "aiov"])
+@pytest.mark.parametrize("mode", ["pread", "preadv", "aio", "aiov", "aiovw"])
 @pytest.mark.parametrize("hook", ["tracepoints", "raw"])
 def test_pages_of_each_read_path_are_classified_exactly(mode: str, hook: str) -> None:
     need_root()
