@@ -5,7 +5,9 @@ Why: the per-program figures of bench_sysbench_qps.py come from a shared,
 busy machine and from host-wide runs (other processes' syscalls and bios
 run the same programs), so a change worth 10-40 ns per run drowns there.
 Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
---read, lseek() + read(); with --aio, io_submit() + io_getevents()) of 16 KiB
+--read, lseek() + read(); with --aio, io_submit() + io_getevents(); with
+--preadv or --aiov, two adjacent pages a call into two iovecs by preadv() or one
+IOCB_CMD_PREADV; --aiovw writes them back, the same bytes, with IOCB_CMD_PWRITEV) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
 page_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
@@ -18,6 +20,7 @@ equal N, each page under the index id and level its header says.
     sudo .venv/bin/python benchmarks/bench_iopath.py --variant before=/tmp/bpf_before --variant tree=
     sudo .venv/bin/python benchmarks/bench_iopath.py --untraced ...   # the loop is not a target
     sudo .venv/bin/python benchmarks/bench_iopath.py --wire query ...  # the statement reader
+    sudo .venv/bin/python benchmarks/bench_iopath.py --preadv --variant before=DIR --unclassified before ...
 
 With --wire query|range|long|prepared the loop is benchmarks/wire_loop.c instead: a
 connection thread reading MySQL command packets from a socketpair the way
@@ -97,18 +100,23 @@ def fdinfo(fd: int) -> dict[str, int]:
     return out
 
 
-def expected_pages(n: int) -> dict[tuple[int, int], int]:
+VECTORED = ("preadv", "aiov", "aiovw")  # two adjacent pages a call, one iovec each (innodb_page_loop.c)
+
+
+def expected_pages(n: int, mode: str = "pread") -> dict[tuple[int, int], int]:
     want: dict[tuple[int, int], int] = {}
     for i in range(n):
-        p = (i * 7919) % PAGES
-        want[(index_id_of(p), level_of(p))] = want.get((index_id_of(p), level_of(p)), 0) + 1
+        first = (i * 7919) % (PAGES - 1 if mode in VECTORED else PAGES)
+        for p in (first, first + 1) if mode in VECTORED else (first,):
+            want[(index_id_of(p), level_of(p))] = want.get((index_id_of(p), level_of(p)), 0) + 1
     return want
 
 
 def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, direct: bool,
-            untraced: bool, mode: str = "pread", wire: str = "") -> dict[str, object]:
+            untraced: bool, mode: str = "pread", wire: str = "", classified: bool = True) -> dict[str, object]:
     """One loop process under one variant: per-program ns/run and runs, checked exact.
-    bpf_dir "-": nothing loaded (the detached baseline of the wall time)."""
+    bpf_dir "-": nothing loaded (the detached baseline of the wall time). classified False: the
+    variant classifies none of the loop's pages (objects from before vectored reads were)."""
     if bpf_dir == "-":
         return detached_run(exe, data, n, direct, mode, wire)
     env_before = os.environ.get("IOATTR_BPF_DIR")
@@ -148,7 +156,7 @@ def one_run(exe: Path, data: Path, bpf_dir: str, sets: tuple[str, ...], n: int, 
                 out[k] = {"ns_per_run": (a["run_time_ns"] - before[k]["run_time_ns"]) / max(runs, 1),
                           "runs": runs}
             out["error"] = (check_wire(session, stages, pid, n, untraced, wire) if wire
-                            else check(session, pid, n, untraced))
+                            else check(session, pid, n, untraced, mode, classified))
             return out
         finally:
             session.close()
@@ -188,7 +196,8 @@ def detached_run(exe: Path, data: Path, n: int, direct: bool, mode: str, wire: s
             loop.wait()
 
 
-def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None:
+def check(session: ProbeSession, pid: int, n: int, untraced: bool, mode: str = "pread",
+          classified: bool = True) -> str | None:
     """The loop's reads in io_stats and page_stats, exactly (none when untraced)."""
     raw, vals = io_stats_drainer(session.map_fd("io_stats"), 65536).read()
     keys = raw.view(abi.IO_KEY_DTYPE)
@@ -206,7 +215,7 @@ def check(session: ProbeSession, pid: int, n: int, untraced: bool) -> str | None
             return f"a page classified with flags {int(k['flags'])}, space {int(k['space_id'])}"
         idx = (int(k["index_id"]), int(k["level"]))
         got[idx] = got.get(idx, 0) + int(v["pages"])
-    want = {} if untraced else expected_pages(n)
+    want = {} if untraced or not classified else expected_pages(n, mode)
     if got != want:
         return f"page_stats {got}, expected {want}"
     return None
@@ -251,6 +260,15 @@ def main() -> int:
                     help="lseek()+read() instead of pread64() (tp_ent3; the offset comes from f_pos)")
     ap.add_argument("--aio", action="store_const", const="aio", dest="mode",
                     help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
+    ap.add_argument("--preadv", action="store_const", const="preadv", dest="mode",
+                    help="preadv() of two adjacent pages into two iovecs (tp_ent4; the vectored path)")
+    ap.add_argument("--aiov", action="store_const", const="aiov", dest="mode",
+                    help="io_submit() of one IOCB_CMD_PREADV of two pages in two iovecs + io_getevents()")
+    ap.add_argument("--aiovw", action="store_const", const="aiovw", dest="mode",
+                    help="as --aiov, IOCB_CMD_PWRITEV of the same pages (their pages classified at submission)")
+    ap.add_argument("--unclassified", action="append", default=[], metavar="NAME",
+                    help="variant NAME classifies none of the loop's pages: checked as none "
+                         "(objects from before --preadv/--aiov pages were classified)")
     ap.add_argument("--wire", choices=("query", "range", "long", "prepared"), default="",
                     help="the statement reader on a socketpair connection (benchmarks/wire_loop.c) "
                          "instead of page reads; --sets defaults to targets,stage")
@@ -287,7 +305,8 @@ def main() -> int:
         for r in range(args.rounds):
             for name, d in (variants if r % 2 == 0 else variants[::-1]):
                 o = one_run(exe, data, d, sets, args.calls, not args.buffered, args.untraced, args.mode,
-                            args.wire + (":solo" if args.solo and args.wire else ""))
+                            args.wire + (":solo" if args.solo and args.wire else ""),
+                            classified=name not in args.unclassified)
                 if o["error"]:
                     print(f"bench_iopath: {name} round {r + 1}: {o['error']}", file=sys.stderr)
                     return 1

@@ -62,6 +62,7 @@ struct aio_pending {
 	__u8 op;
 	__u8 stage;
 	__u16 phase;  /* when submitted */
+	__u16 vlen;   /* IOCB_CMD_PREADV/PWRITEV: buf is an iovec array of vlen entries; 0: a buffer */
 };
 
 BPF_LRU_HASH(aio_inflight, struct aio_key, struct aio_pending, 16384);
@@ -162,8 +163,11 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 		track_inode(id.dev, id.ino, c->tgid);
 	p.buf = cb.aio_buf;
 	p.pos = cb.aio_offset;
+	/* the vectored opcodes' aio_buf is an iovec array and aio_nbytes its count */
+	if (cb.aio_lio_opcode == IOCB_PREADV || cb.aio_lio_opcode == IOCB_PWRITEV)
+		p.vlen = cb.aio_nbytes < IOA_MAX_IOV ? (__u16)cb.aio_nbytes : IOA_MAX_IOV;
 	k.iocb = ptr;
-	if (p.op == IOA_OP_WRITE && cb.aio_lio_opcode == IOCB_PWRITE) {
+	if (p.op == IOA_OP_WRITE) {
 		/* writes are classified at submission: the buffer holds the pages now */
 		struct innodb_file *f = innodb_file_of(id.dev, id.ino);
 
@@ -171,7 +175,10 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 			struct page_key t;
 
 			page_tmpl(&t, c->tgid, c->tid, IOA_OP_WRITE, IOA_API_LIBAIO, c->stage, c->digest, c->phase);
-			classify_pages(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
+			if (!p.vlen)
+				classify_pages(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
+			else /* every iovec whole: what completes is not known yet */
+				classify_iov(&t, f, cb.aio_buf, p.vlen, ~0ULL, cb.aio_offset);
 		}
 	}
 	if (bpf_map_update_elem(&aio_inflight, &k, &p, BPF_ANY))
@@ -230,7 +237,10 @@ static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
 			struct page_key t;
 
 			page_tmpl(&t, c->tgid, p->tid, IOA_OP_READ, IOA_API_LIBAIO, p->stage, p->digest, p->phase);
-			classify_pages(&t, f, p->buf, ev.res, p->pos);
+			if (!p->vlen)
+				classify_pages(&t, f, p->buf, ev.res, p->pos);
+			else
+				classify_iov(&t, f, p->buf, p->vlen, ev.res, p->pos);
 		}
 	}
 	bpf_map_delete_elem(&aio_inflight, &k);
