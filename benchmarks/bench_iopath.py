@@ -100,14 +100,17 @@ def fdinfo(fd: int) -> dict[str, int]:
     return out
 
 
-VECTORED = ("preadv", "aiov", "aiovw")  # two adjacent pages a call, one iovec each (innodb_page_loop.c)
+VECTORED = ("preadv", "aiov", "aiovw", "uringv")  # two adjacent pages a call, one iovec each (innodb_page_loop.c)
+#: io_uring's READV: only the first iovec's buffer is known at completion (bpf/uring.bpf.c), so
+#: only its page is classified; the second is counted as IO, never classified from the wrong memory
+FIRST_IOV_ONLY = ("uringv",)
 
 
 def expected_pages(n: int, mode: str = "pread") -> dict[tuple[int, int], int]:
     want: dict[tuple[int, int], int] = {}
     for i in range(n):
         first = (i * 7919) % (PAGES - 1 if mode in VECTORED else PAGES)
-        for p in (first, first + 1) if mode in VECTORED else (first,):
+        for p in (first, first + 1) if mode in VECTORED and mode not in FIRST_IOV_ONLY else (first,):
             want[(index_id_of(p), level_of(p))] = want.get((index_id_of(p), level_of(p)), 0) + 1
     return want
 
@@ -264,6 +267,9 @@ def main() -> int:
                     help="preadv() of two adjacent pages into two iovecs (tp_ent4; the vectored path)")
     ap.add_argument("--aiov", action="store_const", const="aiov", dest="mode",
                     help="io_submit() of one IOCB_CMD_PREADV of two pages in two iovecs + io_getevents()")
+    ap.add_argument("--uringv", action="store_const", const="uringv", dest="mode",
+                    help="one io_uring READV of two pages in two iovecs (needs the uring set: --sets "
+                         "syscalls,targets,block,uring); only the first iovec's page is classified")
     ap.add_argument("--aiovw", action="store_const", const="aiovw", dest="mode",
                     help="as --aiov, IOCB_CMD_PWRITEV of the same pages (their pages classified at submission)")
     ap.add_argument("--unclassified", action="append", default=[], metavar="NAME",
@@ -298,7 +304,7 @@ def main() -> int:
         work = Path(tmp)
         exe = work / "innodb_page_loop"
         src = "wire_loop.c" if args.wire else "innodb_page_loop.c"
-        subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / src)], check=True)
+        subprocess.run(["cc", "-O2", "-Wall", "-o", str(exe), str(HERE / src), "-luring"], check=True)
         data = work / "fake.ibd"
         if not args.wire:
             make_file(data)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * innodb_page_loop FILE N PAGES DIRECT [pread|read|aio|preadv|aiov|aiovw]: N reads of one 16 KiB page each
+ * innodb_page_loop FILE N PAGES DIRECT [pread|read|aio|preadv|aiov|aiovw|uringv]: N reads of one 16 KiB page each
  * from the first PAGES pages of FILE (page (i * 7919) % PAGES), with O_DIRECT
  * when DIRECT is 1 (with "read": lseek() then read(), the plain read whose
  * offset the probes take from the file's f_pos; with "aio": io_submit() of
@@ -9,7 +9,7 @@
  * two buffers that are not adjacent, with preadv() of two iovecs or one
  * IOCB_CMD_PREADV of them; "aiovw" writes the same two pages back with one
  * IOCB_CMD_PWRITEV, their headers what bench_iopath.py wrote there (the file
- * stays as it was). Prints "ready <pid>", waits for one byte on stdin (so the
+ * stays as it was); "uringv" reads the two pages with one io_uring READV (liburing). Prints "ready <pid>", waits for one byte on stdin (so the
  * caller can attach and add us to the targets first), reads, prints "done".
  * bench_iopath.py writes FILE as InnoDB index pages and registers it in
  * page_files, so each pread runs the whole sync-read path: fd -> inode at
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/aio_abi.h>
+#include <liburing.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -52,23 +53,36 @@ int main(int argc, char **argv)
 	int aio = argc > 5 && !strcmp(argv[5], "aio");
 	int vec = argc > 5 && !strcmp(argv[5], "preadv");
 	int aiov = aiovw || (argc > 5 && !strcmp(argv[5], "aiov"));
+	int uringv = argc > 5 && !strcmp(argv[5], "uringv");
+	struct io_uring ring;
 	struct iovec iov[2] = { { buf, 16384 }, { buf2 + 2 * 16384, 16384 } };
 	aio_context_t ctx = 0;
 	struct iocb cb, *cbp = &cb;
 	struct io_event ev;
 
 	if ((aio || aiov) && syscall(SYS_io_setup, 4, &ctx) < 0) { perror("io_setup"); return 1; }
+	if (uringv && io_uring_queue_init(4, &ring, 0) < 0) { perror("io_uring_queue_init"); return 1; }
 	char c;
 	if (fd < 0) { perror("open"); return 1; }
 	printf("ready %d\n", getpid()); fflush(stdout);
 	if (read(0, &c, 1) != 1) return 1;
 	for (long i = 0; i < n; i++) {
-		long p = (i * 7919) % (vec || aiov ? pages - 1 : pages);
+		long p = (i * 7919) % (vec || aiov || uringv ? pages - 1 : pages);
 		if (vec) {
 			if (syscall(SYS_preadv, fd, iov, 2, p * 16384, 0) != 2 * 16384) {
 				perror("preadv");
 				return 1;
 			}
+		} else if (uringv) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_cqe *cqe = NULL;
+
+			io_uring_prep_readv(sqe, fd, iov, 2, p * 16384);
+			if (io_uring_submit(&ring) != 1 || io_uring_wait_cqe(&ring, &cqe) < 0 || cqe->res != 2 * 16384) {
+				fprintf(stderr, "uringv: %d\n", cqe ? cqe->res : -1);
+				return 1;
+			}
+			io_uring_cqe_seen(&ring, cqe);
 		} else if (aiov) {
 			memset(&cb, 0, sizeof(cb));
 			cb.aio_lio_opcode = aiovw ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV;

@@ -58,6 +58,7 @@ struct uring_slot {
 	__u8 op;
 	__u8 stage;
 	__u16 phase;  /* the phase in force at submission */
+	__u32 len;    /* reads: the bytes at buf (a READV's first iovec), classified at most */
 };
 
 struct uring_set {
@@ -186,6 +187,7 @@ int BPF_PROG(ioattr_uring_submit, struct io_kiocb *req)
 			} else if (f) {
 				p.buf = buf;
 				p.pos = pos;
+				p.len = len;
 			}
 		}
 	}
@@ -221,7 +223,9 @@ static __always_inline void uring_done(void *req, struct uring_slot *p)
 					      .api = IOA_API_IO_URING, .stage = p->stage,
 					      .digest = p->digest, .phase = p->phase };
 
-			classify_pages(&t, f, p->buf, res, p->pos);
+			/* a READV of several iovecs: only its first buffer is known here, so the
+			 * pages read into the others are not classified (their bytes are counted) */
+			classify_pages(&t, f, p->buf, (__u32)res < p->len ? (__u32)res : p->len, p->pos);
 		} else {
 			struct page_key t = { .tgid = p->tgid, .tid = p->tid, .op = IOA_OP_READ,
 					      .api = IOA_API_IO_URING, .stage = p->stage,
