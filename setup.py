@@ -96,6 +96,7 @@ PACKAGE_DATA = {
     "ioattr.bpf": ["*.bpf.o", "*.bt", "*.h", "*.bpf.c", "Makefile"],
     "ioattr.examples": ["*.sh", "README.md"],  # its *.py are the package's modules
     "ioattr.dashboards": ["*.json"],
+    "ioattr.cli": ["commands.toml"],  # every command's help, description and examples
     # every engine folder's own file classes (ioattr.collectors.file_classes reads them)
     "": ["file_classes.toml"],
 }

@@ -13,17 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import command_parser
 from ioattr.errors import RuntimeFailure, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "compact",
-                       description="Merge a recording's small chunks into larger segments, as the recorder "
-                                   "does while it records; for a crashed or copied recording. Counts, bytes "
-                                   "and histograms stay exact; the time resolution inside a segment becomes "
-                                   "60 s. Safe while the recording is being written.",
-                       epilog=examples("ioattr compact run1", "ioattr compact --wait run1   # after a compaction already running"))
+    p = command_parser(sub, "compact")
     p.add_argument("recording", help="the recording directory")
     p.add_argument("--wait", action="store_true", help="wait for a compaction already running instead of failing")
     # the recorder's child (format/compact.py BackgroundCompactor): low priority, quiet, exit 75 when busy

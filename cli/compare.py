@@ -6,7 +6,7 @@ import json
 import sys
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_output_arguments, command_parser, examples
+from ioattr.cli.definition import add_output_arguments, command_parser
 from ioattr.errors import UsageError
 
 FORMATS = ("table", "json", "csv")
@@ -14,17 +14,7 @@ BY = ("index", "file_class", "role", "stage")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "compare",
-        description="One row per run and phase: each run's engine and settings from its meta.json "
-                    "('-' where not recorded), then per phase the rates and per-operation IO: storage "
-                    "reads and KB per query, writes and KB per transaction (without transactions: per query or "
-                    "per row inserted, whichever the phase did more of), the block and page-cache layers "
-                    "beside them, the engine's own cache misses and the server's CPU per query. Runs are "
-                    "aligned by phase name.",
-        epilog=examples("ioattr compare /tmp/bp16m /tmp/bp64m",
-                        "ioattr compare run1 run2 --label innodb --label myrocks --phase q100 --by index",
-                        "ioattr compare run1 run2 --format csv > runs.csv",
-                        "ioattr compare run1 run2 --html runs.html"))
+    p = command_parser(sub, "compare")
     p.add_argument("recordings", nargs="+", metavar="REC", help="recordings (one run each), in the order shown")
     p.add_argument("--label", action="append", metavar="NAME",
                    help="a run's name in the output, once per REC in the same order (default: the run "

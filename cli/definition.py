@@ -12,6 +12,8 @@ Spellings follow what users bring from bcc/libbpf-tools and top(1): `-p PID`, `-
 from __future__ import annotations
 
 import argparse
+import tomllib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ioattr.cli import argtypes
@@ -19,30 +21,27 @@ from ioattr.cli import argtypes
 if TYPE_CHECKING:
     from ioattr.collectors.engine import EngineOptions
 
-# Every subcommand, its one-line purpose, in the order `ioattr --help` lists them. cli/main.py
-# builds `ioattr --help` from this table alone and imports a subcommand's module (ioattr.cli.NAME:
-# add_parser and run) only when that subcommand is named, so `ioattr --help` and `ioattr doctor
-# --help` load no BPF, numpy, pyarrow or duckdb. Module-level imports here stay light for the same
-# reason: the shared groups import what their defaults come from when a parser uses them.
-COMMANDS: dict[str, str] = {
-    "compact": "merge a recording's chunks into segments (faster reports)",
-    "compare": "N benchmark runs side by side: per phase rates and IO per query/transaction",
-    "demo": "the whole story on a private MariaDB, no set-up",
-    "doctor": "check what this host can trace",
-    "explain": "why did the IO change between two phases (or two runs)?",
-    "exporter": "serve live IO attribution as Prometheus metrics",
-    "mark": "start a new phase in a running recording",
-    "record": "attach to a server (MariaDB/MySQL, PostgreSQL) or a command and write a recording",
-    "report": "break a recording down by file, thread, op, ...",
-    "script": "run a shipped bpftrace script by name (none: list them)",
-    "top": "live top-style view of IO by file, index, thread, query, device or cgroup",
-}
+#: cli/commands.toml: every subcommand's one-line help, description and examples, in the order
+#: `ioattr --help` lists them (one source for `ioattr --help`, each command's --help, the README
+#: synopsis and the man pages). cli/main.py builds `ioattr --help` from it alone and imports a
+#: subcommand's module (ioattr.cli.NAME: add_parser and run) only when that subcommand is named,
+#: so `ioattr --help` and `ioattr doctor --help` load no BPF, numpy, pyarrow or duckdb.
+#: Module-level imports here stay light for the same reason: the shared groups import what
+#: their defaults come from when a parser uses them.
+COMMAND_TEXTS: dict[str, dict[str, Any]] = tomllib.loads(
+    (Path(__file__).with_name("commands.toml")).read_text(encoding="utf-8"))
+
+#: each subcommand's one-line help, in `ioattr --help`'s order
+COMMANDS: dict[str, str] = {name: texts["help"] for name, texts in COMMAND_TEXTS.items()}
 
 
-def command_parser(sub: argparse._SubParsersAction, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """The subparser of one command, with its one-line help from COMMANDS (one source for
-    `ioattr --help`, the README synopsis and the man pages)."""
-    return sub.add_parser(name, help=COMMANDS[name], **kwargs)
+def command_parser(sub: argparse._SubParsersAction, name: str, **fields: str) -> argparse.ArgumentParser:
+    """The subparser of one command, with its help, description and examples from
+    cli/commands.toml; FIELDS fill the description's {name} fields (values the module owns,
+    such as the demo's buffer pool)."""
+    texts = COMMAND_TEXTS[name]
+    return sub.add_parser(name, help=texts["help"], description=texts["description"].format(**fields),
+                          epilog=examples(*texts["examples"]))
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -6,22 +6,13 @@ from pathlib import Path
 
 from ioattr.host.demo import (DEFAULT_BUFFER_POOL, DEFAULT_LARGE_TABLE_SIZE, DEFAULT_PHASE_SECONDS, DEFAULT_TABLE_SIZE,
                               MAX_ROWS_L_I1, RUNS, DemoOptions, default_output, run_demo)
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import command_parser
 from ioattr.cli.record import check_output
 from ioattr.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "demo",
-        description="Run the miniature insert benchmark (examples/insert_benchmark.py: l.i0 load, l.x index "
-                    "build, l.i1 inserts, then q100, q500, q1000: inserts at 100/500/1000 rows/s with range "
-                    "queries) twice, each on a fresh private MariaDB (temp datadir, socket and port; never the "
-                    f"host's service) with a {DEFAULT_BUFFER_POOL} buffer pool: a small table that fits in it "
-                    "and a large one that does not. Each run is recorded with `ioattr record`'s defaults; then "
-                    "the per-phase table of both, where the large run's IO went, and the `ioattr explain "
-                    "SMALL --against LARGE` command it runs with its answer: why the queries read more.",
-        epilog=examples("ioattr demo                       # about a minute on 2 cores",
-                        "ioattr demo -o /tmp/demo --seconds 10   # longer query phases"))
+    p = command_parser(sub, "demo", buffer_pool=DEFAULT_BUFFER_POOL)
     p.add_argument("-o", "--output",
                    help="a new or empty directory for the two recordings, OUTPUT/small and OUTPUT/large (default "
                         "$XDG_DATA_HOME/ioattr/demo-TIME, i.e. ~/.local/share/ioattr/demo-TIME; "

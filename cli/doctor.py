@@ -5,15 +5,11 @@ import argparse
 import json
 import sys
 
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import command_parser
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "doctor",
-        description="Check, by trying, what this host can trace: privileges, BTF, tracefs, each probe type "
-                    "and tracepoint ioattr uses, the servers' binaries. Exit 0 when ioattr is usable, 2 (with "
-                    "the reason) when a required check fails.",
-        epilog=examples("sudo ioattr doctor", "ioattr doctor --json | jq '.checks[] | select(.ok | not)'"))
+    p = command_parser(sub, "doctor")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from ioattr.analysis.explain import METRICS, explain
-from ioattr.cli.definition import add_output_arguments, command_parser, examples
+from ioattr.cli.definition import add_output_arguments, command_parser
 from ioattr.analysis.explain_text import render_text
 from ioattr.analysis.rec_state import recording_state
 from ioattr.format.reader import Recording
@@ -17,17 +17,7 @@ FORMATS = ("text", "json", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "explain",
-        description="Why did reads (or another --metric) per operation change? Ranks what contributed "
-                    "(file, index, stage, role...) and checks the known mechanisms (buffer pool too small, "
-                    "change-buffer merges, flush storms...) against the evidence. "
-                    "Like diff: RECORDING is the baseline, --against REC2 the target (the run whose IO "
-                    "changed). Shares are of the gross change (the sum of the contributors' increases, or "
-                    "decreases); a change within noise is said as 'no significant change'.",
-        epilog=examples("ioattr explain run1                           # its first phase vs its last",
-                        "ioattr explain run1 --baseline warmup --target q100",
-                        "ioattr explain bp256m --against bp64m         # two runs, same phase names",
-                        "ioattr explain run1 --format html -o why.html"))
+    p = command_parser(sub, "explain")
     p.add_argument("recording", help="the baseline recording")
     p.add_argument("--baseline", help="baseline phase (default: the first phase with the operations the metric "
                                       "divides by; with --against: the last such phase)")

@@ -4,20 +4,14 @@ from __future__ import annotations
 import argparse
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, command_parser, \
-    examples, live_options
+from ioattr.cli.definition import (add_duration_argument, add_interval_argument, add_live_arguments, command_parser,
+                                      live_options)
 from ioattr.collectors.targets import DEFAULT_COMMS
 from ioattr.prometheus.exporter import DEFAULT_LISTEN, Exporter, ExporterOptions, WaitingTargets, parse_listen
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "exporter",
-        description="Attach to the targets and serve counters by file, index, role, device and layer on "
-                    "/metrics for Prometheus. Listens on loopback unless told otherwise: the metrics "
-                    "name files, indexes and tables of this host.",
-        epilog=examples("ioattr exporter                               # http://127.0.0.1:9435/metrics",
-                        "ioattr exporter --web.listen-address :9435    # all interfaces",
-                        "ioattr exporter -p $(pidof mariadbd) --top-n 20"))
+    p = command_parser(sub, "exporter")
     p.add_argument("--listen", "--web.listen-address", dest="listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                    help=f"address to serve /metrics on (default {DEFAULT_LISTEN}; ':PORT' = all interfaces)")
     add_interval_argument(p, "seconds between drains of the BPF maps")

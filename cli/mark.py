@@ -5,26 +5,13 @@ import argparse
 import sys
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import command_parser
 from ioattr.errors import UsageError
 from ioattr.format.control import check_phase_name, resolve_recording, send_mark, send_stop
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "mark",
-        description="Start a new phase in a running recording: the IO from now on is PHASE's, the "
-                    "previous phase ends here, and the engine counters are read at the boundary before "
-                    "mark returns. The recorder's start line prints the exact command for its recording. "
-                    "A phase can also start from SQL (any statement containing ioattr:phase=NAME), "
-                    "from the wrapped command's output (record --phase-pattern) or at record --phase. "
-                    "--ops N gives the benchmark's own operation count (requests, events) of the phase "
-                    "in force, the one PHASE ends: report and compare then show per-operation figures.",
-        epilog=examples("ioattr mark load                      # the only recording running",
-                        "ioattr mark --recording run1 q100     # one of several",
-                        "ioattr mark run --ops 500000          # load did 500000 operations; run starts",
-                        "ioattr mark --ops 120000 --stop       # the last phase's operations, then stop",
-                        "ioattr mark --stop --recording run1   # stop the recorder (ends the last phase)",
-                        "mariadb -e \"SELECT 'ioattr:phase=q100'\"   # the same from SQL"))
+    p = command_parser(sub, "mark")
     p.add_argument("phase", nargs="?", help="the new phase's name")
     p.add_argument("--recording", help="the recording (default: the only one running)")
     p.add_argument("--ops", type=argtypes.count, metavar="N",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ioattr.cli import argtypes
 from ioattr.format import duck
-from ioattr.cli.definition import add_duration_argument, add_interval_argument, add_live_arguments, command_parser, \
-    examples, live_options
+from ioattr.cli.definition import (add_duration_argument, add_interval_argument, add_live_arguments, command_parser,
+                                      live_options)
 from ioattr.collectors.probes import PROBE_SETS
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.errors import UsageError
@@ -16,13 +16,7 @@ from ioattr.live.recorder import RecordOptions, Recorder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "record",
-                       description="Record IO attribution. Targets: --pid, --comm (default: every "
-                                   "mysqld/mariadbd), or '-- CMD ARGS' to run and follow a command.",
-                       epilog=examples("ioattr record -o run1                      # every mysqld/mariadbd, until Ctrl-C",
-                                       "ioattr record -p $(pidof mariadbd) --duration 60 -o run1",
-                                       "ioattr record -o run1 -- ./run_benchmark.sh  # the command and the servers it uses",
-                                       "ioattr report run1 --by phase,file && ioattr explain run1"))
+    p = command_parser(sub, "record")
     p.add_argument("-o", "--output", metavar="DIR", help="recording directory (default: ./ioattr-YYYYmmdd-HHMMSS)")
     p.add_argument("--only-command", action="store_true",
                    help="with -- CMD: trace only the command's process tree, not the host's mysqld/mariadbd")

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ioattr.analysis.report import LAYERS, ReportRequest, build_report
-from ioattr.cli.definition import add_output_arguments, command_parser, examples
+from ioattr.cli.definition import add_output_arguments, command_parser
 from ioattr.format.reader import Recording
 from ioattr.model.dimensions import DIMENSIONS
 from ioattr.model.self_cost import self_cost_line
@@ -18,15 +18,7 @@ FORMATS = ("table", "json", "csv", "html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "report",
-        description="Break a recording down: one row per value of the --by dimensions, layer and op, with "
-                    "count, bytes and latency p50/p99. Works on a recording still being written, or copied "
-                    "from another machine.",
-        epilog=examples("ioattr report run1                          # by file",
-                        "ioattr report run1 --by phase,file_class    # what each benchmark phase did",
-                        "ioattr report run1 --by index,level --phase load --layer syscall --top 10",
-                        "ioattr report run1 --format json | jq '.rows[0]'",
-                        "ioattr report run1 --format html -o run1.html"))
+    p = command_parser(sub, "report")
     p.add_argument("recording", help="the recording directory (ioattr record -o)")
     p.add_argument("--by", default="file", help="dimensions, comma-separated: " + ",".join(DIMENSIONS))
     p.add_argument("--phase", help="only this phase")

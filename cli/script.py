@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ioattr.cli.definition import command_parser, examples
+from ioattr.cli.definition import command_parser
 from ioattr.errors import HostError, UsageError
 
 SUFFIX = ".bt"
@@ -107,15 +107,7 @@ def run_filtered(bpftrace: str, argv: list[str]) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "script",
-        description="Run one of the bpftrace scripts shipped with ioattr by name, for an ad-hoc question "
-                    "(tracepoints only); without NAME, list them.",
-        epilog=examples(
-        "ioattr script                      # list the scripts",
-        "ioattr script io_latency           # pread/pwrite/fsync latency of mariadbd/mysqld",
-        "ioattr script io_latency 1234      # of pid 1234 (the script's own arguments follow NAME)",
-        "ioattr script block_by_dev 5 60    # every 5 s, for 60 s",
-        "ioattr script --print io_latency   # the bpftrace command line, not run"))
+    p = command_parser(sub, "script")
     p.add_argument("name", nargs="?", metavar="NAME", help="the script (without .bt); none: list them")
     p.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARG",
                    help="the script's own arguments ($1, $2, ...: see its header)")

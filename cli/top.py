@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ioattr.cli import argtypes
-from ioattr.cli.definition import add_format_argument, add_interval_argument, add_live_arguments, command_parser, \
-    examples, live_options
+from ioattr.cli.definition import (add_format_argument, add_interval_argument, add_live_arguments, command_parser,
+                                      live_options)
 from ioattr.collectors.targets import DEFAULT_COMMS, TargetSpec
 from ioattr.model.labels import LAYERS
 from ioattr.topview.top import BY_CHOICES
@@ -13,15 +13,7 @@ from ioattr.topview.top_live import TopApp, TopOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = command_parser(sub, "top",
-        description="A live view of the attributed IO, refreshed every interval. Keys: f files, "
-                    "i indexes, t threads (again: roles), s queries (statements), d devices, c cgroups, "
-                    "< > change the sort column, r reverse, l layer (syscall/block/pagecache), space "
-                    "refresh now, ? all keys, q quit (as in top(1)). IO/s = R/s + W/s (fsyncs/s: the header).",
-        epilog=examples("ioattr top                    # every mysqld/mariadbd, files view, every second",
-                        "ioattr top 5                  # refresh every 5 s (like top -d 5)",
-                        "ioattr top -b 1 10 --by index # 10 plain-text snapshots, one a second",
-                        "ioattr top -p $(pidof mariadbd) -s P99"))
+    p = command_parser(sub, "top")
     p.add_argument("delay", nargs="?", type=argtypes.seconds(0.0, 3600.0), metavar="INTERVAL",
                    help="seconds between refreshes (same as -d)")
     p.add_argument("count", nargs="?", type=argtypes.int_range(1), metavar="COUNT",
