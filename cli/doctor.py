@@ -6,6 +6,7 @@ import json
 import sys
 
 from ioattr.cli.definition import command_parser
+from ioattr.host import pydeps
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,13 +15,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioattr.host.doctor import render_checks, run_checks  # lazy: start-up time
-
-    checks = run_checks()
-    if args.json:
-        sys.stdout.write(json.dumps(checks, indent=2) + "\n")
+    problems = pydeps.broken()  # first: the other checks need these packages to import
+    if problems:
+        checks = pydeps.as_checks(problems)
+        sys.stdout.write(json.dumps(checks, indent=2) + "\n" if args.json else pydeps.render_plain(checks))
     else:
-        sys.stdout.write(render_checks(checks))
+        from ioattr.host.doctor import render_checks, run_checks  # lazy: start-up time
+
+        checks = run_checks()
+        sys.stdout.write(json.dumps(checks, indent=2) + "\n" if args.json else render_checks(checks))
     if not checks["usable"]:
         print(f"ioattr doctor: {checks.get('verdict', 'this host cannot run ioattr')}", file=sys.stderr)
         return 2

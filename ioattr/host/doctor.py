@@ -46,6 +46,7 @@ from ioattr.collectors.libbpf import LibbpfError
 from ioattr.collectors.probes import PROBE_SETS, ProbeSession, bpf_object_dir, kallsyms_addresses
 from ioattr.collectors.stage_probes import StageProbes
 from ioattr.errors import IoattrError
+from ioattr.host import pydeps
 
 BTF_PATH = "/sys/kernel/btf/vmlinux"
 TRACEFS = "/sys/kernel/tracing"
@@ -598,6 +599,7 @@ def run_checks() -> dict:
     t0 = time.monotonic()
     out = Checks()
     host = host_info()
+    out.add("python packages", True, pydeps.versions(), required=True)  # cli/doctor.py checked them
     out.privileged = out.run("privileges", check_privileges, required=True)
     out.run("btf", check_btf, required=True)
     out.run("tracefs", check_tracefs, required=True)
