@@ -49,7 +49,7 @@ def test_json_shape(doctor_json: dict) -> None:
     names = [c["name"] for c in doctor_json["checks"]]
     assert len(names) == len(set(names))
     required = {c["name"] for c in doctor_json["checks"] if c["required"]}
-    assert required == {"privileges", "btf", "tracefs", "probe set syscalls"}
+    assert required == {"python packages", "privileges", "btf", "tracefs", "probe set syscalls"}
 
 
 def test_what_works_here(doctor_json: dict) -> None:

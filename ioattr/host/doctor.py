@@ -13,7 +13,8 @@ Nothing stays loaded: every object is closed before `run_checks` returns.
      "host": {"kernel": ..., "arch": ..., "libbpf": ..., ...},
      "checks": [{"name", "ok", "required", "detail"}, ...]}
 
-`usable` is true when the required checks pass: privileges, BTF, tracefs
+`usable` is true when the required checks pass: the Python packages (checked by
+cli/doctor.py before this module is imported: it imports them), privileges, BTF, tracefs
 and the syscalls probe set (the one layer every recording needs).
 """
 from __future__ import annotations
