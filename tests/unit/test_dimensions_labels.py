@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ioattr.collectors.abi import Api, Kind, Layer, Op
+from ioattr.collectors.abi import Api, Kind, Layer
 from ioattr.errors import UsageError
 from ioattr.model import labels
 from ioattr.model.dimensions import DIMENSIONS, PAGE_ONLY, parse_dimensions, sql_for
