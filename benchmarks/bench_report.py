@@ -30,8 +30,9 @@ builds, so a machine whose speed drifts slows both alike):
     .venv/bin/python benchmarks/bench_report.py --no-cold /tmp/day \
         --build base=/tmp/base/.venv/bin/ioattr --build after=.venv/bin/ioattr
 
-Writes results/report_speed.json (or --json PATH). The target (issue 4,
-item 6) is <= 3 s for a 24-hour recording.
+Writes results/report_speed.json (or --json PATH). The targets for the synthetic 24-hour
+recording, warm: report by any dimension <= 1 s, explain and compare <= 2 s, peak RSS
+<= 300 MB; docs/cost.md ("Reading a recording") has the figures.
 """
 from __future__ import annotations
 
