@@ -44,7 +44,7 @@ from ioattr.model.labels import file_label
 OTHER = "other"
 #: how long the rows of a relation's file wait for its name (ExporterState._hold_unnamed): past one
 #: re-read of the names (the session's: throttled to every 5 s) with room for a slow one
-HOLD_SECONDS = 15.0
+HOLD_SECONDS = 30.0
 OTHER_CGROUP = "[other]"  # cgroups past CgroupLabels' cap (a cgroup path starts with "/")
 MAX_CGROUPS = 32
 
