@@ -26,7 +26,9 @@ Counters stay monotonic through membership changes, by construction:
 - a value entering the top N starts a series from what it does from then
   on (its first interval included); what it did before stays in `other`.
 So in every interval the growth of all series, summed, is exactly the IO
-counted: nothing counted twice, nothing lost, no series going down.
+counted: nothing counted twice, nothing lost, no series going down. (The IO
+of a PostgreSQL relation's file whose relation is not known yet is counted
+in the interval its name comes, at most HOLD_SECONDS late: ExporterState._hold_unnamed.)
 """
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ from ioattr.model.hist import slot_ending_at
 from ioattr.model.labels import file_label
 
 OTHER = "other"
+#: how long the rows of a relation's file wait for its name (ExporterState._hold_unnamed): past one
+#: re-read of the names (the session's: throttled to every 5 s) with room for a slow one
+HOLD_SECONDS = 30.0
 OTHER_CGROUP = "[other]"  # cgroups past CgroupLabels' cap (a cgroup path starts with "/")
 MAX_CGROUPS = 32
 
@@ -204,6 +209,36 @@ def _group(keys: list[tuple], values: np.ndarray) -> dict[tuple, np.ndarray]:
     return dict(zip(ids, out))
 
 
+def _unnamed_relation(relations: dict, path: str | None) -> bool:
+    """Whether the relation map knows path as a relation's file but not which relation's."""
+    if not path:
+        return False
+    rel = relations.get(path.removesuffix(" (deleted)"))
+    return isinstance(rel, dict) and not rel.get("relation")
+
+
+def _take_rows(cols: dict, idx: np.ndarray) -> dict:
+    """The rows idx of an io table's columns (lists or numpy arrays)."""
+    out = {}
+    for k, v in cols.items():
+        out[k] = v[idx] if isinstance(v, np.ndarray) else [v[i] for i in idx.tolist()]
+    return out
+
+
+def _concat_rows(a: dict, b: dict) -> dict:
+    """Two io tables' columns, a's rows first (a column one of them lacks: None in its rows)."""
+    na, nb = len(a["count"]), len(b["count"])
+    out = {}
+    for k in dict.fromkeys([*a, *b]):
+        x = a.get(k, [None] * na)
+        y = b.get(k, [None] * nb)
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+            out[k] = np.concatenate((x, y))
+        else:
+            out[k] = list(x) + list(y)
+    return out
+
+
 def _s(v: object) -> str:
     return "" if v is None else str(v)
 
@@ -232,11 +267,16 @@ class ExporterState:
         self.cgroups = CgroupLabels()
         self.intervals = 0
         self.version = 0
+        # io rows held back until their relation is named (_hold_unnamed), and since when
+        self._held: dict | None = None
+        self._held_since = np.empty(0, dtype=np.float64)
 
     def ingest(self, io: dict | None, pages: dict | None, now: float, relations: dict | None = None) -> None:
         """Add one interval; `relations` (the session's relation_files(): path -> relation) names
         a relation's file by its relation in the `file` label, as every file view does
         (labels.file_label: a relation's segments share its value, each fork its own)."""
+        if relations is not None or self._held is not None:
+            io = self._hold_unnamed(io, now, relations or {})
         if io:
             self._ingest_io(io, now, relations)
         else:
@@ -247,6 +287,41 @@ class ExporterState:
             self.pages.add({}, None, now)
         self.intervals += 1
         self.version += 1
+
+    def _hold_unnamed(self, io: dict | None, now: float, relations: dict) -> dict | None:
+        """The rows to count now: this interval's and the held ones, less those of a relation's
+        file whose relation is not known yet, held back to a later interval.
+
+        A counter keeps its labels: bytes of a relation's file counted under its path (the
+        relation map says the file is a relation's -- `relations[path]` with "relation" None --
+        but not which: a table created, truncated or rewritten since the catalogs were read)
+        would stay under the path for good, after the name came, beside the name's series.
+        The session re-reads the names (throttled) when such a file shows up, so its rows wait
+        for that, at most HOLD_SECONDS; a file still unnamed then (a relation created in a
+        transaction not committed, or dropped before the read) is counted under its path.
+        Rows of a file the map does not know as a relation's are not held."""
+        if not relations and self._held is None:
+            return io
+        held, since = self._held, self._held_since
+        self._held, self._held_since = None, np.empty(0, dtype=np.float64)
+        if held is not None:
+            if io:
+                since = np.concatenate((since, np.full(len(io["count"]), now)))
+                io = _concat_rows(held, io)
+            else:
+                io = held
+        elif io:
+            since = np.full(len(io["count"]), now)
+        if not io:
+            return None
+        wait = np.fromiter((_unnamed_relation(relations, f) for f in io["file"]), dtype=bool,
+                           count=len(io["file"])) & (now - since < HOLD_SECONDS)
+        if not wait.any():
+            return io
+        keep = np.nonzero(~wait)[0]
+        hold = np.nonzero(wait)[0]
+        self._held, self._held_since = _take_rows(io, hold), since[hold]
+        return _take_rows(io, keep) if len(keep) else None
 
     def _ingest_io(self, io: dict, now: float, relations: dict | None = None) -> None:
         count = np.asarray(io["count"], dtype=np.int64)
