@@ -78,6 +78,8 @@ def test_statements_selects_transactions_and_ops_are_the_benchmarks(server, tmp_
                                      "WHERE command = 'quit'", [str(rec / "statements" / "*.parquet")]).fetchone()[0]
     assert quits == 1 and s["statements"] == bench["total"] + quits, (s, bench, grew, quits)
     assert s["selects"] == bench["read"], (s, bench, grew)
+    # 1 row inserted in 20 statements: an OLTP mix, not a load (no "bulk:" terms)
+    assert s["bulk"] is None, s
     assert s["transactions"] == bench["transactions"] == grew["Com_commit"], (s, grew)
     assert grew["Questions"] > s["statements"] and grew["Com_select"] > s["selects"], grew  # ioattr's own
     # rates over the phase's seconds (the JSON's "seconds" is rounded to ms)

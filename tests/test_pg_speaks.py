@@ -298,6 +298,9 @@ def test_transactions_cpu_and_data_on_disk_in_compare(sweep: dict[str, Run], clu
     summary = _summary(small.rec)["tpcb"]
     assert summary["transactions"] == rows[(small.rec.name, "tpcb")]["transactions"]
     assert summary["postgres"]["transactions_source"].startswith("pg_stat_database xact_commit")
+    # TPC-B inserts 1 row in 7 statements: an OLTP mix, not a load (no "bulk:" line)
+    assert summary["bulk"] is None, summary
+    assert "tpcb: bulk:" not in " ".join(ioattr("report", str(small.rec), "--by", "phase", check=True).stdout.split())
 
 
 @ON_15_AND_18

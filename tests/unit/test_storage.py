@@ -140,3 +140,23 @@ def test_own_statements_are_the_sessions_over_reconnects() -> None:
     conn = Conn([(3, 10), (7, 25), (2, 4)])  # the third read is on a new connection
     got = [dict((n, v) for n, v, _ in CounterCollector._own_selects(st, conn)) for _ in range(3)]
     assert [g[OWN_SELECTS] for g in got] == [3, 7, 9] and [g[OWN_STATEMENTS] for g in got] == [10, 25, 29]
+
+
+def test_bulk_line_only_for_a_phase_that_loads() -> None:
+    """A phase's "bulk:" terms are for loads, not for the few rows every OLTP mix inserts:
+    sysbench oltp_read_write (1 row in 18 statements) and pgbench TPC-B (1 in 7) get none;
+    a LOAD DATA, autocommit INSERTs and BEGIN; INSERT; COMMIT do."""
+    def bulk(counters: dict[str, float], engine_statements: float | None = None) -> dict | None:  # type: ignore[type-arg]
+        st = PhaseStats("p", 0.0, 10.0, counters)
+        if engine_statements is not None:
+            st.engines["postgres"] = {"statements": engine_statements}
+        return st.bulk()
+
+    rw = {"status:Questions": 18_000.0, "status:Com_insert": 1_000.0, "innodb_metrics:dml_inserts": 1_000.0}
+    assert bulk(rw) is None
+    assert bulk({"pg_stat_database:tup_inserted": 100.0}, engine_statements=702.0) is None
+    load = bulk({"status:Questions": 4.0, "status:Com_load": 1.0, "innodb_metrics:dml_inserts": 40_000.0})
+    assert load is not None and load["rows"] == 40_000 and load["statements"] == {"LOAD DATA": 1}
+    one_by_one = {"status:Questions": 3_000.0, "status:Com_insert": 1_000.0, "innodb_metrics:dml_inserts": 1_000.0}
+    assert bulk(one_by_one) is not None                      # BEGIN; INSERT; COMMIT
+    assert bulk({"innodb_metrics:dml_inserts": 10.0}) is not None  # statements unknown: as before
