@@ -330,6 +330,28 @@ def test_statement_rate_is_pgbenchs_statements(sweep: dict[str, Run]) -> None:
 
 
 @ON_15_AND_18
+def test_phase_table_names_postgresqls_own_counts(sweep: dict[str, Run]) -> None:
+    """report --by phase on a PostgreSQL recording: `rpq engine` is the server's blks_read per
+    SELECT (it was "-"), beside ours, and the legend names what each column counted here
+    (SELECTs from the wire, blks_read), not Com_select or Innodb_data_reads."""
+    for run in sweep.values():
+        s = _summary(run.rec)["select"]
+        t = run.truth["select"]
+        assert s["engine_reads_source"] == "pg_stat_database blks_read", s
+        assert s["qps_source"].startswith("SELECT statements the clients sent"), s
+        # the server's own count over the phase (its reading brackets the recorder's, a few of
+        # ioattr's catalog reads apart), per SELECT the clients sent
+        assert s["selects"] >= SELECTS, s
+        assert s["engine_reads_per_query"] == pytest.approx(t["blks_read"] / s["selects"], rel=0.02, abs=0.01), (s, t)
+        # and ours beside it: the same blocks, read by the backends as pread()s of 8 KiB pages
+        assert s["reads_per_query"] == pytest.approx(s["engine_reads_per_query"], rel=0.05, abs=0.02), s
+    flat = " ".join(ioattr("report", str(sweep["small"].rec), "--by", "phase", check=True).stdout.split())
+    assert "the engine's own reads (pg_stat_database blks_read)" in flat, flat
+    assert "counted by the wire reader" in flat and "Innodb_data_reads" not in flat, flat
+    assert "(Com_select less ioattr's own)" not in flat, flat
+
+
+@ON_15_AND_18
 def test_engine_counters_per_phase_against_the_server(sweep: dict[str, Run]) -> None:
     """pg_stat_statements' block counters, the checkpointer's (pg_stat_checkpointer on 17+) and
     pg_stat_io (16+) per phase, each against the server's read around the phase."""

@@ -143,12 +143,14 @@ class PhaseStats:
         cpu_user, cpu_sys = self.counter("proc:cpu:user"), self.counter("proc:cpu:sys")
         cpu = None if cpu_user is None else cpu_user + (cpu_sys or 0.0)
         cs = self.counter("proc:ctxt")
-        engine_reads = self.counter(*registry.storage_reads_keys())  # the engine's own count
+        reads_keys = [k for k in registry.storage_reads_keys() if k in self.counters]
+        engine_reads = self.counters[reads_keys[0]] if reads_keys else None  # the engine's own count
         out = {
             "phase": self.name,
             "seconds": round(self.seconds, 3),
             "open": self.open,
             "qps": None if q is None else round(q / self.seconds, 2),
+            "qps_source": units.selects_source(self.counters, self.statement_counts),
             "ips": None if i is None else round(i / self.seconds, 2),   # rows inserted per second
             "ips_source": storage.rows_inserted(self.counters, registry.rows_inserted_keys())[1],
             "insert_stmts_ps": None if stmts is None else round(stmts / self.seconds, 2),
@@ -166,6 +168,7 @@ class PhaseStats:
             "kb_written_per_op": _r(self.per(self.write_bytes / 1024, self.ops)),
             "reads_per_query": _r(self.per(self.reads, q)),
             "engine_reads_per_query": _r(self.per(engine_reads, q)),
+            "engine_reads_source": _counter_label(reads_keys[0]) if reads_keys else None,
             "kb_read_per_query": _r(self.per(self.read_bytes / 1024, q)),
             "writes_per_insert": _r(self.per(self.writes, i)),
             "kb_written_per_insert": _r(self.per(self.write_bytes / 1024, i)),
@@ -195,6 +198,13 @@ def bulk_line(bulk: dict[str, Any] | None) -> str | None:
     return (f"bulk: {bulk['rows']:,} rows ({bulk['rows_source']}){stmts}; {bulk['rows_per_s']:,.1f} rows/s, "
             f"{storage.fmt_sig(bulk['kb_written_per_row'])} KB written/row, "
             f"{storage.fmt_sig(bulk['writes_per_row'])} writes/row, {storage.fmt_sig(bulk['reads_per_row'])} reads/row")
+
+
+def _counter_label(key: str) -> str:
+    """A counter's "source:name" as a legend says it: a MySQL/MariaDB status variable by its
+    name (Innodb_data_reads), another source's with it (pg_stat_database blks_read)."""
+    source, _, name = key.partition(":")
+    return name if source == "status" else f"{source} {name}"
 
 
 def _r(v: float | None) -> float | None:

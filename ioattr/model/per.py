@@ -97,9 +97,26 @@ def transactions(counters: dict[str, float]) -> float | None:
     return sum(have) if have else None
 
 
-def legend(rates: list[tuple[str, str]], per: list[Unit]) -> str:
+def selects_source(counters: dict[str, float], statement_counts: dict[str, float] | None = None) -> str | None:
+    """What selects() counted for these counters, in a legend's words (None: nothing)."""
+    if SELECTS in counters:
+        return SELECTS_FROM_SERVER
+    if statement_counts:
+        return SELECTS_FROM_WIRE
+    return None
+
+
+#: selects()' two sources, as a legend names them
+SELECTS_FROM_SERVER = "Com_select less ioattr's own"
+SELECTS_FROM_WIRE = "SELECT statements the clients sent, counted by the wire reader (PostgreSQL has no Com_select)"
+
+
+def legend(rates: list[tuple[str, str]], per: list[Unit], selects_from: str | None = None) -> str:
     """One legend line: what each rate counts ((column header, RATES key) pairs), then what
-    each unit in `per` divides by."""
-    parts = [f"{header}: {RATES[key]}" for header, key in rates if key in RATES]
-    parts += [f"/{u.short}: {u.meaning}" for u in per]
+    each unit in `per` divides by. selects_from: where the SELECTs came from when not from
+    Com_select (selects_source), so a PostgreSQL table names its own count."""
+    def said(text: str) -> str:
+        return text.replace(SELECTS_FROM_SERVER, selects_from) if selects_from else text
+    parts = [f"{header}: {said(RATES[key])}" for header, key in rates if key in RATES]
+    parts += [f"/{u.short}: {said(u.meaning)}" for u in per]
     return "; ".join(parts)

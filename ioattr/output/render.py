@@ -89,11 +89,16 @@ def summary_legend(summary: list[dict]) -> str:
     """The per-phase table's legend: what each rate counts and what each "/x" divides by
     (ioattr/model/per.py), so no number there is read against the benchmark's own wrongly."""
     with_ops = any(r.get("ops") is not None for r in summary)
+    # each count named as the phases' rows say they were taken (an InnoDB and a PostgreSQL
+    # recording differ); phases that disagree are named one by one
+    selects = sorted({str(r["qps_source"]) for r in summary if r.get("qps_source")})
+    reads = sorted({str(r["engine_reads_source"]) for r in summary if r.get("engine_reads_source")})
     return ("legend: " + per.legend([("qps", "qps"), ("stmt/s", "statements_per_s")]
                                     + ([("ops/s", "ops_per_s")] if with_ops else []),
-                                    [per.SELECT] + ([per.OP] if with_ops else []))
-            + "; ips: rows inserted/s; /i: per row inserted; rpq engine: the engine's own reads "
-              "(Innodb_data_reads); rates are per second of the phase")
+                                    [per.SELECT] + ([per.OP] if with_ops else []),
+                                    selects_from=" or ".join(selects) or None)
+            + "; ips: rows inserted/s; /i: per row inserted; rpq engine: the engine's own reads ("
+            + (" or ".join(reads) or "none recorded") + "); rates are per second of the phase")
 
 
 def summary_tables(summary: list[dict] | None, width: int) -> list[Table]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ioattr.analysis.phase_stats import PhaseStats
 from ioattr.engines import registry
-from ioattr.model import storage
+from ioattr.model import per, storage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,3 +160,28 @@ def test_bulk_line_only_for_a_phase_that_loads() -> None:
     one_by_one = {"status:Questions": 3_000.0, "status:Com_insert": 1_000.0, "innodb_metrics:dml_inserts": 1_000.0}
     assert bulk(one_by_one) is not None                      # BEGIN; INSERT; COMMIT
     assert bulk({"innodb_metrics:dml_inserts": 10.0}) is not None  # statements unknown: as before
+
+
+def test_phase_legend_names_the_counts_each_engine_gave() -> None:
+    """The per-phase legend says where qps and `rpq engine` came from in this recording: a
+    PostgreSQL phase's SELECTs are the wire reader's and its engine reads blks_read, an InnoDB
+    phase's Com_select and Innodb_data_reads; an engine without its own count says so."""
+    from ioattr.output.render import summary_legend
+
+    pg = PhaseStats("select", 0.0, 10.0, {"pg_stat_database:blks_read": 1500.0})
+    pg.statement_counts = {"select": 2000.0}
+    s = pg.summary()
+    assert s["qps_source"] == per.SELECTS_FROM_WIRE and s["engine_reads_source"] == "pg_stat_database blks_read"
+    assert s["engine_reads_per_query"] == 0.75
+    text = summary_legend([s])
+    assert "qps: SELECTs per second (SELECT statements the clients sent, counted by the wire reader" in text, text
+    assert "/q: per query = per SELECT: SELECT statements the clients sent" in text, text
+    assert "rpq engine: the engine's own reads (pg_stat_database blks_read)" in text, text
+    assert "Innodb_data_reads" not in text and "(Com_select less" not in text, text
+
+    inno = PhaseStats("run", 0.0, 10.0, {"status:Com_select": 100.0, "status:Innodb_data_reads": 50.0}).summary()
+    text = summary_legend([inno])
+    assert "(Com_select less ioattr's own)" in text and "(Innodb_data_reads)" in text, text
+    assert "wire reader" not in text, text
+    bare = PhaseStats("run", 0.0, 10.0, {"status:Com_select": 100.0}).summary()
+    assert "rpq engine: the engine's own reads (none recorded)" in summary_legend([bare])

@@ -91,6 +91,8 @@ class PostgresAdapter(EngineAdapter):
     own_server: ClassVar[str | None] = server.PostgresServer.engine_name  # meta.json servers[].engine
     # pg_stat_database's tup_inserted summed over the cluster's databases (counters.TOTALS)
     rows_inserted: ClassVar[Sequence[str]] = ("pg_stat_database:tup_inserted",)
+    # blocks read into shared buffers, the cluster's sum: a page read each, as ours count pages
+    storage_reads: ClassVar[str | None] = "pg_stat_database:blks_read"
     findings: ClassVar[Sequence[Finding]] = pg_findings.FINDINGS
     next_steps: ClassVar[Mapping[str, tuple[str, str]]] = pg_findings.NEXT_STEPS
     advice_fields: ClassVar[Mapping[str, AdviceField]] = pg_findings.ADVICE_FIELDS
