@@ -56,7 +56,13 @@ STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions le
                                       "each prepared execution and each statement of a multi-statement packet "
                                       "count; sysbench's queries; PostgreSQL: Simple Query and Execute "
                                       "messages less ioattr's own)")
-SELECT = Unit("select", "q", "per query = per SELECT: Com_select less ioattr's own (prepared executions included)")
+#: selects()' sources, as a legend names them: one engine's recording names its own
+#: (legend(selects_from=)), several engines' side by side (compare) both
+SELECTS_FROM_SERVER = "Com_select less ioattr's own, prepared executions included"
+SELECTS_FROM_WIRE = "SELECT statements the clients sent, counted by the wire reader (PostgreSQL has no Com_select)"
+SELECTS_FROM_EITHER = ("Com_select less ioattr's own, prepared executions included; PostgreSQL: SELECT "
+                       "statements the clients sent, counted by the wire reader")
+SELECT = Unit("select", "q", f"per query = per SELECT: {SELECTS_FROM_EITHER}")
 TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback (PostgreSQL: xact_commit + "
                                           "xact_rollback less ioattr's own)")
 OP = Unit("op", "op", "the benchmark's own operations (record --ops-pattern, ioattr mark --ops)")
@@ -64,7 +70,7 @@ UNITS = (STATEMENT, SELECT, TRANSACTION, OP)
 
 #: the rates' legend: what "qps" and its neighbours count
 RATES = {
-    "qps": "SELECTs per second (Com_select less ioattr's own)",
+    "qps": f"SELECTs per second ({SELECTS_FROM_EITHER})",
     "statements_per_s": "statements per second (Questions less ioattr's own; what sysbench calls queries/s; "
                         "PostgreSQL: Simple Query and Execute messages less ioattr's own)",
     "tps": "transactions per second (Com_commit + Com_rollback; PostgreSQL: pg_stat_database xact_commit + "
@@ -106,17 +112,13 @@ def selects_source(counters: dict[str, float], statement_counts: dict[str, float
     return None
 
 
-#: selects()' two sources, as a legend names them
-SELECTS_FROM_SERVER = "Com_select less ioattr's own"
-SELECTS_FROM_WIRE = "SELECT statements the clients sent, counted by the wire reader (PostgreSQL has no Com_select)"
-
 
 def legend(rates: list[tuple[str, str]], per: list[Unit], selects_from: str | None = None) -> str:
     """One legend line: what each rate counts ((column header, RATES key) pairs), then what
     each unit in `per` divides by. selects_from: where the SELECTs came from when not from
     Com_select (selects_source), so a PostgreSQL table names its own count."""
     def said(text: str) -> str:
-        return text.replace(SELECTS_FROM_SERVER, selects_from) if selects_from else text
+        return text.replace(SELECTS_FROM_EITHER, selects_from) if selects_from else text
     parts = [f"{header}: {said(RATES[key])}" for header, key in rates if key in RATES]
     parts += [f"/{u.short}: {said(u.meaning)}" for u in per]
     return "; ".join(parts)

@@ -181,7 +181,8 @@ def test_phase_legend_names_the_counts_each_engine_gave() -> None:
 
     inno = PhaseStats("run", 0.0, 10.0, {"status:Com_select": 100.0, "status:Innodb_data_reads": 50.0}).summary()
     text = summary_legend([inno])
-    assert "(Com_select less ioattr's own)" in text and "(Innodb_data_reads)" in text, text
+    assert "(Com_select less ioattr's own, prepared executions included)" in text, text
+    assert "(Innodb_data_reads)" in text, text
     assert "wire reader" not in text, text
     bare = PhaseStats("run", 0.0, 10.0, {"status:Com_select": 100.0}).summary()
     assert "rpq engine: the engine's own reads (none recorded)" in summary_legend([bare])
