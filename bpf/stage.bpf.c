@@ -268,8 +268,8 @@ struct digest_ref {
  * match is under way: not whitespace or other controls, quotes, digits, '/', '-', '#' (which may
  * start a literal, a comment or change state), 'i' (starts "ioattr:phase="), 'l'/'L' (start
  * "local"), ';' (ends a statement of a multi-statement text), DEL; every byte >= 0x80. One bit
- * per byte value below 128. */
-#define PLAIN_LO 0xf4005f7200000000ULL /* 0x00-0x3f: ! $ % & ( ) * + , . : < = > ? */
+ * per byte value below 128. Not '$' either: it may start a PostgreSQL parameter. */
+#define PLAIN_LO 0xf4005f6200000000ULL /* 0x00-0x3f: ! % & ( ) * + , . : < = > ? */
 #define PLAIN_HI 0x7fffedffffffefffULL /* 0x40-0x7f: @ A-Z but L, [ \ ] ^ _ ` a-z but i l, { | } ~ */
 
 /* The fast path of digest_byte(): most bytes of a statement are letters and punctuation
@@ -411,6 +411,14 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 		return 0;
 	}
 	if (ch >= '0' && ch <= '9' && !ident_char(c->prev)) {
+		c->state = S_NUMBER;
+		mix(c, '?');
+		return 0;
+	}
+	/* a PostgreSQL parameter ($1, $2, ...) where no name goes on is a literal too: a statement
+	 * sent with its values (Simple Query) and with parameters (Parse, Bind) is one digest, as
+	 * MySQL's '?' markers already are */
+	if (ch == '$' && next >= '0' && next <= '9' && !ident_char(c->prev)) {
 		c->state = S_NUMBER;
 		mix(c, '?');
 		return 0;

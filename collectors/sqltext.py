@@ -11,7 +11,7 @@ import re
 _TOKEN = re.compile(
     r"""(?P<comment>/\*.*?\*/|--[^\n]*|\#[^\n]*)
       |(?P<string>'(?:[^'\\]|\\.|'')*'?|"(?:[^"\\]|\\.|"")*"?)
-      |(?P<number>(?<![\w$])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+))
+      |(?P<number>(?<![\w$])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|\$\d+))
       |(?P<space>\s+)
     """, re.X | re.S)
 
@@ -65,7 +65,8 @@ def _ident(ch: int) -> bool:
 
 
 def digest_text(text: str | bytes) -> bytes:
-    """The bytes the kernel hashes for a statement: literals (numbers, quoted strings) -> ?,
+    """The bytes the kernel hashes for a statement: literals (numbers, quoted strings,
+    PostgreSQL's $N parameters) -> ?,
     comments dropped, whitespace folded to one space (none leading or trailing), ASCII
     letters lowered, from the first DIGEST_MAX bytes."""
     raw = text.encode() if isinstance(text, str) else text
@@ -121,6 +122,11 @@ def digest_text(text: str | bytes) -> bytes:
             prev = 0x3F
             continue
         if 0x30 <= ch <= 0x39 and not _ident(prev):
+            state = _NUMBER
+            out.append(0x3F)
+            prev = 0x3F
+            continue
+        if ch == 0x24 and 0x30 <= nxt <= 0x39 and not _ident(prev):  # a PostgreSQL parameter: $1
             state = _NUMBER
             out.append(0x3F)
             prev = 0x3F

@@ -63,7 +63,8 @@ EXTRA = [
     "SELECT 3 /* unterminated? no */ + 4",
     "SELECT 99999999999999999999",
 ]
-STATEMENTS = [v["sql"] for v in VECTORS] + EXTRA
+# what MariaDB runs without an error (_run_unix stops at the first)
+STATEMENTS = [v["sql"] for v in VECTORS if not v.get("refused_by_mariadb")] + EXTRA
 
 
 @pytest.fixture(scope="module")
