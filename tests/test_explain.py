@@ -202,6 +202,33 @@ def test_noise_and_comparable_phases(server, tmp_path: Path) -> None:
     assert not any("engine counters" in n for n in res["notes"] + res["missing"]), res
 
 
+def test_unchanged_reads_say_what_changed(server, tmp_path: Path) -> None:
+    """A read-only phase against a read-write one whose data is cached: reads per query (the
+    default metric) do not change, and explain says what did: the writes per second, with the
+    metric to ask for them (not writes per insert: the read-only phase inserts nothing)."""
+    def setup(cur) -> None:
+        cur.execute("CREATE TABLE IF NOT EXISTS b.w (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB")
+
+    def ro(cur) -> None:
+        for i in range(400):
+            cur.execute("SELECT c FROM b.t WHERE id = %s", (1 + i % 20,))
+
+    def rw(cur) -> None:
+        for i in range(400):
+            cur.execute("SELECT c FROM b.t WHERE id = %s", (1 + i % 20,))
+            cur.execute("INSERT INTO b.w (v) VALUES (%s)", (i,))  # autocommit: a redo write each
+
+    rec = tmp_path / "rec"
+    _run_phases(server, rec, [("setup", setup), ("ro", ro), ("rw", rw)])
+    res = _explain(rec, "--baseline", "ro", "--target", "rw")
+    assert not res["significant"] and res["baseline"]["storage_ios"] < 100, res
+    said = res["changed_elsewhere"]
+    assert said and said.startswith("reads per query did not change, but storage writes per second"), res
+    assert "not --metric writes_per_insert: a side has no inserts" in said, said
+    text = ioattr("explain", str(rec), "--baseline", "ro", "--target", "rw", check=True).stdout
+    assert "reads per query did not change, but storage writes" in " ".join(text.split()), text
+
+
 def test_explain_bad_input(server, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     _run_phases(server, rec, [("a", lambda cur: cur.execute("SELECT COUNT(*) FROM b.t"))])

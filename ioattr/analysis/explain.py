@@ -271,6 +271,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
     counts = [em.SideCounts(s.phase, s.ops, s.stats.reads if m.op == "read" else s.stats.writes,
                             s.stats.seconds, _intervals(s.rec, s.phase, m)) for s in (base, targ)]
     noise = em.noise_reason(counts[0], counts[1], vb, vt, metric=name, per=m.per, per_second=unit == "second")
+    elsewhere = other_changes(base, targ, m) if noise is not None else None
     settings = {"baseline": server_settings(rec), "target": server_settings(other)}
     ev = Evidence(metric=m, base=base, target=targ, base_contrib=cb, target_contrib=ct, change=change,
                   gross=gross, settings_base=settings["baseline"], settings_target=settings["target"])
@@ -305,6 +306,7 @@ def explain(rec: Recording, *, baseline: str | None, target: str | None, against
         "direction": "decrease" if (gross or change) < 0 else ("increase" if (gross or change) > 0 else "none"),
         "significant": noise is None,
         "no_significant_change": noise,
+        "changed_elsewhere": elsewhere,
         "contributors": out_rows,
         "findings": findings,
         "settings": settings,
@@ -340,6 +342,51 @@ def read_intervals(rec: Recording, phase: str) -> tuple[tuple[float, float], ...
     """A phase's per-interval (engine reads, queries): what reads per query's noise model reads
     the phase's own variation from (for compare's changes between runs, the same as explain's)."""
     return _intervals(rec, phase, METRICS["reads_per_query"])
+
+
+#: what other_changes() looks at: (what, PhaseStats attribute, op, unit of the attribute)
+_OTHER_TERMS = (("storage reads", "reads", "read", "ops"), ("KB read", "read_bytes", "read", "bytes"),
+                ("storage writes", "writes", "write", "ops"), ("KB written", "write_bytes", "write", "bytes"))
+#: a rate that moved by this factor either way (and one side did at least em.MIN_IOS IOs) is said
+OTHER_CHANGE_FACTOR = 1.25
+
+
+def other_changes(base: Side, targ: Side, m: Metric) -> str | None:
+    """When the asked metric did not change, what did: the phases' storage reads, writes and
+    their KB per second, where one moved by OTHER_CHANGE_FACTOR, and the metric to ask for it.
+
+    Why: explain's default is reads per query, and a phase change that moved writes (a read-only
+    run against a read-write one, data that fits the cache) answered only "no significant
+    change" and a page of inconclusive findings, leaving the user to guess the metric."""
+    moved = []
+    for what, attr, op, measure in _OTHER_TERMS:
+        if op == m.op and measure == m.measure:
+            continue
+        b, t = float(getattr(base.stats, attr)), float(getattr(targ.stats, attr))
+        ios = (base.stats.reads, targ.stats.reads) if op == "read" else (base.stats.writes, targ.stats.writes)
+        if max(ios) < em.MIN_IOS:
+            continue
+        rb, rt = b / base.stats.seconds, t / targ.stats.seconds
+        if min(rb, rt) * OTHER_CHANGE_FACTOR <= max(rb, rt):
+            scale = 1024.0 if measure == "bytes" else 1.0
+            moved.append((op, measure, f"{what} per second {rb / scale:,.1f} -> {rt / scale:,.1f}"))
+    if not moved:
+        return None
+    tries = []
+    for op in dict.fromkeys(o for o, _, _ in moved):
+        measures = {ms for o, ms, _ in moved if o == op}
+        measure = "ops" if "ops" in measures else "bytes"
+        want = "query" if op == "read" else "insert"
+        cand = next(x for x in METRICS.values() if x.op == op and x.per == want and x.measure == measure)
+        if cand is m:
+            continue
+        if _ops(base.stats, cand) and _ops(targ.stats, cand):
+            tries.append(f"--metric {cand.name}")
+        else:
+            tries.append(f"not --metric {cand.name}: a side has no {em.plural(want)}; compare's per-transaction "
+                         "columns rate them")
+    return (f"{m.name.replace('_', ' ')} did not change, but " + "; ".join(s for _, _, s in moved)
+            + (" (" + "; ".join(tries) + ")" if tries else ""))
 
 
 def _ops_out(s: Side) -> float | None:

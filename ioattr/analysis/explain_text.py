@@ -151,6 +151,8 @@ def _lines(r: dict[str, Any]) -> list[str]:
     lines += _engine_lines(t)
     if r.get("no_significant_change"):
         lines.append(f"  {r['no_significant_change']}")
+        if r.get("changed_elsewhere"):
+            lines.append(f"  {r['changed_elsewhere']}")
     elif r.get("direction") == "decrease":
         lines.append("  a decrease: each finding tests the reverse of its mechanism (its numbers read "
                      "target -> baseline)")

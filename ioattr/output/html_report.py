@@ -554,6 +554,8 @@ def render_explanation(r: dict[str, Any]) -> str:
             for w in r.get("warnings") or []]
     if r.get("no_significant_change"):
         out.append(f'<p class="notrec" data-significant="false">{esc(r["no_significant_change"])}</p>')
+        if r.get("changed_elsewhere"):
+            out.append(f'<p class="notrec">{esc(r["changed_elsewhere"])}</p>')
     if isinstance(bv, (int, float)) and isinstance(tv, (int, float)):
         chart = BarChart("explain-metric", f"{r.get('metric')}: baseline and target",
                          f"{r.get('metric')} {r.get('unit')}: baseline {b.get('phase')} {fmt_num(bv, 4)}, "
