@@ -417,7 +417,7 @@ def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[s
     try:
         wait_until(lambda: done[0] >= 1 or errors, 60, "the first scan")
         base = ("top", "--pid", str(pg.pid), "--batch", "-n", "2", "--interval", "0.7", "--by", "file", "--rows", "4")
-        text = ioattr(*base, "--width", "160", timeout=60)
+        text = ioattr(*base[:-4], "--by", "file,index", "--rows", "4", "--width", "160", timeout=60)
         js = ioattr(*base, "--format", "json", timeout=60)
     finally:
         stop.set()
@@ -428,6 +428,8 @@ def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[s
               for block in text.stdout.split("\nFILE ")[1:]]
     assert len(tables) == 2 and all(rows and rows[0][0] == "postgres.public.pgbench_accounts" for rows in tables), \
         text.stdout
+    # the index view, whose pages are PostgreSQL's blocks here, says pages, not InnoDB's
+    assert "indexes  pages  sorted by PG/s" in text.stdout and "InnoDB" not in text.stdout, text.stdout
     node = pg.query("SELECT pg_relation_filepath('pgbench_accounts')")[0][0]
     # JSON: the same row, the path as its name and the relation beside it (a snapshot whose short
     # first interval drained no IO yet has no rows)

@@ -497,7 +497,7 @@ def test_batch_snapshots_show_the_busy_file_and_index(live_db) -> None:
         assert _number(rows[0][2]) > 0  # RPG/s
     assert re.search(r"statements \S+/s  SELECT \S+/s  reads/SELECT \d+\.\d\d", r.stdout), r.stdout
     assert "files  layer syscall  sorted by IO/s desc" in r.stdout
-    assert "indexes  InnoDB pages  sorted by PG/s desc" in r.stdout
+    assert "indexes  pages  sorted by PG/s desc" in r.stdout
     assert all(len(x) <= 120 for x in r.stdout.splitlines())
     assert_no_leftover_programs()
 
@@ -590,7 +590,7 @@ def test_interactive_in_tmux(live_db, tmux_top: Tmux) -> None:
 
         t.keys("i")
         lines = t.wait(lambda s: (_first_row(s, "INDEX") or [""])[0] == "live.hot.PRIMARY")
-        assert any(x.startswith("indexes  InnoDB pages  sorted by PG/s desc") for x in lines), lines
+        assert any(x.startswith("indexes  pages  sorted by PG/s desc") for x in lines), lines
         t.keys(">")
         t.wait(lambda s: any("sorted by RPG/s desc" in x for x in s))
         t.keys("r")

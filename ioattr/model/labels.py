@@ -64,7 +64,7 @@ DROP_WHAT = {
     "inflight_full": "in-flight table full: async IO not timed or not counted",
     "events_full": "event ring buffer full: open/statement/thread-name events lost",
     "tracked_full": "tracked_inodes full: writeback of some targets' files not counted at the block layer",
-    "pages_full": "page_stats full: InnoDB pages of new index/page-type keys not classified",
+    "pages_full": "page_stats full: pages of new index/page-type keys not classified",
     "pages_cut": "IO with more pages than one probe classifies: pages past the limit not classified",
     "prepared_lost": "prepared statements' executions whose statement id prep_stmts no longer held: "
                      "counted and their IO kept under [prepared statement, id not kept], not their text",

@@ -242,7 +242,7 @@ class RecordingView:
             ("phases", "Phases", self.phases),
             *self.extra,
             ("per-op", "Per-operation metrics per phase", self.per_op),
-            ("index-time", "InnoDB pages per index over time", self.index_time),
+            ("index-time", "Pages per index over time", self.index_time),
             ("bytes-time", "Read and write bytes over time by file class", self.bytes_time),
             ("latency", "IO latency over time", self.latency),
             ("top-indexes", "Top indexes", self.top_indexes),
@@ -436,7 +436,7 @@ class RecordingView:
                 continue
             out.append(f'<p class="subhead">Pages {verb} per second, by index</p>')
             out.append(self._stack_chart(
-                f"index-{op}", f"InnoDB pages {verb} per second by index over time", f"pages {verb} / s",
+                f"index-{op}", f"Pages {verb} per second by index over time", f"pages {verb} / s",
                 names, rates, totals, fmt_num,
                 f"Stacked: the {len([n for n in names if n != OTHER])} indexes with the most pages {verb}"
                 f"{f' (the rest folded into {OTHER!r})' if OTHER in names else ''}; "
@@ -496,7 +496,7 @@ class RecordingView:
         return table(["index", "level", "op", "pages", "IO ops", "bytes"], rows,
                      numeric=[False, False, False, True, True, True],
                      wrap=(0,),
-                     caption="InnoDB pages read and written, by index and B-tree level (whole recording)")
+                     caption="Pages read and written (InnoDB pages, PostgreSQL blocks, MyRocks SST blocks), by index and B-tree level (whole recording)")
 
     def top_files(self) -> str:
         if not self.has_io:

@@ -96,7 +96,7 @@ QUERY_NUMERIC = (
     Column("rpe", "R/EXEC", 6, kind="ratio", help="reads per execution"),
 ) + tuple(c for c in IO_NUMERIC if c.key not in ("wmb",))
 PAGE_NUMERIC = (
-    Column("pgs", "PG/s", 6, help="InnoDB pages read + written per second"),
+    Column("pgs", "PG/s", 6, help="pages read + written per second (InnoDB pages, PostgreSQL blocks, MyRocks SST blocks)"),
     Column("rpg", "RPG/s", 6, help="pages read per second"),
     Column("wpg", "WPG/s", 6, help="pages written per second"),
     *_megabytes("of pages "),
@@ -267,7 +267,7 @@ class Snapshot:
         """The server's rates and the IO per query, if known, in ioattr/model/per.py's terms (the
         ones report, compare and explain use): qps counts SELECTs, statements_ps every statement
         (Questions: sysbench's queries/s), and "per query" is per SELECT -- storage reads
-        (ioattr/model/storage.py), InnoDB pages read and the engine's own cache misses."""
+        (ioattr/model/storage.py), the engine's pages read and the engine's own cache misses."""
         d = self.status_delta
         if not d or "questions" not in d:
             return None

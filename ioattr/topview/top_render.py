@@ -29,7 +29,7 @@ VIEW_OF_KEY = {"f": ("files",), "i": ("indexes",), "t": ("threads", "roles"), "s
 # the `?` screen: every key, as top(1) users expect them
 HELP_KEYS = (
     ("f", "files view"),
-    ("i", "indexes view (InnoDB pages)"),
+    ("i", "indexes view (the engines' pages: InnoDB pages, PostgreSQL blocks, MyRocks SST blocks)"),
     ("t", "threads view; again: roles"),
     ("s", "queries view (statements)"),
     ("d", "devices view"),
@@ -187,7 +187,7 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
 
 def title_line(vs: ViewState, nrows: int, shown: int) -> str:
     v = vs.view
-    layer = f"layer {vs.layer}" if v.table == "io" else "InnoDB pages"
+    layer = f"layer {vs.layer}" if v.table == "io" else "pages"
     order = "asc" if vs.reverse != (not vs.sort.numeric or vs.sort.key == NAME) else "desc"
     more = f" (top {shown} of {nrows})" if shown < nrows else f" ({nrows} rows)"
     return f"{v.name}  {layer}  sorted by {vs.sort.header} {order}{more}"
