@@ -433,7 +433,13 @@ def test_tops_files_view_names_relations(cluster: PrivatePostgres, sweep: dict[s
     node = pg.query("SELECT pg_relation_filepath('pgbench_accounts')")[0][0]
     # JSON: the same row, the path as its name and the relation beside it (a snapshot whose short
     # first interval drained no IO yet has no rows)
-    tops = [snap["views"]["files"][0] for snap in map(json.loads, js.stdout.splitlines()) if snap["views"]["files"]]
+    snaps = [json.loads(line) for line in js.stdout.splitlines()]
+    tops = [snap["views"]["files"][0] for snap in snaps if snap["views"]["files"]]
+    # the server line's rates: no Questions on PostgreSQL, so the statements the wire reader
+    # counted, said as such (the scans' statement was prepared by psycopg before top attached:
+    # counted as executions, not known to be SELECTs)
+    rates = [s["per_query"] for s in snaps if s["per_query"]]
+    assert rates and all(r["from_wire"] for r in rates) and any(r["statements_ps"] > 0 for r in rates), snaps
     assert tops, js.stdout
     for top in tops:
         assert top["relation"] == "postgres.public.pgbench_accounts" and top["name"].endswith("/" + node), top

@@ -27,6 +27,7 @@ from ioattr.collectors.file_classes import FILE_CLASSES, LSM_LEVELS, ONE_INDEX_P
 from ioattr.model.hist import BOUNDS
 from ioattr.model.labels import file_label, relation_label
 from ioattr.model.storage import STORAGE_FILE_CLASSES
+from ioattr.collectors.abi import DIGEST_INTERNAL
 
 # short forms of file_class for an 80-column screen
 CLASS_ABBREV = {c.name: c.short for c in FILE_CLASSES}
@@ -268,11 +269,19 @@ class Snapshot:
         ones report, compare and explain use): qps counts SELECTs, statements_ps every statement
         (Questions: sysbench's queries/s), and "per query" is per SELECT -- storage reads
         (ioattr/model/storage.py), the engine's pages read and the engine's own cache misses."""
-        d = self.status_delta
-        if not d or "questions" not in d:
-            return None
-        q = d.get("selects", 0)
-        out = {"qps": q / self.seconds, "statements_ps": d["questions"] / self.seconds}
+        d = self.status_delta or {}
+        if "questions" in d:
+            statements, q = float(d["questions"]), float(d.get("selects", 0))
+        else:
+            # a server with no statement counter (PostgreSQL): the statements the wire reader
+            # counted, as report's stmt/s and qps count them there
+            wire = self._wire_statements()
+            if wire is None:
+                return None
+            statements, q = wire
+        out = {"qps": q / self.seconds, "statements_ps": statements / self.seconds}
+        if "questions" not in d:
+            out["from_wire"] = True
         if q > 0:
             out["reads_per_query"] = self.totals("syscall", STORAGE_FILE_CLASSES).reads * self.seconds / q
             out["page_reads_per_query"] = self.page_reads() / q
@@ -399,6 +408,21 @@ class Snapshot:
                                                  "w": 0.0, "rmb": 0.0, "wmb": 0.0, "p50": None,
                                                  "p99": None, "executions": ex}, full))
         return rows
+
+    def _wire_statements(self) -> tuple[float, float] | None:
+        """(statements, SELECTs) the statement probes counted in this interval, ioattr's own left
+        out; None when no statement was counted (no probes, or nothing ran)."""
+        st = self.statements
+        if not st or not len(st.get("count", ())) or "kind" not in st:
+            return None
+        total = selects = 0.0
+        for dg, kind, c in zip(st["digest"], st["kind"], st["count"]):
+            if dg is not None and int(dg) == DIGEST_INTERNAL:
+                continue
+            total += int(c)
+            if kind == "select":
+                selects += int(c)
+        return total, selects
 
     def _executions(self) -> dict[int, int]:
         """Executions started per digest in this interval (empty without the stage probes)."""

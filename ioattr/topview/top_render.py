@@ -176,11 +176,16 @@ def header_lines(snap: Snapshot | None, hdr: Header, layer: str) -> list[str]:
     elif pq is None:
         lines.append("queries: no server counters (no server connection)")
     else:
-        # ioattr/model/per.py: statements are Questions, a query is a SELECT (as report's r/q)
+        # ioattr/model/per.py: statements are Questions (PostgreSQL: the wire reader's Simple Query
+        # and Execute messages), a query is a SELECT (as report's r/q)
         line = f"statements {fmt_rate(pq['statements_ps'])}/s  SELECT {fmt_rate(pq['qps'])}/s"
+        if pq.get("from_wire"):
+            line += " (from the wire)"
         if "reads_per_query" in pq:
             line += (f"  reads/SELECT {pq['reads_per_query']:.2f}"
                      f"  pages/SELECT {pq['page_reads_per_query']:.2f}")
+        if pq.get("from_wire") and "cache_misses" in d and snap.seconds:
+            line += f"  cache misses {fmt_rate(d['cache_misses'] / snap.seconds)}/s"
         lines.append(line)
     return lines
 
