@@ -432,7 +432,7 @@ class RecordingView:
             names, rates, totals = pages_over_time(self.rec, self.ax, op)
             if not names:
                 if op == "read":
-                    out.append(_not_recorded("Page reads", "no InnoDB page was read from storage in this recording."))
+                    out.append(_not_recorded("Page reads", "no page of an engine's files was read from storage in this recording."))
                 continue
             out.append(f'<p class="subhead">Pages {verb} per second, by index</p>')
             out.append(self._stack_chart(
