@@ -5,20 +5,13 @@ a symbol put in the wrong group, or a group counted twice, would move CPU betwee
 "our code" and "the rest" without anyone seeing it."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sysbench_qps.py"
+from tests.unit.bench_scripts import load
 
 
-def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_sysbench_qps_under_test", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def _bench() -> ModuleType:
+    return load("bench_sysbench_qps")
 
 
 def test_symbols_fall_in_their_groups() -> None:

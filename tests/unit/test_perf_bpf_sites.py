@@ -5,11 +5,9 @@ a sample charged to the wrong program, or a map lookup counted as the program's 
 send the next lever after the wrong cache miss."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "perf_bpf_sites.py"
+from tests.unit.bench_scripts import load
 
 PERF_SCRIPT = """\
 mariadbd    200040 
@@ -39,13 +37,8 @@ mariadbd    200040
 """
 
 
-def _mod():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("perf_bpf_sites_under_test", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def _mod() -> ModuleType:
+    return load("perf_bpf_sites")
 
 
 def test_samples_are_charged_to_program_callee_and_site() -> None:
