@@ -353,7 +353,8 @@ OTHER_CHANGE_FACTOR = 1.25
 
 def other_changes(base: Side, targ: Side, m: Metric) -> str | None:
     """When the asked metric did not change, what did: the phases' storage reads, writes and
-    their KB per second, where one moved by OTHER_CHANGE_FACTOR, and the metric to ask for it.
+    their KB, per query (reads) or per row inserted (writes) where both phases have them, else
+    per second, where one moved by OTHER_CHANGE_FACTOR, and the metric to ask for it.
 
     Why: explain's default is reads per query, and a phase change that moved writes (a read-only
     run against a read-write one, data that fits the cache) answered only "no significant
@@ -366,10 +367,17 @@ def other_changes(base: Side, targ: Side, m: Metric) -> str | None:
         ios = (base.stats.reads, targ.stats.reads) if op == "read" else (base.stats.writes, targ.stats.writes)
         if max(ios) < em.MIN_IOS:
             continue
-        rb, rt = b / base.stats.seconds, t / targ.stats.seconds
+        # per query (reads) or per row inserted (writes) where both sides have them, so a change
+        # of throughput alone is not said; per second where a side has none
+        per = "query" if op == "read" else "insert"
+        db, dt = (base.stats.queries, targ.stats.queries) if op == "read" else (base.stats.inserts, targ.stats.inserts)
+        if not (db and dt):
+            per, db, dt = "second", base.stats.seconds, targ.stats.seconds
+        rb, rt = b / db, t / dt
         if min(rb, rt) * OTHER_CHANGE_FACTOR <= max(rb, rt):
             scale = 1024.0 if measure == "bytes" else 1.0
-            moved.append((op, measure, f"{what} per second {rb / scale:,.1f} -> {rt / scale:,.1f}"))
+            moved.append((op, measure, f"{what} per {per} {storage.fmt_sig(rb / scale)} -> "
+                                       f"{storage.fmt_sig(rt / scale)}"))
     if not moved:
         return None
     tries = []

@@ -22,10 +22,10 @@ def test_writes_that_moved_are_said_with_the_metric_to_ask() -> None:
     targ = _side("rw", 10.0, {"status:Com_select": 1000.0, "innodb_metrics:dml_inserts": 400.0},
                  writes=5000.0, write_bytes=5000 * 16384.0)
     said = other_changes(base, targ, m)
-    assert said == ("reads per query did not change, but storage writes per second 50.0 -> 500.0; "
-                    "KB written per second 800.0 -> 8,000.0 (not --metric writes_per_insert: a side has "
+    assert said == ("reads per query did not change, but storage writes per second 50.0 -> 500; "
+                    "KB written per second 800 -> 8,000 (not --metric writes_per_insert: a side has "
                     "no inserts; compare's per-transaction columns rate them)")
-    base.stats.counters["innodb_metrics:dml_inserts"] = 40.0   # both insert: the metric is defined
+    base.stats.counters["innodb_metrics:dml_inserts"] = 400.0  # both insert: per row, and the metric is defined
     assert other_changes(base, targ, m).endswith("(--metric writes_per_insert)")
 
 
@@ -40,5 +40,8 @@ def test_nothing_said_under_the_floor_or_within_the_factor() -> None:
     # the metric's own term is never repeated: a read metric's bytes are, its ops are not
     r1 = _side("a", 10.0, {"status:Com_select": 100.0}, reads=1000.0, read_bytes=1000 * 16384.0)
     r2 = _side("b", 10.0, {"status:Com_select": 100.0}, reads=1000.0, read_bytes=1000 * 65536.0)
-    assert other_changes(r1, r2, m) == ("reads per query did not change, but KB read per second "
-                                        "1,600.0 -> 6,400.0 (--metric read_bytes_per_query)")
+    assert other_changes(r1, r2, m) == ("reads per query did not change, but KB read per query "
+                                        "160 -> 640 (--metric read_bytes_per_query)")
+    # twice the queries in the same time, the same bytes per query: throughput, not said
+    r3 = _side("b", 10.0, {"status:Com_select": 200.0}, reads=2000.0, read_bytes=2000 * 16384.0)
+    assert other_changes(r1, r3, m) is None
