@@ -59,9 +59,9 @@ STATEMENT = Unit("statement", "stmt", "statements the clients sent: Questions le
 #: selects()' sources, as a legend names them: one engine's recording names its own
 #: (legend(selects_from=)), several engines' side by side (compare) both
 SELECTS_FROM_SERVER = "Com_select less ioattr's own, prepared executions included"
-SELECTS_FROM_WIRE = "SELECT statements the clients sent, counted by the wire reader (PostgreSQL has no Com_select)"
-SELECTS_FROM_EITHER = ("Com_select less ioattr's own, prepared executions included; PostgreSQL: SELECT "
-                       "statements the clients sent, counted by the wire reader")
+_WIRE_SELECTS = "SELECT statements the clients sent, counted by the wire reader"
+SELECTS_FROM_WIRE = f"{_WIRE_SELECTS} (PostgreSQL has no Com_select)"
+SELECTS_FROM_EITHER = f"{SELECTS_FROM_SERVER}; PostgreSQL: {_WIRE_SELECTS}"
 SELECT = Unit("select", "q", f"per query = per SELECT: {SELECTS_FROM_EITHER}")
 TRANSACTION = Unit("transaction", "txn", "transactions: Com_commit + Com_rollback (PostgreSQL: xact_commit + "
                                           "xact_rollback less ioattr's own)")
@@ -110,7 +110,6 @@ def selects_source(counters: dict[str, float], statement_counts: dict[str, float
     if statement_counts:
         return SELECTS_FROM_WIRE
     return None
-
 
 
 def legend(rates: list[tuple[str, str]], per: list[Unit], selects_from: str | None = None) -> str:
