@@ -20,7 +20,8 @@ from typing import Iterator
 import pytest
 
 from tests.conftest import need, need_root, need_tool
-from tests.helpers import IOGEN, assert_no_ioattr_programs, ioattr, proc_read_bytes, recording, report_json
+from tests.helpers import (IOGEN, assert_no_ioattr_programs, assert_ps_lower_bound, ioattr, proc_read_bytes, recording,
+                           report_json)
 
 MiB = 1024 * 1024
 SIZE = 2 * MiB
@@ -184,7 +185,8 @@ def _ps_reads(db) -> dict[str, int]:
 
 def test_mariadb_on_btrfs_reads_per_tablespace_match_performance_schema(tmp_path: Path) -> None:
     """sysbench oltp_read_only on a cold 8 MB buffer pool: every tablespace's reads at the
-    syscall layer are what the server's performance_schema counted, and the block layer has
+    syscall layer are what the server's performance_schema counted (or a read or two more: it
+    can lose an increment, helpers.assert_ps_lower_bound), and the block layer has
     every byte the server had read from storage (the kernel's /proc/PID/io read_bytes), on the
     tablespaces, none unnamed, and no more than the loop device read. (On btrfs a tablespace's
     block reads need not equal the server's: btrfs serves some O_DIRECT reads through the page
@@ -218,7 +220,8 @@ def test_mariadb_on_btrfs_reads_per_tablespace_match_performance_schema(tmp_path
     assert busy, ps
     syscall = _by_file(tmp_path / "rec", "syscall")
     for path, want in busy.items():
-        assert syscall.get((path, "read"), 0) == want, (path, syscall.get((path, "read")), want)
+        # two sysbench threads read one file: performance_schema may have lost an increment
+        assert_ps_lower_bound(syscall.get((path, "read"), 0), want, 16384, path)
     # the tablespaces are InnoDB's page files on btrfs too (registered by stat()'s device): their
     # pages are classified by index
     by_index = {r["index"]: r["bytes"] for r in report_json(tmp_path / "rec", "--by", "index,op", "--layer",
