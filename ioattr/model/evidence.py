@@ -60,6 +60,16 @@ class Evidence:
             return None
         return em.share(self.per_op("target", pred) - self.per_op("base", pred), gross)
 
+    def by_object(self, pred: Callable[[tuple], bool]) -> list[tuple[str, float]]:
+        """The matching contributors of the target per op, summed by what they read or wrote
+        (the index or relation, else "[file class]"), largest first."""
+        out: dict[str, float] = {}
+        for k, v in self.target_contrib.items():
+            if pred(k) and v:
+                name = k[I_INDEX] or f"[{k[I_CLASS]}]"
+                out[name] = out.get(name, 0.0) + v / self.target.denominator
+        return sorted(out.items(), key=lambda kv: -kv[1])
+
     def setting(self, name: str, side: str = "target") -> Any:
         """A server setting as recorded (None when not recorded)."""
         return (self.settings_target if side == "target" else self.settings_base).get(name)

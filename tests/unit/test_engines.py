@@ -197,8 +197,8 @@ def test_findings_are_the_engines_then_the_servers() -> None:
     names = [f.__name__ for f in FINDINGS]
     assert names[:len(innodb_findings.FINDINGS)] == [f.__name__ for f in innodb_findings.FINDINGS]
     assert names == ["clustered_lookups", "change_buffer_merges", "change_buffer_memory", "working_set",
-                     "log_rereads", "readahead_waste", "purge_reads", "write_amplification", "flush_storms",
-                     "random_access", "write_statement_reads",
+                     "log_rereads", "readahead_waste", "purge_reads", "background_tasks", "write_amplification",
+                     "flush_storms", "random_access", "write_statement_reads",
                      "index_filter_misses", "compaction_debt", "block_cache",  # MyRocks'
                      "working_set", "checkpoint_writes", "full_page_writes", "heap_fetches",  # PostgreSQL's
                      "autovacuum", "planning_reads",

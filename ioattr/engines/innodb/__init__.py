@@ -105,7 +105,9 @@ class InnodbAdapter(EngineAdapter):
         "innodb_old_blocks_pct", "innodb_old_blocks_time",
         # what explain's findings bound index dives and redo capacity by
         "innodb_stats_persistent", "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
-        "innodb_log_files_in_group")
+        "innodb_log_files_in_group",
+        # whether InnoDB recalculates statistics in the background (explain's background_tasks)
+        "innodb_stats_auto_recalc")
 
     run_settings: ClassVar[Mapping[str, str]] = {
         "cache": "innodb_buffer_pool_size", "io": "innodb_flush_method", "page": "innodb_page_size"}

@@ -1,6 +1,6 @@
 """The explain findings only InnoDB can test (the InnoDB adapter's "findings"): clustered-index
 lookups and MVCC, the change buffer, the buffer pool's working set, redo/binlog re-reads,
-read-ahead, purge, doublewrite, checkpoints. Each reads InnoDB's counters and settings as the
+read-ahead, purge, InnoDB's background tasks, doublewrite, checkpoints. Each reads InnoDB's counters and settings as the
 recorder kept them (innodb_status, innodb_metrics, Innodb_* status, innodb_* settings).
 """
 from __future__ import annotations
@@ -377,6 +377,53 @@ def purge_reads(e: Evidence) -> dict[str, Any]:
               share_of_change=share, history_list_length_baseline=hll_b, history_list_length_target=hll_t)
 
 
+#: the tables InnoDB's persistent statistics are kept in: a recalculation writes its results there
+STATS_TABLES = ("mysql.innodb_table_stats", "mysql.innodb_index_stats")
+
+
+def _background_task(k: tuple) -> bool:
+    """IO by InnoDB's own thread pool (role innodb_worker): statistics recalculation, buffer
+    pool load, and InnoDB's other tasks; purge and the page cleaner have roles of their own."""
+    return k[I_ROLE] == "innodb_worker"
+
+
+def background_tasks(e: Evidence) -> dict[str, Any]:
+    """IO of InnoDB's thread-pool tasks, the background statistics recalculation first among
+    them: once a tenth of a table's rows changed since its last one (innodb_stats_auto_recalc,
+    at most every 10 s), a worker samples each of its indexes (innodb_stats_persistent_sample_
+    pages leaves) and writes the results to mysql.innodb_*_stats. The same workload run twice
+    differs by it when it lands in one phase only; in a small buffer pool its reads also evict
+    pages the statements then read again (those misses are the statements', not counted here).
+    Which indexes the tasks touched say which tables, and a stats table among them says a
+    recalculation ran."""
+    title = "InnoDB background tasks did the IO (statistics recalculation, ...)"
+    fid = "background_tasks"
+    share = e.share(_background_task)
+    base_po, target_po = e.per_op("base", _background_task), e.per_op("target", _background_task)
+    top = e.by_object(_background_task)
+    recalc = any(k[I_INDEX] and k[I_INDEX].startswith(STATS_TABLES) and (k[I_ROLE] == "innodb_worker" or
+                                                                         k[I_ROLE] == "purge")
+                 for k, v in e.target_contrib.items() if v)
+    what = "reads" if e.metric.op == "read" else "writes"
+    unit = e.target.unit
+    parts = [f"InnoDB's thread-pool tasks' {what}: {base_po:.4g} -> {target_po:.4g} per {unit}, "
+             f"{pct(share)} of the gross change"]
+    user = [(n, v) for n, v in top if not n.startswith(STATS_TABLES)]
+    if user:
+        parts.append("of " + ", ".join(f"{n} ({v:.3g}/{unit})" for n, v in user[:4]))
+    if recalc:
+        parts.append("InnoDB's statistics tables were touched in the target phase: a statistics "
+                     "recalculation ran there")
+    auto = e.setting("innodb_stats_auto_recalc")
+    if auto is not None:
+        parts.append(f"innodb_stats_auto_recalc={auto}")
+    return finding(fid, title, by_share(share, evidence_present=e.has_roles), "; ".join(parts),
+                   mirror="Less IO by InnoDB background tasks (statistics recalculation, ...)",
+                   share_of_change=share, baseline_per_op=base_po, target_per_op=target_po,
+                   indexes=", ".join(n for n, _ in top) or None, statistics_recalculated=recalc,
+                   innodb_stats_auto_recalc=auto)
+
+
 def write_amplification(e: Evidence) -> dict[str, Any]:
     title = "Doublewrite and binlog write amplification"
     if e.reads:
@@ -549,7 +596,8 @@ def _of_innodb(f: Callable[[Evidence], dict[str, Any]]) -> Callable[[Evidence], 
 
 FINDINGS: tuple[Callable[[Evidence], dict[str, Any]], ...] = tuple(_of_innodb(f) for f in (
     clustered_lookups, change_buffer_merges, change_buffer_memory, working_set, log_rereads,
-    readahead_waste, purge_reads, write_amplification, flush_storms, random_access, write_statement_reads,
+    readahead_waste, purge_reads, background_tasks, write_amplification, flush_storms, random_access,
+    write_statement_reads,
 ))
 
 #: what each finding means in a benchmarker's terms and the one thing to try next (the adapter's
@@ -597,6 +645,14 @@ NEXT_STEPS: dict[str, tuple[str, str]] = {
         "history list, the more it has to read back",
         "keep transactions short so the history list stays small, and give purge more threads "
         "(innodb_purge_threads) if it lags behind"),
+    "background_tasks": (
+        "InnoDB's own thread pool did the IO; chiefly the background statistics recalculation, "
+        "which samples every index of a table once a tenth of its rows changed and writes "
+        "mysql.innodb_table_stats and innodb_index_stats, so a phase it lands in reads more "
+        "(and, in a small buffer pool, evicts pages the statements then read again)",
+        "let the recalculation finish before the measured phases (it runs up to 10 s after the load; "
+        "mysql.innodb_table_stats.last_update says when), or run with innodb_stats_auto_recalc=OFF"
+        "{auto_recalc} and ANALYZE TABLE after loading"),
     "write_amplification": (
         "each page write is written twice (doublewrite buffer) and every commit writes the binlog",
         "measure with innodb_doublewrite=OFF on a test run (only where the storage has atomic page "
@@ -618,4 +674,5 @@ ADVICE_FIELDS: dict[str, AdviceField] = {
                             " (now ", "%)"),
     "threshold": AdviceField(("innodb_read_ahead_threshold",), ("innodb_read_ahead_threshold",)),
     "log_size": AdviceField((), ("innodb_redo_log_capacity", "innodb_log_file_size"), mib=True),
+    "auto_recalc": AdviceField(("innodb_stats_auto_recalc",), ("innodb_stats_auto_recalc",), " (it is ", ")"),
 }

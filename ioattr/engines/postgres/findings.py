@@ -380,12 +380,7 @@ def autovacuum(e: Evidence) -> dict[str, Any]:
     worker = is_vacuum
 
     share = e.share(worker)
-    rels: dict[str, float] = {}
-    for k, v in e.target_contrib.items():
-        if worker(k) and v:
-            name = k[I_INDEX] or f"[{k[I_CLASS]}]"
-            rels[name] = rels.get(name, 0.0) + v / e.target.denominator
-    top = sorted(rels.items(), key=lambda kv: -kv[1])
+    top = e.by_object(worker)
     unit = e.target.unit
     base_po, target_po = e.per_op("base", worker), e.per_op("target", worker)
     verdict = by_share(share, evidence_present=e.has_roles)
