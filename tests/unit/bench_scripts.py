@@ -14,7 +14,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def load(script: str) -> ModuleType:
-    """benchmarks/<script>.py as a fresh module."""
+    """benchmarks/<script>.py as a fresh module, with benchmarks/ on the path as when the script
+    runs as a file (its `from verdict import ...`)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(f"{script}_under_test", BENCHMARKS / f"{script}.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
