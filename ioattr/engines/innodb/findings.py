@@ -1,7 +1,7 @@
 """The explain findings only InnoDB can test (the InnoDB adapter's "findings"): clustered-index
 lookups and MVCC, the change buffer, the buffer pool's working set, redo/binlog re-reads,
-read-ahead, purge, InnoDB's background tasks, doublewrite, checkpoints. Each reads InnoDB's counters and settings as the
-recorder kept them (innodb_status, innodb_metrics, Innodb_* status, innodb_* settings).
+read-ahead, purge, InnoDB's background tasks, doublewrite, checkpoints. Each reads InnoDB's
+counters and settings as the recorder kept them (innodb_status, innodb_metrics, Innodb_* status, innodb_* settings).
 """
 from __future__ import annotations
 
@@ -401,9 +401,8 @@ def background_tasks(e: Evidence) -> dict[str, Any]:
     share = e.share(_background_task)
     base_po, target_po = e.per_op("base", _background_task), e.per_op("target", _background_task)
     top = e.by_object(_background_task)
-    recalc = any(k[I_INDEX] and k[I_INDEX].startswith(STATS_TABLES) and (k[I_ROLE] == "innodb_worker" or
-                                                                         k[I_ROLE] == "purge")
-                 for k, v in e.target_contrib.items() if v)
+    recalc = any(v and k[I_INDEX] and k[I_INDEX].startswith(STATS_TABLES) and k[I_ROLE] in ("innodb_worker", "purge")
+                 for k, v in e.target_contrib.items())
     what = "reads" if e.metric.op == "read" else "writes"
     unit = e.target.unit
     parts = [f"InnoDB's thread-pool tasks' {what}: {base_po:.4g} -> {target_po:.4g} per {unit}, "
