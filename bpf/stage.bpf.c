@@ -264,7 +264,7 @@ struct digest_ref {
 	struct digest_ctx *c;
 };
 
-/* Bytes the slow path below only lowers and hashes when the state is S_CODE or S_SPACE and no
+/* Bytes digest_slow_byte only lowers and hashes when the state is S_CODE or S_SPACE and no
  * match is under way: not whitespace or other controls, quotes, digits, '/', '-', '#' (which may
  * start a literal, a comment or change state), 'i' (starts "ioattr:phase="), 'l'/'L' (start
  * "local"), ';' (ends a statement of a multi-statement text), DEL; every byte >= 0x80. One bit
@@ -273,13 +273,24 @@ struct digest_ref {
 #define PLAIN_HI 0x7fffedffffffefffULL /* 0x40-0x7f: @ A-Z but L, [ \ ] ^ _ ` a-z but i l, { | } ~ */
 
 /* The fast path of digest_byte(): most bytes of a statement are letters and punctuation
- * outside literals and comments, which the state machine below would only lower and hash
- * after a dozen loads and compares. Returns 1 when it dealt with byte `ch` (exactly as
- * the slow path would have: same hash, same state), 0 to leave it to the slow path. */
+ * outside literals and comments, which the state machine would only lower and hash after a
+ * dozen loads and compares, and digits inside a name or a number. Returns 1 when it dealt
+ * with byte `ch` (exactly as digest_slow_byte would have: same hash, same state), 0 to leave
+ * it to digest_slow_byte. */
 static __always_inline int digest_plain_byte(struct digest_ctx *c, __u8 ch)
 {
 	__u64 mode = c->mode;
 
+	if (ch >= '0' && ch <= '9') {
+		/* the rest of a number literal (already a '?' in the hash) */
+		if (mode == S_NUMBER)
+			return 1;
+		/* part of a name ("sbtest1"); a digit after anything else starts a literal */
+		if (mode != S_CODE || !ident_char(c->prev))
+			return 0;
+		mix(c, ch);
+		return 1;
+	}
 	if (mode > S_SPACE) /* another state, an escape to skip, or a match under way */
 		return 0;
 	if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
@@ -312,16 +323,18 @@ static __always_inline void quote_byte(struct digest_ctx *c, __u8 ch)
 		c->state = S_CODE;
 }
 
-/* One byte of the digest; returns 1 at the end of the text. */
-static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
+/* Byte i of the digest, ch, when the fast path left it: quotes, comments, numbers, the phase
+ * marker, LOCAL, ';'. A global function (verified once, on its own, whatever calls it) and
+ * not inlined: inlined, the verifier walked this state machine once per byte of every
+ * DIGEST_CHUNK-byte step, 2.2 s of CPU at every attach and past the kernel's limit for the
+ * syscall-hook variant of the wire reader. The cost is a BPF-to-BPF call per slow byte,
+ * a few ns; plain bytes never get here. Returns 1 at the end of the text. */
+__noinline long digest_slow_byte(struct digest_ctx *c, __u32 i, __u8 ch)
 {
-	__u8 ch, next;
+	__u8 next;
 
-	if (i >= c->len || i >= IOATTR_QUERY_MAX)
+	if (!c) /* a global function's pointer argument may be NULL to the verifier */
 		return 1;
-	ch = text_at(c->t, i);
-	if (digest_plain_byte(c, ch))
-		return 0;
 	next = (i + 1 < c->len) ? text_at(c->t, i + 1) : 0;
 	/* look for the phase marker anywhere, comments included (most bytes are
 	 * not an 'i' with no match under way: one compare, not marker_char's switch) */
@@ -427,6 +440,19 @@ static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
 		ch += 'a' - 'A';
 	mix(c, ch);
 	return 0;
+}
+
+/* One byte of the digest; returns 1 at the end of the text. */
+static __always_inline long digest_byte(struct digest_ctx *c, __u32 i)
+{
+	__u8 ch;
+
+	if (i >= c->len || i >= IOATTR_QUERY_MAX)
+		return 1;
+	ch = text_at(c->t, i);
+	if (digest_plain_byte(c, ch))
+		return 0;
+	return digest_slow_byte(c, i, ch);
 }
 
 /* The digest walks the text DIGEST_CHUNK bytes per bpf_loop step: a step
