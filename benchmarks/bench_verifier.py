@@ -2,8 +2,9 @@
 """Where attaching's time goes: the kernel's CPU verifying each probe set, and each program of
 the statement reader's object (stage.bpf.o), loaded alone.
 
-Each object is loaded as `ioattr record` loads it (its configuration written, the programs the
-default picks): the recorder's system CPU over the load is the verifier's, which dominates the
+Each object is loaded as `ioattr record` loads it by default (its configuration written: pages
+classified, fine stages, the wire reader's PostgreSQL branch, as for a PostgreSQL target, the
+dearer case; the programs the default picks): the recorder's system CPU over the load is the verifier's, which dominates the
 time from `ioattr record` starting to its "recording" line on an idle host. Then each program of
 stage.bpf.o is loaded on its own, so the set's total can be told apart. A program the kernel
 refuses is listed with the error (the fallback hooks of other kernels may be refused here). The
@@ -85,7 +86,8 @@ def by_program(session: probes.ProbeSession, name: str, rounds: int) -> list[dic
 def main() -> int:
     ap = bench_parser(__doc__.splitlines()[0], rounds=2)
     args = ap.parse_args()
-    session = probes.ProbeSession()
+    # record's defaults (ioattr/live/session.py): --stages auto is not 'statement'
+    session = probes.ProbeSession(pages=True, fine_stages=True, pg_wire=True)
     sets = by_set(session, args.rounds)
     stage = by_program(session, "stage", args.rounds)
     print("probe set    verifier CPU s")

@@ -176,7 +176,7 @@ static long aio_submit_one(__u32 i, struct aio_submit_ctx *c)
 
 			page_tmpl(&t, c->tgid, c->tid, IOA_OP_WRITE, IOA_API_LIBAIO, c->stage, c->digest, c->phase);
 			if (!p.vlen)
-				classify_pages(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
+				classify_pages_far(&t, f, cb.aio_buf, cb.aio_nbytes, cb.aio_offset);
 			else /* every iovec whole: what completes is not known yet */
 				classify_iov(&t, f, cb.aio_buf, p.vlen, ~0ULL, cb.aio_offset);
 		}
@@ -238,7 +238,7 @@ static long aio_reap_one(__u32 i, struct aio_reap_ctx *c)
 
 			page_tmpl(&t, c->tgid, p->tid, IOA_OP_READ, IOA_API_LIBAIO, p->stage, p->digest, p->phase);
 			if (!p->vlen)
-				classify_pages(&t, f, p->buf, ev.res, p->pos);
+				classify_pages_far(&t, f, p->buf, ev.res, p->pos);
 			else
 				classify_iov(&t, f, p->buf, p->vlen, ev.res, p->pos);
 		}
