@@ -346,7 +346,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "bench_iopath", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "command": sys.argv, "params": vars(args), "summary": summary, "runs": runs}, indent=1))
+            "command": sys.argv, "params": vars(args), "summary": summary, "runs": runs}, indent=1, default=str))
     return 0
 
 
