@@ -11,9 +11,9 @@ indexes from storage (100 pages each, the table's STATS_SAMPLE_PAGES: with the d
 innodb_index_stats. The phase waits until the statistics table says it ran.
 
 Ground truth: mysql.innodb_table_stats.last_update (changed in b, not in a) and the server's
-Innodb_data_reads over each phase's work (a: none; b: the INSERT's few and the sampling). Not
-Innodb_buffer_pool_reads: that leaves out read-ahead, which the sampling can set off (a CI run:
-234 storage IOs in b, every one in Innodb_data_reads).
+Innodb_data_reads over each phase's work (a: none; b: the INSERT's descents of d.big and the
+sampling). Not Innodb_buffer_pool_reads: that leaves out read-ahead, which the sampling can set
+off (a CI run: 234 storage IOs in b, every one in Innodb_data_reads).
 
   - explain --baseline a --target b: reads per query rose; background_tasks is supported and
     first and names the sampled indexes; its reads are the server's in b but for the INSERT's.
@@ -89,9 +89,12 @@ def test_a_statistics_recalculation_in_one_phase(server, tmp_path: Path) -> None
     assert ev["innodb_stats_auto_recalc"] == "ON", ev
     assert ev["share_of_change"] >= 0.8 and ev["baseline_per_op"] == 0, ev
     assert {"d.big.PRIMARY", "d.big.k"} <= set(ev["indexes"].split(", ")), ev
-    # the tasks' reads are the server's reads in b but for the INSERT's few
-    tasks_reads = ev["target_per_op"] * res["target"]["ops"]
-    assert reads["b"] - 5 <= tasks_reads <= reads["b"], (tasks_reads, reads)
+    # the tasks' reads are the server's reads in b but for the INSERT's: its descents of d.big's
+    # two B-trees (PRIMARY three levels, k two) and an undo page or two, when the 8 MiB pool no
+    # longer holds them after the load: up to ~8 (a CI run: 5). The evidence's per-query figure
+    # is rounded, so the product is too.
+    tasks_reads = round(ev["target_per_op"] * res["target"]["ops"])
+    assert reads["b"] - 10 <= tasks_reads <= reads["b"], (tasks_reads, reads)
     assert "[SUPPORTED] InnoDB background tasks did the IO" in text, text
     assert "innodb_stats_auto_recalc=OFF" in " ".join(text.split()), text  # what to try
 
