@@ -4,8 +4,9 @@ the statement reader's object (stage.bpf.o), loaded alone.
 
 Each object is loaded as `ioattr record` loads it by default (its configuration written: pages
 classified, fine stages, the wire reader's PostgreSQL branch, as for a PostgreSQL target, the
-dearer case; the programs the default picks): the recorder's system CPU over the load is the verifier's, which dominates the
-time from `ioattr record` starting to its "recording" line on an idle host. Then each program of
+dearer case; the programs the default picks): the recorder's system CPU over the load is the
+verifier's, the largest part of the time from `ioattr record` starting to its "recording" line
+on an idle host. Then each program of
 stage.bpf.o is loaded on its own, so the set's total can be told apart. A program the kernel
 refuses is listed with the error (the fallback hooks of other kernels may be refused here). The
 minimum of `--rounds` loads is kept (the verifier's work is deterministic; the rest is noise).

@@ -161,8 +161,9 @@ static __always_inline void classify_pages(struct page_key *tmpl, struct innodb_
  * function once per program, where an inlined classify_pages() is verified at every call
  * site and in every bpf_loop callback holding one. With libaio's two sites inlined, the
  * syscall enter programs took 0.75 s of verification each (the recorder's default, pages
- * classified); the price is one BPF-to-BPF call per IO on these paths. The sync read and
- * write (tp_exit) keep it inline: the point select's page read pays no call. */
+ * classified); the price is one BPF-to-BPF call per IO on these paths, and per iovec of a
+ * vectored pread (PostgreSQL 18's). The plain sync read and write (tp_exit) keep it inline:
+ * the point select's page read pays no call. */
 __noinline int classify_pages_far(struct page_key *tmpl, struct innodb_file *f, __u64 buf,
 				  __u64 nbytes, __u64 pos)
 {

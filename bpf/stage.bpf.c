@@ -265,7 +265,8 @@ struct digest_ref {
 };
 
 /* Bytes digest_slow_byte only lowers and hashes when the state is S_CODE or S_SPACE and no
- * match is under way: not whitespace or other controls, quotes, digits, '/', '-', '#' (which may
+ * match is under way (digits are decided before this mask, by what precedes them): not
+ * whitespace or other controls, quotes, digits, '/', '-', '#' (which may
  * start a literal, a comment or change state), 'i' (starts "ioattr:phase="), 'l'/'L' (start
  * "local"), ';' (ends a statement of a multi-statement text), DEL; every byte >= 0x80. One bit
  * per byte value below 128. Not '$' either: it may start a PostgreSQL parameter. */
