@@ -174,9 +174,19 @@ __noinline int classify_pages_far(struct page_key *tmpl, struct innodb_file *f, 
 }
 
 /* The iovecs of one vectored IO (preadv/pwritev and their kin: PostgreSQL 18 reads and writes
- * several buffers in one call when they are not adjacent in shared memory), classified one by one
- * at the IO's file offsets. At most IOA_MAX_IOV of them (PostgreSQL's PG_IOV_MAX is 32). */
+ * several buffers in one call when they are not adjacent in shared memory), read four at a time
+ * (classify_iov_batch) and classified one by one at the IO's file offsets. At most IOA_MAX_IOV of
+ * them (PostgreSQL's PG_IOV_MAX is 32). */
 #define IOA_MAX_IOV 32
+
+/* iovecs read from the caller's array in one bpf_probe_read_user: a user read costs about the
+ * same whatever its size, so a batch of four costs about one iovec's (docs/cost.md) */
+#define IOA_IOV_BATCH 4
+
+struct ioa_iovec {
+	__u64 base;
+	__u64 len;
+};
 
 struct classify_iov_ctx {
 	struct page_key key;
@@ -184,30 +194,49 @@ struct classify_iov_ctx {
 	__u64 iov;  /* user address of the iovec array */
 	__u64 left; /* bytes the call moved not classified yet */
 	__u64 pos;  /* file offset of the next iovec */
+	__u32 vlen; /* iovecs to look at: the call's, at most IOA_MAX_IOV */
 };
 
-static long classify_iov_one(__u32 i, struct classify_iov_ctx *c)
+/* Batch i: iovecs [i * IOA_IOV_BATCH, +IOA_IOV_BATCH), only those the call has (the array may
+ * end at a page's end, where reading past it fails). */
+static long classify_iov_batch(__u32 i, struct classify_iov_ctx *c)
 {
-	struct { __u64 base; __u64 len; } iov;
-	__u64 n;
+	struct ioa_iovec iov[IOA_IOV_BATCH];
+	__u64 first = (__u64)i * IOA_IOV_BATCH, n, size;
+	__u32 k;
 
-	if (!c->left || bpf_probe_read_user(&iov, sizeof(iov), (void *)(c->iov + (__u64)i * sizeof(iov))))
+	if (!c->left || first >= c->vlen)
 		return 1;
-	n = iov.len < c->left ? iov.len : c->left;
-	classify_pages_far(&c->key, &c->file, iov.base, n, c->pos);
-	c->pos += n;
-	c->left -= n;
+	n = c->vlen - first;
+	if (n > IOA_IOV_BATCH)
+		n = IOA_IOV_BATCH;
+	size = n * sizeof(iov[0]);
+	asm volatile("" : "+r"(size)); /* the bound checked is the register passed */
+	if (!size || size > sizeof(iov) ||
+	    bpf_probe_read_user(iov, size, (void *)(c->iov + first * sizeof(iov[0]))))
+		return 1;
+	for (k = 0; k < IOA_IOV_BATCH; k++) {
+		__u64 len;
+
+		if (k >= n || !c->left)
+			break;
+		len = iov[k].len < c->left ? iov[k].len : c->left;
+		classify_pages_far(&c->key, &c->file, iov[k].base, len, c->pos);
+		c->pos += len;
+		c->left -= len;
+	}
 	return 0;
 }
 
 static __always_inline void classify_iov(struct page_key *tmpl, struct innodb_file *f, __u64 iov,
 					 __u32 vlen, __u64 nbytes, __u64 pos)
 {
-	struct classify_iov_ctx c = { .key = *tmpl, .file = *f, .iov = iov, .left = nbytes, .pos = pos };
+	struct classify_iov_ctx c = { .key = *tmpl, .file = *f, .iov = iov, .left = nbytes, .pos = pos,
+				      .vlen = vlen < IOA_MAX_IOV ? vlen : IOA_MAX_IOV };
 
 	if (!cfg.innodb_pages || !iov || f->engine == IOA_ENGINE_ROCKSDB_SST)
 		return;
-	bpf_loop(vlen < IOA_MAX_IOV ? vlen : IOA_MAX_IOV, classify_iov_one, &c, 0);
+	bpf_loop((c.vlen + IOA_IOV_BATCH - 1) / IOA_IOV_BATCH, classify_iov_batch, &c, 0);
 }
 
 static __always_inline struct innodb_file *innodb_file_of(__u32 dev, __u64 ino)
