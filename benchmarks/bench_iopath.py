@@ -7,7 +7,8 @@ run the same programs), so a change worth 10-40 ns per run drowns there.
 Here one process (benchmarks/innodb_page_loop.c) does N pread64() (or, with
 --read, lseek() + read(); with --aio, io_submit() + io_getevents(); with
 --preadv or --aiov, two adjacent pages a call into two iovecs by preadv() or one
-IOCB_CMD_PREADV; --aiovw writes them back, the same bytes, with IOCB_CMD_PWRITEV) of 16 KiB
+IOCB_CMD_PREADV; --aiovw writes them back, the same bytes, with IOCB_CMD_PWRITEV; with
+--iovecs K, K adjacent pages a call into K iovecs by preadv()) of 16 KiB
 from a file whose pages carry InnoDB index-page headers, registered in
 page_files like a tablespace, so every read runs the whole sync path the
 server's page reads run: pread enter (fd -> inode), exit (accounting + page
@@ -106,11 +107,21 @@ VECTORED = ("preadv", "aiov", "aiovw", "uringv")  # two adjacent pages a call, o
 FIRST_IOV_ONLY = ("uringv",)
 
 
+
+
+def pages_a_call(mode: str) -> int:
+    """Adjacent pages one call of the loop reads, one iovec each: "preadvK" K (--iovecs K)."""
+    if mode.startswith("preadv") and mode[6:].isdigit():
+        return int(mode[6:])
+    return 2 if mode in VECTORED else 1
+
+
 def expected_pages(n: int, mode: str = "pread") -> dict[tuple[int, int], int]:
     want: dict[tuple[int, int], int] = {}
+    span = pages_a_call(mode)
     for i in range(n):
-        first = (i * 7919) % (PAGES - 1 if mode in VECTORED else PAGES)
-        for p in (first, first + 1) if mode in VECTORED and mode not in FIRST_IOV_ONLY else (first,):
+        first = (i * 7919) % (PAGES - span + 1)
+        for p in range(first, first + span) if mode not in FIRST_IOV_ONLY else (first,):
             want[(index_id_of(p), level_of(p))] = want.get((index_id_of(p), level_of(p)), 0) + 1
     return want
 
@@ -265,6 +276,9 @@ def main() -> int:
                     help="io_submit() of one read + io_getevents() (libaio's path: tp_ent3 both)")
     ap.add_argument("--preadv", action="store_const", const="preadv", dest="mode",
                     help="preadv() of two adjacent pages into two iovecs (tp_ent4; the vectored path)")
+    ap.add_argument("--iovecs", type=int, metavar="K",
+                    help="preadv() of K adjacent pages into K iovecs (3-16; PostgreSQL 18's combined "
+                         "reads are of up to 16 blocks by default)")
     ap.add_argument("--aiov", action="store_const", const="aiov", dest="mode",
                     help="io_submit() of one IOCB_CMD_PREADV of two pages in two iovecs + io_getevents()")
     ap.add_argument("--uringv", action="store_const", const="uringv", dest="mode",
@@ -285,6 +299,10 @@ def main() -> int:
     args = ap.parse_args()
     if not args.variant:
         ap.error("give at least one --variant NAME=DIR")
+    if args.iovecs is not None:
+        if not 3 <= args.iovecs <= 16 or args.mode != "pread" or args.wire:
+            ap.error("--iovecs K: K of 3-16, alone (it is its own read path)")
+        args.mode = f"preadv{args.iovecs}"
     variants = []
     for spec in args.variant:
         name, sep, d = spec.partition("=")

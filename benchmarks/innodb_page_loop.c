@@ -9,7 +9,10 @@
  * two buffers that are not adjacent, with preadv() of two iovecs or one
  * IOCB_CMD_PREADV of them; "aiovw" writes the same two pages back with one
  * IOCB_CMD_PWRITEV, their headers what bench_iopath.py wrote there (the file
- * stays as it was); "uringv" reads the two pages with one io_uring READV (liburing). Prints "ready <pid>", waits for one byte on stdin (so the
+ * stays as it was); "uringv" reads the two pages with one io_uring READV (liburing);
+ * "preadvK" (K of 3-16) reads K adjacent pages a call (from page (i * 7919) % (PAGES - K + 1))
+ * into K buffers that are not adjacent, with preadv() of K iovecs (PostgreSQL 18's combined
+ * reads are of up to 16 blocks by default). Prints "ready <pid>", waits for one byte on stdin (so the
  * caller can attach and add us to the targets first), reads, prints "done".
  * bench_iopath.py writes FILE as InnoDB index pages and registers it in
  * page_files, so each pread runs the whole sync-read path: fd -> inode at
@@ -27,6 +30,7 @@
 #include <unistd.h>
 static char buf[16384] __attribute__((aligned(4096)));
 static char buf2[3 * 16384] __attribute__((aligned(4096)));
+static char bufk[32 * 16384] __attribute__((aligned(4096)));
 static void put_be(char *b, int n, unsigned long long v)
 {
 	for (int i = n - 1; i >= 0; i--, v >>= 8)
@@ -54,8 +58,20 @@ int main(int argc, char **argv)
 	int vec = argc > 5 && !strcmp(argv[5], "preadv");
 	int aiov = aiovw || (argc > 5 && !strcmp(argv[5], "aiov"));
 	int uringv = argc > 5 && !strcmp(argv[5], "uringv");
+	/* "preadvK": K iovecs a call */
+	int veck = argc > 5 && !strncmp(argv[5], "preadv", 6) && argv[5][6] ? atoi(argv[5] + 6) : 0;
 	struct io_uring ring;
 	struct iovec iov[2] = { { buf, 16384 }, { buf2 + 2 * 16384, 16384 } };
+	struct iovec iovk[16];
+
+	if (argc > 5 && !strncmp(argv[5], "preadv", 6) && argv[5][6] && (veck < 3 || veck > 16)) {
+		fprintf(stderr, "preadvK: K of 3-16\n");
+		return 1;
+	}
+	for (int k = 0; k < 16; k++) { /* every other slot: no two buffers adjacent */
+		iovk[k].iov_base = bufk + 2 * k * 16384;
+		iovk[k].iov_len = 16384;
+	}
 	aio_context_t ctx = 0;
 	struct iocb cb, *cbp = &cb;
 	struct io_event ev;
@@ -67,8 +83,13 @@ int main(int argc, char **argv)
 	printf("ready %d\n", getpid()); fflush(stdout);
 	if (read(0, &c, 1) != 1) return 1;
 	for (long i = 0; i < n; i++) {
-		long p = (i * 7919) % (vec || aiov || uringv ? pages - 1 : pages);
-		if (vec) {
+		long p = (i * 7919) % (veck ? pages - veck + 1 : vec || aiov || uringv ? pages - 1 : pages);
+		if (veck) {
+			if (syscall(SYS_preadv, fd, iovk, veck, p * 16384, 0) != veck * 16384L) {
+				perror("preadvK");
+				return 1;
+			}
+		} else if (vec) {
 			if (syscall(SYS_preadv, fd, iov, 2, p * 16384, 0) != 2 * 16384) {
 				perror("preadv");
 				return 1;

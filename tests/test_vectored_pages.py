@@ -1,7 +1,8 @@
 """Page classification of plain and vectored reads and libaio vectored writes, on known pages.
 
 benchmarks/innodb_page_loop.c reads a file of InnoDB index pages (each page's index id and level
-known from its number) registered in page_files, by pread, by preadv of two iovecs, by libaio's
+known from its number) registered in page_files, by pread, by preadv of two, seven and sixteen
+iovecs (the iovec array is read four at a time: a whole batch, a part of one, and both), by libaio's
 IOCB_CMD_PREAD and by IOCB_CMD_PREADV of two iovecs, and writes them back (the same bytes) by
 IOCB_CMD_PWRITEV, and by one io_uring READV of two iovecs (only its first iovec's page classified:
 the others' buffers are not known at completion); bench_iopath.py checks each run exact: the loop's syscall IOs in io_stats equal
@@ -21,7 +22,7 @@ from tests.conftest import need, need_root
 from tests.helpers import ROOT, assert_no_ioattr_programs
 
 
-@pytest.mark.parametrize("mode", ["pread", "preadv", "aio", "aiov", "aiovw", "uringv"])
+@pytest.mark.parametrize("mode", ["pread", "preadv", "iovecs=7", "iovecs=16", "aio", "aiov", "aiovw", "uringv"])
 @pytest.mark.parametrize("hook", ["tracepoints", "raw"])
 def test_pages_of_each_read_path_are_classified_exactly(mode: str, hook: str) -> None:
     need_root()
@@ -31,7 +32,7 @@ def test_pages_of_each_read_path_are_classified_exactly(mode: str, hook: str) ->
     argv = [sys.executable, str(ROOT / "benchmarks" / "bench_iopath.py"), "--variant", "tree=",
             "--rounds", "1", "--calls", "300"]
     if mode != "pread":
-        argv.append(f"--{mode}")
+        argv.append(f"--{mode}")  # iovecs=K: preadv of K iovecs, read four at a time
     if mode == "uringv":  # io_uring's own programs; only the first iovec's page is classified
         argv += ["--sets", "syscalls,targets,block,uring"]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300,
