@@ -107,8 +107,6 @@ VECTORED = ("preadv", "aiov", "aiovw", "uringv")  # two adjacent pages a call, o
 FIRST_IOV_ONLY = ("uringv",)
 
 
-
-
 def pages_a_call(mode: str) -> int:
     """Adjacent pages one call of the loop reads, one iovec each: "preadvK" K (--iovecs K)."""
     if mode.startswith("preadv") and mode[6:].isdigit():

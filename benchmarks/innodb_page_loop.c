@@ -59,12 +59,14 @@ int main(int argc, char **argv)
 	int aiov = aiovw || (argc > 5 && !strcmp(argv[5], "aiov"));
 	int uringv = argc > 5 && !strcmp(argv[5], "uringv");
 	/* "preadvK": K iovecs a call */
-	int veck = argc > 5 && !strncmp(argv[5], "preadv", 6) && argv[5][6] ? atoi(argv[5] + 6) : 0;
+	int veck = argc > 5 && !strncmp(argv[5], "preadv", 6) && argv[5][6] ? atoi(argv[5] + 6) : -1;
 	struct io_uring ring;
 	struct iovec iov[2] = { { buf, 16384 }, { buf2 + 2 * 16384, 16384 } };
 	struct iovec iovk[16];
 
-	if (argc > 5 && !strncmp(argv[5], "preadv", 6) && argv[5][6] && (veck < 3 || veck > 16)) {
+	if (veck == -1) {
+		veck = 0; /* not this mode */
+	} else if (veck < 3 || veck > 16) {
 		fprintf(stderr, "preadvK: K of 3-16\n");
 		return 1;
 	}
